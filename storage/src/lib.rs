@@ -1,0 +1,511 @@
+//! quarry-storage owns the MDBX database: the tables, their key and value encodings, and typed
+//! reads and writes of blocks, receipts, bytecode, the latest state and the full state history.
+//! It knows nothing of RPC or of revm.
+
+mod models;
+mod tables;
+
+pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
+pub use tables::Table;
+
+use alloy_consensus::{BlockBody, Header, TxEnvelope};
+use alloy_primitives::{Address, B256, Bytes, U256};
+use alloy_rlp::{Decodable, Encodable};
+use models::be_u64;
+use signet_libmdbx::{
+    DatabaseFlags, Environment, EnvironmentFlags, Geometry, Mode, RoSync, RwSync, SyncMode,
+    TransactionKind, WriteFlags, tx::Tx,
+};
+use std::{path::Path, sync::Arc};
+
+/// A block body as stored.
+pub type StoredBody = BlockBody<TxEnvelope>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("database: {0}")]
+    Mdbx(#[from] signet_libmdbx::MdbxError),
+    #[error("database read: {0}")]
+    Read(#[from] signet_libmdbx::ReadError),
+    #[error("database holds a malformed value: {0}")]
+    Corrupt(String),
+    #[error("cannot create database directory {path}: {source}")]
+    CreateDir {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// An open quarry database. Cheap to clone; share it between threads.
+#[derive(Clone)]
+pub struct Database {
+    env: Environment,
+    dbs: Arc<Vec<signet_libmdbx::Database>>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").finish_non_exhaustive()
+    }
+}
+
+/// A read-only transaction: one consistent snapshot of the database.
+pub type ReadTx = StorageTx<RoSync>;
+/// The read-write transaction; it also reads its own uncommitted writes.
+pub type WriteTx = StorageTx<RwSync>;
+
+impl Database {
+    /// Opens (creating if needed) the database in directory `path`.
+    ///
+    /// Commits use MDBX's SafeNoSync mode: a killed process never loses a committed
+    /// transaction and never exposes a partial one; only an operating-system crash may roll back
+    /// the most recent commits, leaving an older consistent state.
+    pub fn open(path: &Path) -> Result<Self> {
+        std::fs::create_dir_all(path).map_err(|source| Error::CreateDir {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let env = Environment::builder()
+            .set_max_dbs(Table::ALL.len())
+            .set_max_readers(1024)
+            .set_flags(EnvironmentFlags {
+                mode: Mode::ReadWrite {
+                    sync_mode: SyncMode::SafeNoSync,
+                },
+                no_rdahead: true,
+                ..Default::default()
+            })
+            .set_geometry(Geometry {
+                size: Some(0..(1usize << 40)),
+                growth_step: Some(256 << 20),
+                ..Default::default()
+            })
+            .open(path)?;
+        let tx = env.begin_rw_sync()?;
+        let mut dbs = Vec::with_capacity(Table::ALL.len());
+        for table in Table::ALL {
+            dbs.push(tx.create_db(Some(table.name()), DatabaseFlags::empty())?);
+        }
+        tx.commit()?;
+        Ok(Self {
+            env,
+            dbs: Arc::new(dbs),
+        })
+    }
+
+    pub fn reader(&self) -> Result<ReadTx> {
+        Ok(StorageTx {
+            tx: self.env.begin_ro_sync()?,
+            dbs: self.dbs.clone(),
+        })
+    }
+
+    /// Begins the write transaction; blocks while another writer (in any process) holds it.
+    pub fn writer(&self) -> Result<WriteTx> {
+        Ok(StorageTx {
+            tx: self.env.begin_rw_sync()?,
+            dbs: self.dbs.clone(),
+        })
+    }
+}
+
+/// A transaction over quarry's tables.
+pub struct StorageTx<K: TransactionKind> {
+    tx: Tx<K>,
+    dbs: Arc<Vec<signet_libmdbx::Database>>,
+}
+
+fn history_key(address: &Address, slot: Option<&B256>, block: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(60);
+    key.extend_from_slice(address.as_slice());
+    if let Some(slot) = slot {
+        key.extend_from_slice(slot.as_slice());
+    }
+    key.extend_from_slice(&block.to_be_bytes());
+    key
+}
+
+fn decode_rlp<T: Decodable>(what: &str, bytes: &[u8]) -> Result<T> {
+    let mut buf = bytes;
+    T::decode(&mut buf).map_err(|e| Error::Corrupt(format!("{what}: {e}")))
+}
+
+fn b256(what: &str, bytes: &[u8]) -> Result<B256> {
+    if bytes.len() != 32 {
+        return Err(Error::Corrupt(format!(
+            "{what} has {} bytes, expected 32",
+            bytes.len()
+        )));
+    }
+    Ok(B256::from_slice(bytes))
+}
+
+impl<K: TransactionKind> StorageTx<K> {
+    fn db(&self, table: Table) -> signet_libmdbx::Database {
+        self.dbs[table as usize]
+    }
+
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.tx.get::<Vec<u8>>(self.db(table).dbi(), key)?)
+    }
+
+    /// The value of the last key that starts with `prefix` and is at most `prefix ++ block`:
+    /// the entry of the last change at or before `block`.
+    fn last_at_or_before(
+        &self,
+        table: Table,
+        prefix: &[u8],
+        block: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let mut seek = prefix.to_vec();
+        seek.extend_from_slice(&(block.saturating_add(1)).to_be_bytes());
+        let entry: Option<(Vec<u8>, Vec<u8>)> = match cursor.set_range::<Vec<u8>, Vec<u8>>(&seek)? {
+            Some(_) => cursor.prev::<Vec<u8>, Vec<u8>>()?,
+            None => cursor.last::<Vec<u8>, Vec<u8>>()?,
+        };
+        Ok(entry.and_then(|(key, value)| {
+            (key.len() == prefix.len() + 8 && key.starts_with(prefix)).then_some(value)
+        }))
+    }
+
+    pub fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.get(Table::Meta, key.as_bytes())
+    }
+
+    /// The highest canonical block: its number and hash.
+    pub fn head(&self) -> Result<Option<(u64, B256)>> {
+        let mut cursor = self.tx.cursor(self.db(Table::CanonicalHashes))?;
+        match cursor.last::<Vec<u8>, Vec<u8>>()? {
+            Some((key, value)) => Ok(Some((be_u64(&key)?, b256("canonical hash", &value)?))),
+            None => Ok(None),
+        }
+    }
+
+    pub fn canonical_hash(&self, number: u64) -> Result<Option<B256>> {
+        self.get(Table::CanonicalHashes, &number.to_be_bytes())?
+            .map(|v| b256("canonical hash", &v))
+            .transpose()
+    }
+
+    pub fn block_number(&self, hash: &B256) -> Result<Option<u64>> {
+        self.get(Table::HeaderNumbers, hash.as_slice())?
+            .map(|v| be_u64(&v))
+            .transpose()
+    }
+
+    pub fn header(&self, number: u64) -> Result<Option<Header>> {
+        self.get(Table::Headers, &number.to_be_bytes())?
+            .map(|v| decode_rlp("header", &v))
+            .transpose()
+    }
+
+    pub fn total_difficulty(&self, number: u64) -> Result<Option<U256>> {
+        Ok(self
+            .get(Table::TotalDifficulty, &number.to_be_bytes())?
+            .map(|v| U256::from_be_slice(&v)))
+    }
+
+    pub fn body(&self, number: u64) -> Result<Option<StoredBody>> {
+        self.get(Table::BlockBodies, &number.to_be_bytes())?
+            .map(|v| decode_rlp("block body", &v))
+            .transpose()
+    }
+
+    pub fn senders(&self, number: u64) -> Result<Option<Vec<Address>>> {
+        Ok(self
+            .get(Table::Senders, &number.to_be_bytes())?
+            .map(|v| v.chunks_exact(20).map(Address::from_slice).collect()))
+    }
+
+    pub fn receipts(&self, number: u64) -> Result<Option<Vec<StoredReceipt>>> {
+        self.get(Table::Receipts, &number.to_be_bytes())?
+            .map(|v| StoredReceipt::decode_list(&v))
+            .transpose()
+    }
+
+    pub fn tx_location(&self, hash: &B256) -> Result<Option<TxLocation>> {
+        self.get(Table::TxLookup, hash.as_slice())?
+            .map(|v| TxLocation::decode(&v))
+            .transpose()
+    }
+
+    pub fn bytecode(&self, code_hash: &B256) -> Result<Option<Bytes>> {
+        Ok(self
+            .get(Table::Bytecodes, code_hash.as_slice())?
+            .map(Bytes::from))
+    }
+
+    /// The account in the latest state.
+    pub fn account(&self, address: &Address) -> Result<Option<StoredAccount>> {
+        self.get(Table::PlainAccounts, address.as_slice())?
+            .map(|v| StoredAccount::decode(&v))
+            .transpose()
+    }
+
+    /// A storage value in the latest state (zero when unset).
+    pub fn storage(&self, address: &Address, slot: &B256) -> Result<U256> {
+        let mut key = [0u8; 52];
+        key[..20].copy_from_slice(address.as_slice());
+        key[20..].copy_from_slice(slot.as_slice());
+        Ok(self
+            .get(Table::PlainStorage, &key)?
+            .map(|v| U256::from_be_slice(&v))
+            .unwrap_or_default())
+    }
+
+    /// The account as it was after block `block`.
+    pub fn account_at(&self, address: &Address, block: u64) -> Result<Option<StoredAccount>> {
+        match self.last_at_or_before(Table::AccountHistory, address.as_slice(), block)? {
+            Some(value) if value.is_empty() => Ok(None),
+            Some(value) => StoredAccount::decode(&value).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A storage value as it was after block `block` (zero when unset).
+    pub fn storage_at(&self, address: &Address, slot: &B256, block: u64) -> Result<U256> {
+        let mut prefix = [0u8; 52];
+        prefix[..20].copy_from_slice(address.as_slice());
+        prefix[20..].copy_from_slice(slot.as_slice());
+        Ok(self
+            .last_at_or_before(Table::StorageHistory, &prefix, block)?
+            .map(|v| U256::from_be_slice(&v))
+            .unwrap_or_default())
+    }
+
+    /// Every account of the latest state, in address order.
+    pub fn for_each_account(
+        &self,
+        mut f: impl FnMut(Address, StoredAccount) -> Result<()>,
+    ) -> Result<()> {
+        let mut cursor = self.tx.cursor(self.db(Table::PlainAccounts))?;
+        let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
+        while let Some((key, value)) = entry {
+            f(Address::from_slice(&key), StoredAccount::decode(&value)?)?;
+            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+        }
+        Ok(())
+    }
+
+    /// Every non-zero storage slot of the latest state, in (address, slot) order.
+    pub fn for_each_storage(
+        &self,
+        mut f: impl FnMut(Address, B256, U256) -> Result<()>,
+    ) -> Result<()> {
+        let mut cursor = self.tx.cursor(self.db(Table::PlainStorage))?;
+        let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
+        while let Some((key, value)) = entry {
+            f(
+                Address::from_slice(&key[..20]),
+                B256::from_slice(&key[20..]),
+                U256::from_be_slice(&value),
+            )?;
+            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+        }
+        Ok(())
+    }
+
+    /// The non-zero storage slots of one account in the latest state.
+    pub fn account_storage(&self, address: &Address) -> Result<Vec<(B256, U256)>> {
+        let mut cursor = self.tx.cursor(self.db(Table::PlainStorage))?;
+        let mut out = Vec::new();
+        let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(address.as_slice())?;
+        while let Some((key, value)) = entry {
+            if !key.starts_with(address.as_slice()) {
+                break;
+            }
+            out.push((B256::from_slice(&key[20..]), U256::from_be_slice(&value)));
+            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+        }
+        Ok(out)
+    }
+}
+
+/// Everything stored for one block besides state.
+pub struct BlockRecord<'a> {
+    pub hash: B256,
+    pub header: &'a Header,
+    pub body: &'a StoredBody,
+    pub senders: &'a [Address],
+    pub receipts: &'a [StoredReceipt],
+    pub total_difficulty: U256,
+}
+
+impl StorageTx<RwSync> {
+    fn put(&self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(self
+            .tx
+            .put(self.db(table), key, value, WriteFlags::empty())?)
+    }
+
+    fn del(&self, table: Table, key: &[u8]) -> Result<()> {
+        self.tx.del(self.db(table), key, None)?;
+        Ok(())
+    }
+
+    pub fn put_meta(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.put(Table::Meta, key.as_bytes(), value)
+    }
+
+    /// Stores a block and makes it canonical at its number.
+    pub fn insert_block(&self, block: &BlockRecord<'_>) -> Result<()> {
+        let number = block.header.number;
+        let key = number.to_be_bytes();
+        let mut buf = Vec::with_capacity(block.header.length());
+        block.header.encode(&mut buf);
+        self.put(Table::Headers, &key, &buf)?;
+        self.put(Table::CanonicalHashes, &key, block.hash.as_slice())?;
+        self.put(Table::HeaderNumbers, block.hash.as_slice(), &key)?;
+        self.put(
+            Table::TotalDifficulty,
+            &key,
+            &block.total_difficulty.to_be_bytes::<32>(),
+        )?;
+        buf.clear();
+        block.body.encode(&mut buf);
+        self.put(Table::BlockBodies, &key, &buf)?;
+        let senders: Vec<u8> = block.senders.iter().flat_map(|a| a.0.0).collect();
+        self.put(Table::Senders, &key, &senders)?;
+        self.put(
+            Table::Receipts,
+            &key,
+            &StoredReceipt::encode_list(block.receipts),
+        )?;
+        for (index, tx) in block.body.transactions.iter().enumerate() {
+            let location = TxLocation {
+                block_number: number,
+                index: index as u32,
+            };
+            self.put(Table::TxLookup, tx.tx_hash().as_slice(), &location.encode())?;
+        }
+        Ok(())
+    }
+
+    pub fn put_bytecode(&self, code_hash: &B256, code: &[u8]) -> Result<()> {
+        self.put(Table::Bytecodes, code_hash.as_slice(), code)
+    }
+
+    /// Sets an account after block `block` (`None`: it no longer exists), in the latest state
+    /// and in its history.
+    pub fn set_account(
+        &self,
+        address: &Address,
+        account: Option<&StoredAccount>,
+        block: u64,
+    ) -> Result<()> {
+        let history = history_key(address, None, block);
+        match account {
+            Some(account) => {
+                let value = account.encode();
+                self.put(Table::PlainAccounts, address.as_slice(), &value)?;
+                self.put(Table::AccountHistory, &history, &value)
+            }
+            None => {
+                self.del(Table::PlainAccounts, address.as_slice())?;
+                self.put(Table::AccountHistory, &history, &[])
+            }
+        }
+    }
+
+    /// Sets a storage slot after block `block`, in the latest state and in its history.
+    pub fn set_storage(
+        &self,
+        address: &Address,
+        slot: &B256,
+        value: U256,
+        block: u64,
+    ) -> Result<()> {
+        let mut key = [0u8; 52];
+        key[..20].copy_from_slice(address.as_slice());
+        key[20..].copy_from_slice(slot.as_slice());
+        let bytes = value.to_be_bytes::<32>();
+        if value.is_zero() {
+            self.del(Table::PlainStorage, &key)?;
+        } else {
+            self.put(Table::PlainStorage, &key, &bytes)?;
+        }
+        self.put(
+            Table::StorageHistory,
+            &history_key(address, Some(slot), block),
+            &bytes,
+        )
+    }
+
+    /// Clears every slot of an account (self-destruct, or creation over an address that had
+    /// storage) after block `block`; returns the slots that were cleared.
+    pub fn wipe_storage(&self, address: &Address, block: u64) -> Result<Vec<B256>> {
+        let slots = self.account_storage(address)?;
+        for (slot, _) in &slots {
+            self.set_storage(address, slot, U256::ZERO, block)?;
+        }
+        Ok(slots.into_iter().map(|(slot, _)| slot).collect())
+    }
+
+    pub fn commit(self) -> Result<()> {
+        Ok(self.tx.commit()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_primitives::address;
+
+    fn account(nonce: u64) -> StoredAccount {
+        StoredAccount {
+            nonce,
+            balance: U256::from(nonce * 10),
+            code_hash: B256::ZERO,
+        }
+    }
+
+    #[test]
+    fn history_answers_as_of_any_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let a = address!("0x00000000000000000000000000000000000000aa");
+        let b = address!("0x00000000000000000000000000000000000000ab");
+        let slot = B256::with_last_byte(1);
+        let tx = db.writer().unwrap();
+        tx.set_account(&a, Some(&account(1)), 0).unwrap();
+        tx.set_account(&b, Some(&account(9)), 1).unwrap();
+        tx.set_account(&a, Some(&account(2)), 5).unwrap();
+        tx.set_account(&a, None, 8).unwrap();
+        tx.set_storage(&a, &slot, U256::from(3), 2).unwrap();
+        tx.set_storage(&a, &slot, U256::from(4), 6).unwrap();
+        tx.commit().unwrap();
+
+        let r = db.reader().unwrap();
+        assert_eq!(r.account_at(&a, 0).unwrap(), Some(account(1)));
+        assert_eq!(r.account_at(&a, 4).unwrap(), Some(account(1)));
+        assert_eq!(r.account_at(&a, 5).unwrap(), Some(account(2)));
+        assert_eq!(r.account_at(&a, 7).unwrap(), Some(account(2)));
+        assert_eq!(r.account_at(&a, 8).unwrap(), None);
+        assert_eq!(r.account_at(&a, u64::MAX).unwrap(), None);
+        assert_eq!(r.account_at(&b, 0).unwrap(), None);
+        assert_eq!(r.account_at(&b, 1).unwrap(), Some(account(9)));
+        assert_eq!(r.account_at(&b, u64::MAX).unwrap(), Some(account(9)));
+        assert_eq!(r.account(&a).unwrap(), None);
+        assert_eq!(r.storage_at(&a, &slot, 1).unwrap(), U256::ZERO);
+        assert_eq!(r.storage_at(&a, &slot, 2).unwrap(), U256::from(3));
+        assert_eq!(r.storage_at(&a, &slot, 5).unwrap(), U256::from(3));
+        assert_eq!(r.storage_at(&a, &slot, 6).unwrap(), U256::from(4));
+        assert_eq!(r.storage(&a, &slot).unwrap(), U256::from(4));
+        assert_eq!(r.storage_at(&a, &B256::ZERO, 6).unwrap(), U256::ZERO);
+    }
+
+    #[test]
+    fn uncommitted_writes_are_invisible_to_readers() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let a = address!("0x00000000000000000000000000000000000000aa");
+        let tx = db.writer().unwrap();
+        tx.set_account(&a, Some(&account(1)), 0).unwrap();
+        assert_eq!(tx.account(&a).unwrap(), Some(account(1)));
+        drop(tx);
+        assert_eq!(db.reader().unwrap().account(&a).unwrap(), None);
+    }
+}

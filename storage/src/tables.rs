@@ -1,0 +1,64 @@
+//! Every MDBX table quarry uses, declared once.
+//!
+//! Integers in keys are big-endian so that MDBX's byte order is numeric order, which is what
+//! makes "the last entry at or before block N" a single cursor seek.
+
+macro_rules! tables {
+    ($( $(#[$doc:meta])* $name:ident = $label:literal; )*) => {
+        /// A table: its MDBX name is `Table::name()`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Table { $( $(#[$doc])* $name, )* }
+
+        impl Table {
+            /// Every table, in declaration order.
+            pub const ALL: &'static [Table] = &[ $( Table::$name, )* ];
+
+            /// The table's MDBX database name.
+            pub const fn name(self) -> &'static str {
+                match self { $( Table::$name => $label, )* }
+            }
+        }
+    };
+}
+
+tables! {
+    /// Chain-level facts. Key: ASCII name (`chain_config`, `genesis_hash`, ...). Value: bytes
+    /// whose meaning the key names (`chain_config` is the genesis.json `config` object as JSON).
+    Meta = "meta";
+    /// Key: block number (u64 BE). Value: the RLP-encoded header.
+    Headers = "headers";
+    /// The canonical chain. Key: block number (u64 BE). Value: block hash (32 bytes). The last
+    /// key is the head.
+    CanonicalHashes = "canonical_hashes";
+    /// Key: block hash (32 bytes). Value: block number (u64 BE).
+    HeaderNumbers = "header_numbers";
+    /// Key: block number (u64 BE). Value: total difficulty up to and including the block
+    /// (U256, 32 bytes BE).
+    TotalDifficulty = "total_difficulty";
+    /// Key: block number (u64 BE). Value: RLP of `BlockBody<TxEnvelope>` (transactions in their
+    /// network encoding, ommer headers, optional withdrawals).
+    BlockBodies = "block_bodies";
+    /// Key: block number (u64 BE). Value: the recovered sender of each transaction, 20 bytes each,
+    /// concatenated in block order.
+    Senders = "senders";
+    /// Key: transaction hash (32 bytes). Value: block number (u64 BE) then index in block (u32 BE).
+    TxLookup = "tx_lookup";
+    /// Key: block number (u64 BE). Value: RLP list of `StoredReceipt`, in transaction order.
+    Receipts = "receipts";
+    /// Key: code hash (32 bytes). Value: the raw bytecode.
+    Bytecodes = "bytecodes";
+    /// Latest state of every existing account. Key: address (20 bytes). Value: `StoredAccount`
+    /// (nonce u64 BE, balance 32 bytes BE, code hash 32 bytes: 72 bytes).
+    PlainAccounts = "plain_accounts";
+    /// Latest non-zero storage. Key: address (20 bytes) then slot (32 bytes). Value: the value
+    /// (32 bytes BE).
+    PlainStorage = "plain_storage";
+    /// Account history: one entry per block that changed the account, holding the account as
+    /// it was after that block. Key: address (20 bytes) then block number (u64 BE). Value:
+    /// `StoredAccount` (72 bytes), or empty when the account did not exist after the block.
+    AccountHistory = "account_history";
+    /// Storage history: one entry per block that changed the slot, holding its value after that
+    /// block. Key: address (20) then slot (32) then block number (u64 BE). Value: 32 bytes BE
+    /// (zero when cleared).
+    StorageHistory = "storage_history";
+}
