@@ -1,0 +1,19 @@
+//! quarry-executor owns execution: the chain's fork rules, block execution with revm through
+//! alloy-evm, block verification (header rules, roots, gas, bloom, requests), the in-memory
+//! state trie that yields state roots, genesis construction, and the one revm database adapter
+//! over quarry-storage.
+
+pub mod block;
+pub mod chain_spec;
+pub mod error;
+pub mod genesis;
+pub mod state_db;
+pub mod state_root;
+pub mod trie;
+pub mod verify;
+
+pub use block::{ExecutedBlock, SealedBlock, execute_block};
+pub use chain_spec::ChainSpec;
+pub use error::{BlockError, Error, Invalid, Result};
+pub use state_db::{StateAt, StateSnapshot};
+pub use state_root::StateTrie;

@@ -1,0 +1,497 @@
+//! quarry-ingest owns getting chains into storage: streaming files of RLP blocks, decoding,
+//! parallel sender recovery, executing and verifying each block through quarry-executor, and
+//! committing in atomic batches with progress reporting. It also runs Ethereum
+//! BlockchainTests through that same path.
+
+pub mod blocktest;
+mod progress;
+pub mod reader;
+
+pub use progress::Progress;
+
+use alloy_consensus::{Block, Header, TxEnvelope, transaction::SignerRecoverable};
+use alloy_genesis::Genesis;
+use alloy_hardforks::EthereumHardforks;
+use alloy_primitives::{Address, B256};
+use alloy_rlp::Decodable;
+use quarry_executor::{
+    ChainSpec, SealedBlock, StateTrie, execute_block,
+    genesis::{genesis_header, genesis_state},
+    state_root::AccountFields,
+};
+use quarry_storage::{BlockRecord, Database, WriteTx};
+use rayon::prelude::*;
+use reader::{BlockReader, RawBlock};
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Read(#[from] reader::ReadError),
+    #[error("{path}: block at byte offset {offset} cannot be decoded: {reason}")]
+    Decode {
+        path: String,
+        offset: u64,
+        reason: String,
+    },
+    #[error(
+        "{path}: block {number} at byte offset {offset}: cannot recover the sender of transaction {index}: {reason}"
+    )]
+    Sender {
+        path: String,
+        offset: u64,
+        number: u64,
+        index: usize,
+        reason: String,
+    },
+    #[error(
+        "{path}: block {number} ({hash}) at byte offset {offset} does not connect to the stored chain (head is block {head})"
+    )]
+    Gap {
+        path: String,
+        offset: u64,
+        number: u64,
+        hash: B256,
+        head: u64,
+    },
+    #[error(
+        "{path}: block {number} ({hash}) at byte offset {offset} differs from stored block {number} ({stored}); quarry does not reorganise a stored chain"
+    )]
+    Reorg {
+        path: String,
+        offset: u64,
+        number: u64,
+        hash: B256,
+        stored: B256,
+    },
+    #[error("{path}: byte offset {offset}: {source}")]
+    Block {
+        path: String,
+        offset: u64,
+        source: Box<quarry_executor::Error>,
+    },
+    #[error(transparent)]
+    Execution(#[from] quarry_executor::Error),
+    #[error(transparent)]
+    Storage(#[from] quarry_storage::Error),
+    #[error(
+        "this datadir holds a different chain: its genesis is {stored}, the given genesis is {given}"
+    )]
+    WrongGenesis { stored: B256, given: B256 },
+    #[error(
+        "the stored state does not match head block {number}: state root {computed}, header says {expected}"
+    )]
+    StateMismatch {
+        number: u64,
+        computed: B256,
+        expected: B256,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// How long each stage took, summed over an import.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StageTimes {
+    pub decode: Duration,
+    pub senders: Duration,
+    pub execution: Duration,
+    pub state_root: Duration,
+    pub write: Duration,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ImportStats {
+    pub blocks: u64,
+    pub skipped: u64,
+    pub transactions: u64,
+    pub gas: u64,
+    pub elapsed: Duration,
+    pub stages: StageTimes,
+}
+
+impl ImportStats {
+    pub fn mgas_per_second(&self) -> f64 {
+        self.gas as f64 / 1e6 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+    pub fn blocks_per_second(&self) -> f64 {
+        self.blocks as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Blocks decoded and recovered together, and committed at most this many at a time.
+const BATCH_BLOCKS: usize = 256;
+/// A batch also ends once it holds this many transactions.
+const BATCH_TXS: usize = 20_000;
+
+/// Imports blocks into one database, keeping the state trie of its head in memory.
+pub struct Importer {
+    db: Database,
+    spec: ChainSpec,
+    trie: StateTrie,
+    head: Header,
+    head_hash: B256,
+}
+
+/// A decoded block with where it came from.
+struct Decoded {
+    offset: u64,
+    block: SealedBlock,
+}
+
+impl Importer {
+    /// Opens `db` for the chain of `genesis`, storing block 0 if the database is empty.
+    pub fn open(db: Database, genesis: &Genesis) -> Result<Self> {
+        let spec = ChainSpec::from_config(genesis.config.clone());
+        let state = genesis_state(&genesis.alloc);
+        let mut trie = state.trie;
+        let header = genesis_header(genesis, &spec, trie.root());
+        Self::open_with_genesis(db, spec, header, state.accounts, state.bytecodes, &mut trie)
+    }
+
+    /// Opens `db` with an explicit genesis header (BlockchainTests give one) and allocation.
+    pub fn open_with_header(
+        db: Database,
+        spec: ChainSpec,
+        header: Header,
+        alloc: &std::collections::BTreeMap<Address, alloy_genesis::GenesisAccount>,
+    ) -> Result<Self> {
+        let state = genesis_state(alloc);
+        let mut trie = state.trie;
+        let computed = trie.root();
+        if computed != header.state_root {
+            return Err(Error::StateMismatch {
+                number: 0,
+                computed,
+                expected: header.state_root,
+            });
+        }
+        Self::open_with_genesis(db, spec, header, state.accounts, state.bytecodes, &mut trie)
+    }
+
+    fn open_with_genesis(
+        db: Database,
+        spec: ChainSpec,
+        genesis: Header,
+        accounts: Vec<quarry_storage::AccountChange>,
+        bytecodes: Vec<(B256, alloy_primitives::Bytes)>,
+        genesis_trie: &mut StateTrie,
+    ) -> Result<Self> {
+        let genesis_hash = genesis.hash_slow();
+        let stored_genesis = db.reader()?.canonical_hash(genesis.number)?;
+        match stored_genesis {
+            Some(stored) if stored != genesis_hash => {
+                return Err(Error::WrongGenesis {
+                    stored,
+                    given: genesis_hash,
+                });
+            }
+            Some(_) => {}
+            None => {
+                let tx = db.writer()?;
+                let body = quarry_storage::StoredBody::default();
+                tx.insert_block(&BlockRecord {
+                    hash: genesis_hash,
+                    header: &genesis,
+                    body: &body,
+                    senders: &[],
+                    receipts: &[],
+                    total_difficulty: genesis.difficulty,
+                })?;
+                tx.apply_state_changes(genesis.number, &accounts, &bytecodes)?;
+                let config = serde_json::to_vec(&spec.config)
+                    .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
+                tx.put_meta("chain_config", &config)?;
+                tx.commit()?;
+                genesis_trie.commit();
+                let trie = std::mem::take(genesis_trie);
+                return Ok(Self {
+                    db,
+                    spec,
+                    trie,
+                    head: genesis,
+                    head_hash: genesis_hash,
+                });
+            }
+        }
+        let reader = db.reader()?;
+        let (number, head_hash) = reader
+            .head()?
+            .ok_or_else(|| quarry_storage::Error::Corrupt("no head".into()))?;
+        let head = reader.header(number)?.ok_or_else(|| {
+            quarry_storage::Error::Corrupt(format!("no header for head {number}"))
+        })?;
+        let trie = load_trie(&reader)?;
+        drop(reader);
+        let mut importer = Self {
+            db,
+            spec,
+            trie,
+            head,
+            head_hash,
+        };
+        let computed = importer.trie.root();
+        if computed != importer.head.state_root {
+            return Err(Error::StateMismatch {
+                number,
+                computed,
+                expected: importer.head.state_root,
+            });
+        }
+        Ok(importer)
+    }
+
+    pub fn head(&self) -> (u64, B256) {
+        (self.head.number, self.head_hash)
+    }
+
+    pub fn spec(&self) -> &ChainSpec {
+        &self.spec
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// Imports every block of one file. Blocks already stored are skipped; the first block that
+    /// fails ends the import with an error, after every block before it has been committed.
+    pub fn import_file(&mut self, path: &Path, progress: &mut Progress) -> Result<ImportStats> {
+        let name = path.display().to_string();
+        let mut reader = BlockReader::open(path)?;
+        progress.start_file(&name, std::fs::metadata(path).ok().map(|m| m.len()));
+        self.import_blocks(&name, &mut reader, progress)
+    }
+
+    /// Imports raw blocks from any source (tests and BlockchainTests use this).
+    pub fn import_blocks(
+        &mut self,
+        name: &str,
+        blocks: &mut dyn Iterator<Item = std::result::Result<RawBlock, reader::ReadError>>,
+        progress: &mut Progress,
+    ) -> Result<ImportStats> {
+        let started = Instant::now();
+        let mut stats = ImportStats::default();
+        let mut pending_error = None;
+        loop {
+            let mut raw = Vec::with_capacity(BATCH_BLOCKS);
+            let mut approx_txs = 0;
+            while raw.len() < BATCH_BLOCKS && approx_txs < BATCH_TXS {
+                match blocks.next() {
+                    Some(Ok(block)) => {
+                        approx_txs += block.bytes.len() / 120;
+                        raw.push(block);
+                    }
+                    Some(Err(err)) => {
+                        pending_error = Some(Error::Read(err));
+                        break;
+                    }
+                    None => break,
+                }
+            }
+            if raw.is_empty() {
+                break;
+            }
+            let decoded = self.decode_batch(name, raw, &mut stats);
+            let result =
+                decoded.and_then(|decoded| self.execute_batch(name, decoded, &mut stats, progress));
+            if let Err(err) = result {
+                stats.elapsed = started.elapsed();
+                progress.finish(&stats);
+                return Err(err);
+            }
+            if pending_error.is_some() {
+                break;
+            }
+        }
+        stats.elapsed = started.elapsed();
+        progress.finish(&stats);
+        match pending_error {
+            Some(err) => Err(err),
+            None => Ok(stats),
+        }
+    }
+
+    fn decode_batch(
+        &self,
+        name: &str,
+        raw: Vec<RawBlock>,
+        stats: &mut ImportStats,
+    ) -> Result<Vec<Decoded>> {
+        let decode_start = Instant::now();
+        let decoded: Vec<Decoded> = raw
+            .into_par_iter()
+            .map(|raw| decode_block(name, raw))
+            .collect::<Result<_>>()?;
+        stats.stages.decode += decode_start.elapsed();
+        let senders_start = Instant::now();
+        let spec = &self.spec;
+        let recovered = decoded
+            .into_par_iter()
+            .map(|mut d| {
+                // EIP-2 (Homestead) rejects high-s signatures; Frontier accepted them.
+                let homestead = spec.is_homestead_active_at_block(d.block.header.number);
+                d.block.senders = d
+                    .block
+                    .body
+                    .transactions
+                    .iter()
+                    .enumerate()
+                    .map(|(index, tx)| {
+                        let recovered = if homestead {
+                            tx.recover_signer()
+                        } else {
+                            tx.recover_signer_unchecked()
+                        };
+                        recovered.map_err(|e| Error::Sender {
+                            path: name.to_string(),
+                            offset: d.offset,
+                            number: d.block.header.number,
+                            index,
+                            reason: e.to_string(),
+                        })
+                    })
+                    .collect::<Result<_>>()?;
+                Ok(d)
+            })
+            .collect::<Result<Vec<_>>>();
+        stats.stages.senders += senders_start.elapsed();
+        recovered
+    }
+
+    fn execute_batch(
+        &mut self,
+        name: &str,
+        decoded: Vec<Decoded>,
+        stats: &mut ImportStats,
+        progress: &mut Progress,
+    ) -> Result<()> {
+        let tx = self.db.writer()?;
+        let mut staged = 0u64;
+        for Decoded { offset, block } in decoded {
+            let number = block.header.number;
+            if number <= self.head.number {
+                let stored = tx.canonical_hash(number)?;
+                if stored == Some(block.hash) {
+                    stats.skipped += 1;
+                    continue;
+                }
+                let err = Error::Reorg {
+                    path: name.to_string(),
+                    offset,
+                    number,
+                    hash: block.hash,
+                    stored: stored.unwrap_or_default(),
+                };
+                return self.commit_then(tx, staged, err);
+            }
+            if number != self.head.number + 1 {
+                let err = Error::Gap {
+                    path: name.to_string(),
+                    offset,
+                    number,
+                    hash: block.hash,
+                    head: self.head.number,
+                };
+                return self.commit_then(tx, staged, err);
+            }
+            let exec_start = Instant::now();
+            let executed = match execute_block(&self.spec, &tx, &mut self.trie, &block) {
+                Ok(executed) => executed,
+                Err(source) => {
+                    let err = Error::Block {
+                        path: name.to_string(),
+                        offset,
+                        source: Box::new(source),
+                    };
+                    return self.commit_then(tx, staged, err);
+                }
+            };
+            let exec_time = exec_start.elapsed();
+            stats.stages.state_root += executed.state_root_time;
+            stats.stages.execution += exec_time.saturating_sub(executed.state_root_time);
+
+            let write_start = Instant::now();
+            tx.insert_block(&BlockRecord {
+                hash: block.hash,
+                header: &block.header,
+                body: &block.body,
+                senders: &block.senders,
+                receipts: &executed.receipts,
+                total_difficulty: executed.total_difficulty,
+            })?;
+            tx.apply_state_changes(number, &executed.accounts, &executed.bytecodes)?;
+            stats.stages.write += write_start.elapsed();
+
+            stats.blocks += 1;
+            stats.transactions += block.body.transactions.len() as u64;
+            stats.gas += block.header.gas_used;
+            staged += 1;
+            self.head = block.header;
+            self.head_hash = block.hash;
+            progress.block(number, offset, stats);
+        }
+        let write_start = Instant::now();
+        tx.commit()?;
+        stats.stages.write += write_start.elapsed();
+        Ok(())
+    }
+
+    /// Commits the valid blocks staged before a failure, then reports the failure.
+    fn commit_then(&mut self, tx: WriteTx, staged: u64, err: Error) -> Result<()> {
+        if staged > 0 {
+            tx.commit()?;
+        }
+        Err(err)
+    }
+}
+
+fn decode_block(name: &str, raw: RawBlock) -> Result<Decoded> {
+    let mut bytes = raw.bytes.as_slice();
+    let decode_err = |reason: String| Error::Decode {
+        path: name.to_string(),
+        offset: raw.offset,
+        reason,
+    };
+    let block = Block::<TxEnvelope>::decode(&mut bytes).map_err(|e| decode_err(e.to_string()))?;
+    if !bytes.is_empty() {
+        return Err(decode_err(format!(
+            "{} bytes left over after the block",
+            bytes.len()
+        )));
+    }
+    let hash = block.header.hash_slow();
+    Ok(Decoded {
+        offset: raw.offset,
+        block: SealedBlock {
+            hash,
+            header: block.header,
+            body: block.body,
+            senders: Vec::new(),
+        },
+    })
+}
+
+/// Rebuilds the state trie from the latest state in storage.
+fn load_trie(reader: &quarry_storage::ReadTx) -> Result<StateTrie> {
+    let mut trie = StateTrie::new();
+    reader.for_each_storage(|address, slot, value| {
+        trie.load_slot(address, slot, value);
+        Ok(())
+    })?;
+    reader.for_each_account(|address, account| {
+        trie.load_account(
+            address,
+            AccountFields {
+                nonce: account.nonce,
+                balance: account.balance,
+                code_hash: account.code_hash,
+            },
+        );
+        Ok(())
+    })?;
+    Ok(trie)
+}

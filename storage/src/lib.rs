@@ -324,6 +324,18 @@ impl<K: TransactionKind> StorageTx<K> {
     }
 }
 
+/// One account's new state after a block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountChange {
+    pub address: Address,
+    /// `None`: the account does not exist after the block.
+    pub account: Option<StoredAccount>,
+    /// Its storage was cleared (self-destruct) before `storage` applies.
+    pub wiped: bool,
+    /// Changed slots and their new values (zero: cleared).
+    pub storage: Vec<(B256, U256)>,
+}
+
 /// Everything stored for one block besides state.
 pub struct BlockRecord<'a> {
     pub hash: B256,
@@ -442,6 +454,28 @@ impl StorageTx<RwSync> {
             self.set_storage(address, slot, U256::ZERO, block)?;
         }
         Ok(slots.into_iter().map(|(slot, _)| slot).collect())
+    }
+
+    /// Writes a block's state changes into the latest state and the history at `block`.
+    pub fn apply_state_changes(
+        &self,
+        block: u64,
+        accounts: &[AccountChange],
+        bytecodes: &[(B256, Bytes)],
+    ) -> Result<()> {
+        for (hash, code) in bytecodes {
+            self.put_bytecode(hash, code)?;
+        }
+        for change in accounts {
+            if change.wiped || change.account.is_none() {
+                self.wipe_storage(&change.address, block)?;
+            }
+            for (slot, value) in &change.storage {
+                self.set_storage(&change.address, slot, *value, block)?;
+            }
+            self.set_account(&change.address, change.account.as_ref(), block)?;
+        }
+        Ok(())
     }
 
     pub fn commit(self) -> Result<()> {

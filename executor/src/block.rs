@@ -1,0 +1,568 @@
+//! Executing and verifying one block on top of the state in a storage transaction.
+
+use crate::{
+    chain_spec::ChainSpec,
+    error::{BlockError, Error, Invalid, Result},
+    state_db::{StateAt, StateSnapshot},
+    state_root::{AccountFields, StateTrie},
+    verify,
+};
+use alloy_consensus::{
+    Eip658Value, Header, ReceiptEnvelope, Transaction, TxEnvelope, TxReceipt,
+    proofs::{calculate_ommers_root, calculate_receipt_root, calculate_transaction_root},
+    transaction::Recovered,
+};
+use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
+use alloy_evm::{
+    EthEvmFactory, Evm, EvmEnv, EvmFactory,
+    block::{BlockExecutionError, BlockExecutor},
+    eth::{EthBlockExecutionCtx, EthBlockExecutor, dao_fork, receipt_builder::AlloyReceiptBuilder},
+};
+use alloy_hardforks::EthereumHardforks;
+use alloy_primitives::{Address, B256, Bloom, Bytes, TxKind, U256};
+use quarry_storage::{
+    AccountChange, ReceiptOutcome, StorageTx, StoredAccount, StoredBody, StoredReceipt,
+};
+use revm::{
+    Database as _, DatabaseCommit as _,
+    context::Block as _,
+    database::{State, states::bundle_state::BundleRetention},
+    state::Account,
+};
+use signet_libmdbx::TransactionKind;
+use std::{
+    borrow::Cow,
+    collections::HashSet,
+    time::{Duration, Instant},
+};
+
+/// A decoded block whose hash is known and whose senders are recovered.
+#[derive(Debug, Clone)]
+pub struct SealedBlock {
+    pub hash: B256,
+    pub header: Header,
+    pub body: StoredBody,
+    pub senders: Vec<Address>,
+}
+
+/// What executing a verified block produced, ready to be stored.
+#[derive(Debug, Clone)]
+pub struct ExecutedBlock {
+    pub receipts: Vec<StoredReceipt>,
+    pub accounts: Vec<AccountChange>,
+    pub bytecodes: Vec<(B256, Bytes)>,
+    pub total_difficulty: U256,
+    /// Time spent updating the state trie and computing roots, part of the execution time.
+    pub state_root_time: std::time::Duration,
+}
+
+/// Executes `block` on the state in `tx` (which must be the state after `parent`), checks it
+/// completely, and on success advances `trie` to the block's state. On any failure `trie` is
+/// left as it was and nothing is returned to store.
+pub fn execute_block<K: TransactionKind>(
+    spec: &ChainSpec,
+    tx: &StorageTx<K>,
+    trie: &mut StateTrie,
+    block: &SealedBlock,
+) -> Result<ExecutedBlock> {
+    let header = &block.header;
+    let reject = |invalid: Invalid| -> Error {
+        BlockError {
+            number: header.number,
+            hash: block.hash,
+            invalid,
+        }
+        .into()
+    };
+    let mismatch = |check: &'static str, expected: String, actual: String| {
+        reject(Invalid::Mismatch {
+            check,
+            expected,
+            actual,
+        })
+    };
+
+    if header.number == 0 {
+        return Err(reject(Invalid::Rule("block 0 is the genesis block".into())));
+    }
+    let parent_number = header.number - 1;
+    let parent_hash = tx.canonical_hash(parent_number)?;
+    if parent_hash != Some(header.parent_hash) {
+        return Err(mismatch(
+            "parent hash",
+            header.parent_hash.to_string(),
+            parent_hash.map_or("no stored parent".into(), |h| h.to_string()),
+        ));
+    }
+    let parent = stored(tx.header(parent_number)?, "header", parent_number)?;
+    let parent_td = stored(
+        tx.total_difficulty(parent_number)?,
+        "total difficulty",
+        parent_number,
+    )?;
+    let merged = spec.is_merged(parent_td, header.timestamp);
+
+    verify::check_header(spec, header, &parent, merged)
+        .map_err(|rule| reject(Invalid::Rule(rule)))?;
+    check_body(spec, tx, block, merged).map_err(reject)?;
+    if block.senders.len() != block.body.transactions.len() {
+        return Err(reject(Invalid::Rule(
+            "sender count differs from transaction count".into(),
+        )));
+    }
+
+    let outcome = run(spec, tx, trie, block, merged);
+    match outcome {
+        Ok(executed) => {
+            trie.commit();
+            Ok(ExecutedBlock {
+                total_difficulty: parent_td + header.difficulty,
+                ..executed
+            })
+        }
+        Err(invalid) => {
+            trie.rollback();
+            Err(match invalid {
+                RunError::Invalid(invalid) => reject(invalid),
+                RunError::Internal(err) => err,
+            })
+        }
+    }
+}
+
+fn stored<T>(value: Option<T>, what: &str, number: u64) -> Result<T> {
+    value.ok_or_else(|| {
+        Error::Storage(quarry_storage::Error::Corrupt(format!(
+            "no {what} stored for block {number}"
+        )))
+    })
+}
+
+enum RunError {
+    Invalid(Invalid),
+    Internal(Error),
+}
+
+impl From<Error> for RunError {
+    fn from(err: Error) -> Self {
+        RunError::Internal(err)
+    }
+}
+
+fn mismatch(check: &'static str, expected: impl ToString, actual: impl ToString) -> RunError {
+    RunError::Invalid(Invalid::Mismatch {
+        check,
+        expected: expected.to_string(),
+        actual: actual.to_string(),
+    })
+}
+
+/// Checks of the body against the header and of the uncles (geth's `VerifyUncles`).
+fn check_body<K: TransactionKind>(
+    spec: &ChainSpec,
+    tx: &StorageTx<K>,
+    block: &SealedBlock,
+    merged: bool,
+) -> std::result::Result<(), Invalid> {
+    let header = &block.header;
+    let body = &block.body;
+    let tx_root = calculate_transaction_root(&body.transactions);
+    if tx_root != header.transactions_root {
+        return Err(Invalid::Mismatch {
+            check: "transactionsRoot",
+            expected: header.transactions_root.to_string(),
+            actual: tx_root.to_string(),
+        });
+    }
+    let ommers_root = calculate_ommers_root(&body.ommers);
+    if ommers_root != header.ommers_hash {
+        return Err(Invalid::Mismatch {
+            check: "ommersHash",
+            expected: header.ommers_hash.to_string(),
+            actual: ommers_root.to_string(),
+        });
+    }
+    match (&body.withdrawals, header.withdrawals_root) {
+        (Some(withdrawals), Some(expected)) => {
+            let root = alloy_consensus::proofs::calculate_withdrawals_root(withdrawals);
+            if root != expected {
+                return Err(Invalid::Mismatch {
+                    check: "withdrawalsRoot",
+                    expected: expected.to_string(),
+                    actual: root.to_string(),
+                });
+            }
+        }
+        (None, None) => {}
+        (Some(_), None) => return Err(Invalid::Rule("withdrawals without withdrawalsRoot".into())),
+        (None, Some(_)) => return Err(Invalid::Rule("withdrawalsRoot without withdrawals".into())),
+    }
+    if merged || body.ommers.is_empty() {
+        return Ok(());
+    }
+    check_uncles(spec, tx, block).map_err(Invalid::Rule)
+}
+
+fn check_uncles<K: TransactionKind>(
+    spec: &ChainSpec,
+    tx: &StorageTx<K>,
+    block: &SealedBlock,
+) -> std::result::Result<(), String> {
+    const MAX_UNCLES: usize = 2;
+    const GENERATIONS: u64 = 7;
+    let header = &block.header;
+    if block.body.ommers.len() > MAX_UNCLES {
+        return Err(format!(
+            "{} uncles, at most {MAX_UNCLES} allowed",
+            block.body.ommers.len()
+        ));
+    }
+    let storage_err = |e: quarry_storage::Error| e.to_string();
+    let mut ancestors = std::collections::HashMap::new();
+    let mut seen_uncles = HashSet::new();
+    let first = header.number.saturating_sub(GENERATIONS);
+    for number in (first..header.number).rev() {
+        let Some(ancestor) = tx.header(number).map_err(storage_err)? else {
+            break;
+        };
+        let hash = ancestor.hash_slow();
+        if let Some(body) = tx.body(number).map_err(storage_err)? {
+            seen_uncles.extend(body.ommers.iter().map(Header::hash_slow));
+        }
+        ancestors.insert(hash, ancestor);
+    }
+    seen_uncles.insert(block.hash);
+    for uncle in &block.body.ommers {
+        let hash = uncle.hash_slow();
+        if !seen_uncles.insert(hash) {
+            return Err(format!("uncle {hash} is duplicated or already included"));
+        }
+        if ancestors.contains_key(&hash) {
+            return Err(format!("uncle {hash} is an ancestor"));
+        }
+        let Some(uncle_parent) = ancestors.get(&uncle.parent_hash) else {
+            return Err(format!(
+                "uncle {hash} has a parent that is not a recent ancestor"
+            ));
+        };
+        if uncle.parent_hash == header.parent_hash {
+            return Err(format!("uncle {hash} is a sibling of the block"));
+        }
+        let uncle_parent_td = tx
+            .total_difficulty(uncle_parent.number)
+            .map_err(storage_err)?
+            .unwrap_or_default();
+        let uncle_merged = spec.is_merged(uncle_parent_td, uncle.timestamp);
+        verify::check_header(spec, uncle, uncle_parent, uncle_merged)
+            .map_err(|rule| format!("uncle {hash}: {rule}"))?;
+    }
+    Ok(())
+}
+
+fn run<K: TransactionKind>(
+    spec: &ChainSpec,
+    tx: &StorageTx<K>,
+    trie: &mut StateTrie,
+    block: &SealedBlock,
+    merged: bool,
+) -> std::result::Result<ExecutedBlock, RunError> {
+    let header = &block.header;
+    let rules = spec.at_block(merged);
+    let byzantium = spec.is_byzantium_active_at_block(header.number);
+    let blob_params = spec.blob_params_at(header.timestamp);
+    let env = EvmEnv::for_eth_block(header, rules, spec.chain_id, blob_params);
+    let blob_gas_price = env.block_env.blob_gasprice().unwrap_or_default();
+    let base_fee = header.base_fee_per_gas;
+
+    let mut state = State::builder()
+        .with_database_ref(StateSnapshot::new(tx, StateAt::Latest))
+        .with_bundle_update()
+        .build();
+    let evm = EthEvmFactory::default().create_evm(&mut state, env);
+    let ctx = EthBlockExecutionCtx {
+        parent_hash: header.parent_hash,
+        parent_beacon_block_root: header.parent_beacon_block_root,
+        ommers: &block.body.ommers,
+        withdrawals: block
+            .body
+            .withdrawals
+            .as_ref()
+            .map(|w| Cow::Borrowed(w.as_slice())),
+        extra_data: header.extra_data.clone(),
+        tx_count_hint: Some(block.body.transactions.len()),
+        slot_number: None,
+    };
+    let mut executor = EthBlockExecutor::new(evm, ctx, rules, AlloyReceiptBuilder::default());
+    executor
+        .apply_pre_execution_changes()
+        .map_err(execution_error)?;
+    if spec.dao_fork_block() == Some(header.number) {
+        let pre_eip161 = !spec.is_spurious_dragon_active_at_block(header.number);
+        apply_dao_drain(executor.evm_mut().db_mut(), pre_eip161)
+            .map_err(|e| RunError::Internal(Error::Execution(e.to_string())))?;
+    }
+
+    let mut post_states = Vec::new();
+    let mut state_root_time = Duration::ZERO;
+    let mut meta = Vec::with_capacity(block.body.transactions.len());
+    for (index, (transaction, sender)) in block
+        .body
+        .transactions
+        .iter()
+        .zip(&block.senders)
+        .enumerate()
+    {
+        if transaction.is_legacy()
+            && transaction.chain_id().is_some()
+            && !spec.is_spurious_dragon_active_at_block(header.number)
+        {
+            return Err(RunError::Invalid(Invalid::Transaction {
+                index,
+                hash: *transaction.tx_hash(),
+                reason: "replay-protected (EIP-155) transaction before Spurious Dragon".into(),
+            }));
+        }
+        executor
+            .execute_transaction(Recovered::new_unchecked(transaction, *sender))
+            .map_err(|err| match err {
+                BlockExecutionError::Validation(err) => RunError::Invalid(Invalid::Transaction {
+                    index,
+                    hash: *transaction.tx_hash(),
+                    reason: err.to_string(),
+                }),
+                err => execution_error(err),
+            })?;
+        meta.push(tx_meta(transaction, *sender, base_fee, blob_gas_price));
+        if !byzantium {
+            // Before Byzantium each receipt commits to the state root after its transaction.
+            let db = executor.evm_mut().db_mut();
+            db.merge_transitions(BundleRetention::PlainState);
+            let started = Instant::now();
+            apply_bundle(trie, &db.bundle_state);
+            post_states.push(trie.root());
+            state_root_time += started.elapsed();
+        }
+    }
+
+    let (_, result) = executor.finish().map_err(execution_error)?;
+    state.merge_transitions(BundleRetention::PlainState);
+    let bundle = state.take_bundle();
+    let started = Instant::now();
+    apply_bundle(trie, &bundle);
+    let state_root = trie.root();
+    state_root_time += started.elapsed();
+
+    if result.gas_used != header.gas_used {
+        return Err(mismatch("gasUsed", header.gas_used, result.gas_used));
+    }
+    let mut receipts = result.receipts;
+    for (receipt, root) in receipts.iter_mut().zip(&post_states) {
+        receipt_mut(receipt).status = Eip658Value::PostState(*root);
+    }
+    let receipts_root = calculate_receipt_root(&receipts);
+    if receipts_root != header.receipts_root {
+        return Err(mismatch(
+            "receiptsRoot",
+            header.receipts_root,
+            receipts_root,
+        ));
+    }
+    let bloom = receipts.iter().fold(Bloom::ZERO, |acc, r| acc | r.bloom());
+    if bloom != header.logs_bloom {
+        return Err(mismatch("logsBloom", header.logs_bloom, bloom));
+    }
+    if let Some(expected) = header.requests_hash {
+        let actual = if result.requests.is_empty() {
+            EMPTY_REQUESTS_HASH
+        } else {
+            result.requests.requests_hash()
+        };
+        if actual != expected {
+            return Err(mismatch("requestsHash", expected, actual));
+        }
+    }
+    if let Some(expected) = header.blob_gas_used
+        && expected != result.blob_gas_used
+    {
+        return Err(mismatch("blobGasUsed", expected, result.blob_gas_used));
+    }
+    if state_root != header.state_root {
+        return Err(mismatch("stateRoot", header.state_root, state_root));
+    }
+
+    let mut previous_cumulative = 0;
+    let stored_receipts = receipts
+        .iter()
+        .zip(meta)
+        .map(|(receipt, meta)| {
+            let cumulative = receipt.cumulative_gas_used();
+            let gas_used = cumulative - previous_cumulative;
+            previous_cumulative = cumulative;
+            StoredReceipt {
+                tx_type: receipt.tx_type() as u8,
+                outcome: match receipt.as_receipt().map(|r| r.status) {
+                    Some(Eip658Value::PostState(root)) => ReceiptOutcome::PostState(root),
+                    Some(Eip658Value::Eip658(ok)) => ReceiptOutcome::Status(ok),
+                    None => ReceiptOutcome::Status(receipt.status()),
+                },
+                cumulative_gas_used: cumulative,
+                gas_used,
+                effective_gas_price: meta.effective_gas_price,
+                contract_address: meta.contract_address,
+                blob_gas: meta.blob_gas,
+                logs: receipt.logs().to_vec(),
+            }
+        })
+        .collect();
+
+    Ok(ExecutedBlock {
+        receipts: stored_receipts,
+        accounts: bundle_changes(&bundle),
+        bytecodes: bundle
+            .contracts
+            .iter()
+            .map(|(hash, code)| (*hash, code.original_bytes()))
+            .collect(),
+        total_difficulty: U256::ZERO,
+        state_root_time,
+    })
+}
+
+/// The DAO fork's irregular state change, applied before the block's transactions as geth
+/// does: every listed account's balance moves to the refund contract. Accounts it touches keep
+/// pre-EIP-161 semantics (an emptied account is kept, not deleted), which revm's
+/// `drain_balances` would not do.
+fn apply_dao_drain<DB: revm::Database>(
+    db: &mut State<DB>,
+    pre_eip161: bool,
+) -> std::result::Result<(), <State<DB> as revm::Database>::Error> {
+    let mut changes = Vec::with_capacity(dao_fork::DAO_HARDFORK_ACCOUNTS.len() + 1);
+    let mut drained = U256::ZERO;
+    let load = |db: &mut State<DB>,
+                address: Address|
+     -> std::result::Result<Account, <State<DB> as revm::Database>::Error> {
+        Ok(match db.basic(address)? {
+            Some(info) => Account::from(info),
+            None => Account::new_not_existing(Default::default()),
+        })
+    };
+    for address in dao_fork::DAO_HARDFORK_ACCOUNTS {
+        let mut account = load(db, address)?;
+        drained += std::mem::take(&mut account.info.balance);
+        account.mark_touch();
+        changes.push((address, account));
+    }
+    let mut beneficiary = load(db, dao_fork::DAO_HARDFORK_BENEFICIARY)?;
+    beneficiary.info.balance += drained;
+    beneficiary.mark_touch();
+    changes.push((dao_fork::DAO_HARDFORK_BENEFICIARY, beneficiary));
+    if pre_eip161 {
+        for (_, account) in &mut changes {
+            if account.is_empty() {
+                if account.is_loaded_as_not_existing() {
+                    account.mark_created();
+                } else {
+                    account.unmark_touch();
+                }
+            }
+        }
+    }
+    db.commit_iter(&mut changes.into_iter());
+    Ok(())
+}
+
+fn execution_error(err: BlockExecutionError) -> RunError {
+    match err {
+        BlockExecutionError::Validation(err) => RunError::Invalid(Invalid::Rule(err.to_string())),
+        BlockExecutionError::Internal(err) => RunError::Internal(Error::Execution(err.to_string())),
+    }
+}
+
+fn receipt_mut(envelope: &mut ReceiptEnvelope) -> &mut alloy_consensus::Receipt {
+    match envelope {
+        ReceiptEnvelope::Legacy(r)
+        | ReceiptEnvelope::Eip2930(r)
+        | ReceiptEnvelope::Eip1559(r)
+        | ReceiptEnvelope::Eip4844(r)
+        | ReceiptEnvelope::Eip7702(r) => &mut r.receipt,
+    }
+}
+
+/// Receipt fields that come from the transaction rather than from execution.
+struct TxMeta {
+    effective_gas_price: u128,
+    contract_address: Option<Address>,
+    blob_gas: Option<(u64, u128)>,
+}
+
+fn tx_meta(
+    tx: &TxEnvelope,
+    sender: Address,
+    base_fee: Option<u64>,
+    blob_gas_price: u128,
+) -> TxMeta {
+    TxMeta {
+        effective_gas_price: tx.effective_gas_price(base_fee),
+        contract_address: match tx.kind() {
+            TxKind::Create => Some(sender.create(tx.nonce())),
+            TxKind::Call(_) => None,
+        },
+        blob_gas: tx.blob_gas_used().map(|used| (used, blob_gas_price)),
+    }
+}
+
+fn account_fields(info: &revm::state::AccountInfo) -> AccountFields {
+    AccountFields {
+        nonce: info.nonce,
+        balance: info.balance,
+        code_hash: info.code_hash,
+    }
+}
+
+/// Brings the trie up to date with every account in `bundle`.
+fn apply_bundle(trie: &mut StateTrie, bundle: &revm::database::BundleState) {
+    for (address, account) in &bundle.state {
+        trie.apply_account(
+            *address,
+            account.info.as_ref().map(account_fields),
+            account.was_destroyed(),
+            account
+                .storage
+                .iter()
+                .map(|(slot, value)| (*slot, value.present_value)),
+        );
+    }
+}
+
+fn bundle_changes(bundle: &revm::database::BundleState) -> Vec<AccountChange> {
+    let mut changes: Vec<AccountChange> = bundle
+        .state
+        .iter()
+        .filter(|(_, account)| {
+            account.info != account.original_info
+                || !account.storage.is_empty()
+                || account.was_destroyed()
+        })
+        .map(|(address, account)| {
+            let mut storage: Vec<(B256, U256)> = account
+                .storage
+                .iter()
+                .filter(|(_, slot)| slot.is_changed() || account.was_destroyed())
+                .map(|(slot, value)| (B256::from(*slot), value.present_value))
+                .collect();
+            storage.sort_unstable();
+            AccountChange {
+                address: *address,
+                account: account.info.as_ref().map(|info| StoredAccount {
+                    nonce: info.nonce,
+                    balance: info.balance,
+                    code_hash: info.code_hash,
+                }),
+                wiped: account.was_destroyed(),
+                storage,
+            }
+        })
+        .collect();
+    changes.sort_unstable_by_key(|c| c.address);
+    changes
+}

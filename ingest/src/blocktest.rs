@@ -1,0 +1,417 @@
+//! Ethereum BlockchainTests run through the same import, execution and verification path as
+//! `quarry ingest`, each in a fresh temporary database.
+
+use crate::{Importer, Progress, reader::RawBlock};
+use alloy_eips::eip7840::BlobParams;
+use alloy_genesis::{ChainConfig, GenesisAccount};
+use alloy_primitives::{Address, B256, Bytes, U256, address, keccak256};
+use alloy_rlp::Decodable;
+use quarry_executor::ChainSpec;
+use quarry_storage::Database;
+use serde::Deserialize;
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::{Path, PathBuf},
+};
+
+/// Mainnet's deposit contract, which the Prague fixtures assume.
+const DEPOSIT_CONTRACT: Address = address!("0x00000000219ab540356cbb839cbe05303d7705fa");
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TestCase {
+    network: String,
+    #[serde(rename = "genesisRLP")]
+    genesis_rlp: Bytes,
+    pre: BTreeMap<Address, GenesisAccount>,
+    blocks: Vec<TestBlock>,
+    lastblockhash: B256,
+    post_state: Option<BTreeMap<Address, PostAccount>>,
+    post_state_hash: Option<B256>,
+    config: Option<TestConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TestConfig {
+    chainid: Option<alloy_primitives::U64>,
+    #[serde(default)]
+    blob_schedule: BTreeMap<String, TestBlobParams>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TestBlobParams {
+    target: alloy_primitives::U64,
+    max: alloy_primitives::U64,
+    base_fee_update_fraction: alloy_primitives::U128,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TestBlock {
+    rlp: Bytes,
+    expect_exception: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PostAccount {
+    balance: U256,
+    nonce: alloy_primitives::U64,
+    code: Bytes,
+    #[serde(default)]
+    storage: BTreeMap<U256, U256>,
+}
+
+/// The outcome of one test.
+#[derive(Debug)]
+pub struct TestOutcome {
+    pub name: String,
+    pub failure: Option<String>,
+}
+
+/// Every `.json` file under `path` (or `path` itself), sorted.
+pub fn test_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    if path.is_file() {
+        files.push(path.to_path_buf());
+        return Ok(files);
+    }
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?.path();
+        if entry.is_dir() {
+            files.extend(test_files(&entry)?);
+        } else if entry.extension().is_some_and(|e| e == "json")
+            && entry.file_name().is_some_and(|n| n != "MANIFEST.json")
+        {
+            files.push(entry);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Runs every test in one file.
+pub fn run_file(path: &Path) -> Vec<TestOutcome> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => {
+            return vec![TestOutcome {
+                name: path.display().to_string(),
+                failure: Some(format!("cannot read: {e}")),
+            }];
+        }
+    };
+    let cases: BTreeMap<String, serde_json::Value> = match serde_json::from_str(&text) {
+        Ok(cases) => cases,
+        Err(e) => {
+            return vec![TestOutcome {
+                name: path.display().to_string(),
+                failure: Some(format!("not a BlockchainTests file: {e}")),
+            }];
+        }
+    };
+    cases
+        .into_iter()
+        .map(|(name, value)| {
+            let failure = serde_json::from_value::<TestCase>(value)
+                .map_err(|e| format!("malformed test: {e}"))
+                .and_then(|case| run_case(&case))
+                .err();
+            TestOutcome {
+                name: format!("{}::{name}", path.display()),
+                failure,
+            }
+        })
+        .collect()
+}
+
+fn run_case(case: &TestCase) -> Result<(), String> {
+    let mut config = chain_config(&case.network)
+        .ok_or_else(|| format!("unsupported network {}", case.network))?;
+    if let Some(test_config) = &case.config {
+        if let Some(id) = test_config.chainid {
+            config.chain_id = id.to();
+        }
+        for (fork, params) in &test_config.blob_schedule {
+            config.blob_schedule.insert(
+                fork.to_lowercase(),
+                BlobParams {
+                    target_blob_count: params.target.to(),
+                    max_blob_count: params.max.to(),
+                    update_fraction: params.base_fee_update_fraction.to(),
+                    max_blobs_per_tx: params.max.to(),
+                    ..BlobParams::cancun()
+                },
+            );
+        }
+    }
+    let spec = ChainSpec::from_config(config);
+    let genesis = alloy_consensus::Block::<alloy_consensus::TxEnvelope>::decode(
+        &mut case.genesis_rlp.as_ref(),
+    )
+    .map_err(|e| format!("genesis RLP: {e}"))?
+    .header;
+    let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+    let db = Database::open(dir.path()).map_err(|e| e.to_string())?;
+    let mut importer =
+        Importer::open_with_header(db, spec, genesis, &case.pre).map_err(|e| e.to_string())?;
+    let mut progress = Progress::hidden();
+    for (index, block) in case.blocks.iter().enumerate() {
+        let raw = RawBlock {
+            offset: 0,
+            bytes: block.rlp.to_vec(),
+        };
+        let result = importer.import_blocks(
+            &format!("block #{index}"),
+            &mut std::iter::once(Ok(raw)),
+            &mut progress,
+        );
+        match (result, &block.expect_exception) {
+            (Ok(_), Some(exception)) => {
+                return Err(format!(
+                    "block #{index} was accepted but expects {exception}"
+                ));
+            }
+            (Err(e), None) => return Err(format!("block #{index} was rejected: {e}")),
+            _ => {}
+        }
+    }
+    let (_, head_hash) = importer.head();
+    if head_hash != case.lastblockhash {
+        return Err(format!(
+            "head is {head_hash}, expected {}",
+            case.lastblockhash
+        ));
+    }
+    if let Some(expected) = case.post_state_hash {
+        let reader = importer.database().reader().map_err(|e| e.to_string())?;
+        let (number, _) = importer.head();
+        let root = reader
+            .header(number)
+            .map_err(|e| e.to_string())?
+            .map(|h| h.state_root);
+        if root != Some(expected) {
+            return Err(format!("post state root {root:?}, expected {expected}"));
+        }
+    }
+    if let Some(post) = &case.post_state {
+        compare_post_state(importer.database(), post)?;
+    }
+    Ok(())
+}
+
+fn compare_post_state(db: &Database, post: &BTreeMap<Address, PostAccount>) -> Result<(), String> {
+    let reader = db.reader().map_err(|e| e.to_string())?;
+    let mut stored = HashMap::new();
+    reader
+        .for_each_account(|address, account| {
+            stored.insert(address, account);
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+    for address in stored.keys() {
+        if !post.contains_key(address) {
+            return Err(format!("account {address} exists but is not in postState"));
+        }
+    }
+    for (address, expected) in post {
+        let Some(account) = stored.get(address) else {
+            return Err(format!("account {address} is missing"));
+        };
+        if account.balance != expected.balance {
+            return Err(format!(
+                "{address} balance {} expected {}",
+                account.balance, expected.balance
+            ));
+        }
+        if account.nonce != expected.nonce.to::<u64>() {
+            return Err(format!(
+                "{address} nonce {} expected {}",
+                account.nonce, expected.nonce
+            ));
+        }
+        let code_hash = keccak256(&expected.code);
+        let expected_hash = if expected.code.is_empty() {
+            alloy_primitives::KECCAK256_EMPTY
+        } else {
+            code_hash
+        };
+        if account.code_hash != expected_hash {
+            return Err(format!("{address} code differs"));
+        }
+        let storage: BTreeMap<U256, U256> = reader
+            .account_storage(address)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|(slot, value)| (U256::from_be_bytes(slot.0), value))
+            .collect();
+        let expected_storage: BTreeMap<U256, U256> = expected
+            .storage
+            .iter()
+            .filter(|(_, v)| !v.is_zero())
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        if storage != expected_storage {
+            return Err(format!(
+                "{address} storage {storage:?} expected {expected_storage:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The forks in activation order, as the test suites name them.
+const FORKS: &[&str] = &[
+    "Frontier",
+    "Homestead",
+    "EIP150",
+    "EIP158",
+    "Byzantium",
+    "Constantinople",
+    "ConstantinopleFix",
+    "Istanbul",
+    "MuirGlacier",
+    "Berlin",
+    "London",
+    "ArrowGlacier",
+    "GrayGlacier",
+    "Paris",
+    "Shanghai",
+    "Cancun",
+    "Prague",
+    "Osaka",
+    "BPO1",
+    "BPO2",
+    "BPO3",
+    "BPO4",
+    "BPO5",
+];
+
+enum Activation {
+    Block(u64),
+    Time(u64),
+    Difficulty(U256),
+}
+
+/// The chain config of a BlockchainTests network name: `Cancun`, or a transition such as
+/// `ShanghaiToCancunAtTime15k`, `BerlinToLondonAt5`, `ArrowGlacierToParisAtDiffC0000`,
+/// `HomesteadToDaoAt5`.
+pub fn chain_config(network: &str) -> Option<ChainConfig> {
+    let network = if network == "Merge" { "Paris" } else { network };
+    let mut config = ChainConfig {
+        chain_id: 1,
+        deposit_contract_address: Some(DEPOSIT_CONTRACT),
+        ..Default::default()
+    };
+    let (from, to, at) = match network.split_once("To") {
+        Some((from, rest)) => {
+            let (to, at) = rest.split_once("At")?;
+            let activation = if let Some(time) = at.strip_prefix("Time") {
+                let time = match time.strip_suffix('k') {
+                    Some(thousands) => thousands.parse::<u64>().ok()? * 1000,
+                    None => time.parse().ok()?,
+                };
+                Activation::Time(time)
+            } else if let Some(diff) = at.strip_prefix("Diff") {
+                Activation::Difficulty(U256::from_str_radix(diff, 16).ok()?)
+            } else {
+                Activation::Block(at.parse().ok()?)
+            };
+            (from, Some(to), Some(activation))
+        }
+        None => (network, None, None),
+    };
+    let from_index = FORKS.iter().position(|f| *f == from)?;
+    for fork in &FORKS[..=from_index] {
+        activate(&mut config, fork, &Activation::Block(0));
+    }
+    if let (Some(to), Some(at)) = (to, at) {
+        if to == "Dao" {
+            let Activation::Block(block) = at else {
+                return None;
+            };
+            config.dao_fork_block = Some(block);
+            config.dao_fork_support = true;
+        } else {
+            let to_index = FORKS.iter().position(|f| *f == to)?;
+            for fork in &FORKS[from_index + 1..=to_index] {
+                activate(&mut config, fork, &at);
+            }
+        }
+    }
+    Some(config)
+}
+
+fn activate(config: &mut ChainConfig, fork: &str, at: &Activation) {
+    let block = match at {
+        Activation::Block(b) => Some(*b),
+        _ => None,
+    };
+    let time = match at {
+        Activation::Time(t) => Some(*t),
+        _ => Some(0),
+    };
+    match fork {
+        "Homestead" => config.homestead_block = block,
+        "EIP150" => config.eip150_block = block,
+        "EIP158" => {
+            config.eip155_block = block;
+            config.eip158_block = block;
+        }
+        "Byzantium" => config.byzantium_block = block,
+        "Constantinople" => {
+            config.constantinople_block = block;
+            // Constantinople alone (without the Petersburg fix) must not imply Petersburg.
+            config.petersburg_block = Some(u64::MAX);
+        }
+        "ConstantinopleFix" => config.petersburg_block = block,
+        "Istanbul" => config.istanbul_block = block,
+        "MuirGlacier" => config.muir_glacier_block = block,
+        "Berlin" => config.berlin_block = block,
+        "London" => config.london_block = block,
+        "ArrowGlacier" => config.arrow_glacier_block = block,
+        "GrayGlacier" => config.gray_glacier_block = block,
+        "Paris" => {
+            config.terminal_total_difficulty = Some(match at {
+                Activation::Difficulty(d) => *d,
+                _ => U256::ZERO,
+            });
+            config.terminal_total_difficulty_passed = true;
+        }
+        "Shanghai" => config.shanghai_time = time,
+        "Cancun" => config.cancun_time = time,
+        "Prague" => config.prague_time = time,
+        "Osaka" => config.osaka_time = time,
+        "BPO1" => config.bpo1_time = time,
+        "BPO2" => config.bpo2_time = time,
+        "BPO3" => config.bpo3_time = time,
+        "BPO4" => config.bpo4_time = time,
+        "BPO5" => config.bpo5_time = time,
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transition_networks() {
+        let c = chain_config("ShanghaiToCancunAtTime15k").unwrap();
+        assert_eq!(c.shanghai_time, Some(0));
+        assert_eq!(c.cancun_time, Some(15_000));
+        assert_eq!(c.prague_time, None);
+        let c = chain_config("BerlinToLondonAt5").unwrap();
+        assert_eq!(c.berlin_block, Some(0));
+        assert_eq!(c.london_block, Some(5));
+        let c = chain_config("HomesteadToDaoAt5").unwrap();
+        assert_eq!(c.dao_fork_block, Some(5));
+        assert_eq!(c.byzantium_block, None);
+        let c = chain_config("ArrowGlacierToParisAtDiffC0000").unwrap();
+        assert_eq!(c.terminal_total_difficulty, Some(U256::from(0xC0000)));
+        let c = chain_config("Constantinople").unwrap();
+        assert_eq!(c.petersburg_block, Some(u64::MAX));
+        assert!(chain_config("Nonsense").is_none());
+    }
+}
