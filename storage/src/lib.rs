@@ -276,6 +276,23 @@ impl<K: TransactionKind> StorageTx<K> {
             .unwrap_or_default())
     }
 
+    /// A digest of every key and value in `table`, to compare two databases' contents.
+    pub fn table_digest(&self, table: Table) -> Result<(u64, B256)> {
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let mut hasher = alloy_primitives::Keccak256::new();
+        let mut entries = 0u64;
+        let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
+        while let Some((key, value)) = entry {
+            for part in [&key, &value] {
+                hasher.update((part.len() as u64).to_be_bytes());
+                hasher.update(part);
+            }
+            entries += 1;
+            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+        }
+        Ok((entries, hasher.finalize()))
+    }
+
     /// Every account of the latest state, in address order.
     pub fn for_each_account(
         &self,
