@@ -95,7 +95,7 @@ fn ingest(datadir: PathBuf, genesis: PathBuf, files: Vec<PathBuf>) -> Result<()>
     );
     let s = total.stages;
     println!(
-        "stages: decode {:.3}s, senders {:.3}s, execution {:.3}s, state root {:.3}s, write {:.3}s",
+        "stages: decode {:.4}s, senders {:.4}s, execution {:.4}s, state root {:.4}s, write {:.4}s",
         s.decode.as_secs_f64(),
         s.senders.as_secs_f64(),
         s.execution.as_secs_f64(),
@@ -124,7 +124,7 @@ fn run_blocktests(paths: Vec<PathBuf>) -> Result<()> {
                 }
                 Some(reason) => {
                     failed += 1;
-                    println!("FAIL {}: {reason}", outcome.name);
+                    println!("FAIL {}\n    {reason}", outcome.name);
                 }
             }
         }

@@ -457,13 +457,12 @@ fn apply_dao_drain<DB: revm::Database>(
     beneficiary.mark_touch();
     changes.push((dao_fork::DAO_HARDFORK_BENEFICIARY, beneficiary));
     if pre_eip161 {
+        // revm's State always deletes touched empty accounts (EIP-161); before Spurious Dragon
+        // an emptied account stays. An account that is empty has no code, so marking it
+        // created (which also means "no storage") keeps it without losing anything.
         for (_, account) in &mut changes {
             if account.is_empty() {
-                if account.is_loaded_as_not_existing() {
-                    account.mark_created();
-                } else {
-                    account.unmark_touch();
-                }
+                account.mark_created();
             }
         }
     }
