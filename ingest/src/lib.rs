@@ -295,10 +295,9 @@ impl Importer {
             if raw.is_empty() {
                 break;
             }
-            let decoded = self.decode_batch(name, raw, &mut stats);
-            let result =
-                decoded.and_then(|decoded| self.execute_batch(name, decoded, &mut stats, progress));
-            if let Err(err) = result {
+            let (decoded, decode_error) = self.decode_batch(name, raw, &mut stats);
+            let result = self.execute_batch(name, decoded, &mut stats, progress);
+            if let Err(err) = result.and(decode_error.map_or(Ok(()), Err)) {
                 stats.elapsed = started.elapsed();
                 progress.finish(&stats);
                 return Err(err);
@@ -315,51 +314,35 @@ impl Importer {
         }
     }
 
+    /// Decodes a batch and recovers its senders in parallel. Returns the blocks before the first
+    /// one that fails, and that failure: the blocks before it are still imported.
     fn decode_batch(
         &self,
         name: &str,
         raw: Vec<RawBlock>,
         stats: &mut ImportStats,
-    ) -> Result<Vec<Decoded>> {
+    ) -> (Vec<Decoded>, Option<Error>) {
         let decode_start = Instant::now();
-        let decoded: Vec<Decoded> = raw
+        let decoded: Vec<Result<Decoded>> = raw
             .into_par_iter()
             .map(|raw| decode_block(name, raw))
-            .collect::<Result<_>>()?;
+            .collect();
         stats.stages.decode += decode_start.elapsed();
         let senders_start = Instant::now();
         let spec = &self.spec;
-        let recovered = decoded
+        let recovered: Vec<Result<Decoded>> = decoded
             .into_par_iter()
-            .map(|mut d| {
-                // EIP-2 (Homestead) rejects high-s signatures; Frontier accepted them.
-                let homestead = spec.is_homestead_active_at_block(d.block.header.number);
-                d.block.senders = d
-                    .block
-                    .body
-                    .transactions
-                    .iter()
-                    .enumerate()
-                    .map(|(index, tx)| {
-                        let recovered = if homestead {
-                            tx.recover_signer()
-                        } else {
-                            tx.recover_signer_unchecked()
-                        };
-                        recovered.map_err(|e| Error::Sender {
-                            path: name.to_string(),
-                            offset: d.offset,
-                            number: d.block.header.number,
-                            index,
-                            reason: e.to_string(),
-                        })
-                    })
-                    .collect::<Result<_>>()?;
-                Ok(d)
-            })
-            .collect::<Result<Vec<_>>>();
+            .map(|decoded| decoded.and_then(|d| recover_senders(spec, name, d)))
+            .collect();
         stats.stages.senders += senders_start.elapsed();
-        recovered
+        let mut blocks = Vec::with_capacity(recovered.len());
+        for block in recovered {
+            match block {
+                Ok(block) => blocks.push(block),
+                Err(err) => return (blocks, Some(err)),
+            }
+        }
+        (blocks, None)
     }
 
     fn execute_batch(
@@ -447,6 +430,33 @@ impl Importer {
         }
         Err(err)
     }
+}
+
+fn recover_senders(spec: &ChainSpec, name: &str, mut d: Decoded) -> Result<Decoded> {
+    // EIP-2 (Homestead) rejects high-s signatures; Frontier accepted them.
+    let homestead = spec.is_homestead_active_at_block(d.block.header.number);
+    d.block.senders = d
+        .block
+        .body
+        .transactions
+        .iter()
+        .enumerate()
+        .map(|(index, tx)| {
+            let recovered = if homestead {
+                tx.recover_signer()
+            } else {
+                tx.recover_signer_unchecked()
+            };
+            recovered.map_err(|e| Error::Sender {
+                path: name.to_string(),
+                offset: d.offset,
+                number: d.block.header.number,
+                index,
+                reason: e.to_string(),
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(d)
 }
 
 fn decode_block(name: &str, raw: RawBlock) -> Result<Decoded> {
