@@ -1,6 +1,11 @@
+#![allow(clippy::unwrap_used)] // helpers of an integration test, not library code
+
 //! End-to-end tests of `quarry ingest`: the real binary, run on the rpc-compat fixture chain
 //! (genesis plus blocks 1..=54), each test in its own temporary datadir, the result read back
 //! with quarry-storage.
+
+// `allow-unwrap-in-tests` covers `#[test]` functions only, not this file's helpers.
+#![allow(clippy::unwrap_used)]
 
 use alloy_consensus::{Block, Transaction, TxEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
