@@ -1,5 +1,3 @@
-#![allow(clippy::unwrap_used)] // helpers of an integration test, not library code
-
 //! End-to-end tests of `quarry ingest`: the real binary, run on the rpc-compat fixture chain
 //! (genesis plus blocks 1..=54), each test in its own temporary datadir, the result read back
 //! with quarry-storage.
@@ -25,6 +23,11 @@ const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/
 const QUARRY: &str = env!("CARGO_BIN_EXE_quarry");
 /// The last block of the fixture chain.
 const LAST: u64 = 54;
+
+/// A block number and hash.
+type Head = (u64, B256);
+/// Every table's `(entries, digest)`, in `Table::ALL` order.
+type Digests = Vec<(Table, (u64, B256))>;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(FIXTURES).join(name)
@@ -223,7 +226,7 @@ fn open_db(datadir: &Path) -> Database {
 }
 
 /// The stored head.
-fn head(reader: &ReadTx) -> (u64, B256) {
+fn head(reader: &ReadTx) -> Head {
     reader.head().unwrap().expect("the database has no head")
 }
 
@@ -246,7 +249,7 @@ fn assert_complete(datadir: &Path, stdout: &str) {
 }
 
 /// Every table's `(entries, digest)`.
-fn digests(reader: &ReadTx) -> Vec<(Table, (u64, B256))> {
+fn digests(reader: &ReadTx) -> Digests {
     Table::ALL
         .iter()
         .map(|&table| (table, reader.table_digest(table).unwrap()))
@@ -497,7 +500,7 @@ fn per_block_files(dir: &TempDir) -> Vec<PathBuf> {
 }
 
 /// The head a run started from, as it reports on stderr: "datadir ...: head is block N (hash)".
-fn start_head(stderr: &str) -> (u64, B256) {
+fn start_head(stderr: &str) -> Head {
     let line = stderr
         .lines()
         .find(|line| line.starts_with("datadir ") && line.contains(": head is block "))
@@ -512,9 +515,9 @@ fn start_head(stderr: &str) -> (u64, B256) {
 struct Resumed {
     what: String,
     /// The head the completing run found: `(number, hash)`.
-    start: (u64, B256),
+    start: Head,
     stdout: String,
-    digests: Vec<(Table, (u64, B256))>,
+    digests: Digests,
 }
 
 /// Runs the ingest to completion after a kill, without looking at the datadir first.
@@ -555,7 +558,7 @@ fn compare(resumed: &Resumed, reference: &Reference) {
 
 /// A database that ingested the whole chain without interruption.
 struct Reference {
-    digests: Vec<(Table, (u64, B256))>,
+    digests: Digests,
     /// The canonical hash of every block, genesis included.
     hashes: Vec<B256>,
 }
@@ -590,7 +593,7 @@ fn kill_after(files: &[&Path], delay: u64) -> Resumed {
 /// Kills ingests of `files` on one datadir once each reaches a given block, each resuming from
 /// what the one before it left, then completes the import. Also returns, for each killed run,
 /// the block it was killed at and the head it started from.
-fn kill_repeatedly_mid_run(files: &[&Path]) -> (Resumed, Vec<(u64, (u64, B256))>) {
+fn kill_repeatedly_mid_run(files: &[&Path]) -> (Resumed, Vec<(u64, Head)>) {
     let dir = TempDir::new().unwrap();
     let mut starts = Vec::new();
     for (trigger, delay) in [(3, 0), (12, 1), (25, 2), (40, 0), (LAST, 1)] {
