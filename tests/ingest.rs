@@ -119,7 +119,10 @@ impl Chain {
 
     /// Blocks `from..=to`, as they appear in chain.rlp.
     fn range(&self, from: u64, to: u64) -> Vec<u8> {
-        (from..=to).flat_map(|n| self.item(n).to_vec()).collect()
+        (from..=to)
+            .map(|n| self.item(n))
+            .collect::<Vec<_>>()
+            .concat()
     }
 
     fn block(&self, n: u64) -> &Block<TxEnvelope> {
@@ -329,7 +332,8 @@ fn truncated_file_reports_offset_and_keeps_whole_blocks() {
     assert_contains(
         &stderr,
         &format!(
-            "{}: truncated block at byte offset {}",
+            "{}: truncated block at byte offset {}: the file ends inside its 3-byte RLP \
+             header, 2 bytes left",
             file.display(),
             chain.offset(k2 + 1)
         ),
@@ -351,11 +355,12 @@ fn corrupt_block_reports_offset() {
     let dir = TempDir::new().unwrap();
     let datadir = dir.path().join("db");
 
-    // Block 10's first byte becomes 0x80 (the empty string): the item is not an RLP list.
+    // Block 10's first byte becomes 0x80 (the empty string): the item is not an RLP list, so
+    // the file cannot even be split there.
     let mut bytes = chain.bytes.clone();
     let offset = chain.offset(10);
     bytes[offset] = 0x80;
-    let file = write_file(&dir, "corrupt.rlp", &bytes);
+    let file = write_file(&dir, "not-a-list.rlp", &bytes);
     let stderr = ingest_err(&datadir, &[&file]);
     assert_contains(
         &stderr,
@@ -365,18 +370,12 @@ fn corrupt_block_reports_offset() {
         ),
     );
     assert_head(&datadir, 9);
-}
 
-#[test]
-fn undecodable_block_reports_offset_and_keeps_earlier_blocks() {
-    let chain = chain();
-    let dir = TempDir::new().unwrap();
-    let datadir = dir.path().join("db");
-
-    // Block 10's outer list is intact, but its header (the list's first item) is turned from a
-    // list into a string of the same length: the file splits fine, the block does not decode.
+    // Block 20's outer list is intact, but its header (the list's first item) is turned from a
+    // list into a string of the same length: the file splits fine, block 20 does not decode.
+    // Blocks 10..=19, read and decoded along with it, are still imported.
     let mut bytes = chain.bytes.clone();
-    let offset = chain.offset(10);
+    let offset = chain.offset(20);
     let outer_header_len = match chain.bytes[offset] {
         0xc0..=0xf7 => 1,
         first => 1 + usize::from(first - 0xf7),
@@ -384,7 +383,7 @@ fn undecodable_block_reports_offset_and_keeps_earlier_blocks() {
     let inner = offset + outer_header_len;
     assert_eq!(
         bytes[inner], 0xf9,
-        "block 10's header should be a long list"
+        "block 20's header should be a long list"
     );
     bytes[inner] = 0xb9; // a long string with the same 2-byte length
     let file = write_file(&dir, "undecodable.rlp", &bytes);
@@ -396,8 +395,15 @@ fn undecodable_block_reports_offset_and_keeps_earlier_blocks() {
             file.display()
         ),
     );
-    // Every block before the bad one has been committed.
-    assert_head(&datadir, 9);
+    assert_head(&datadir, 19);
+
+    // Nothing of the corrupt blocks was stored: the real chain continues from block 19.
+    let stdout = ingest_ok(&datadir, &[&chain_path()]);
+    assert_contains(
+        &stdout,
+        &format!("imported {} blocks (19 already stored)", LAST - 19),
+    );
+    assert_complete(&datadir, &stdout);
 }
 
 #[test]
@@ -540,6 +546,7 @@ fn resume(datadir: &Path, what: String) -> Resumed {
 fn compare(resumed: &Resumed, reference: &Reference) {
     let what = &resumed.what;
     let (stored, hash) = resumed.start;
+    eprintln!("{what}: the completing run started from block {stored}");
     assert_eq!(
         hash, reference.hashes[stored as usize],
         "{what}: stored head"
@@ -576,8 +583,8 @@ fn reference(datadir: &Path) -> Reference {
     }
 }
 
-/// Starts an ingest of `files` on a fresh datadir, kills it after `delay`, and completes it.
-fn kill_after(files: &[&Path], delay: u64) -> Resumed {
+/// Starts an ingest of `files` on a fresh datadir and kills it after `delay` milliseconds.
+fn kill_after(files: &[&Path], delay: u64) -> TempDir {
     let dir = TempDir::new().unwrap();
     let mut child = ingest_command(dir.path(), files)
         .stdout(Stdio::null())
@@ -587,7 +594,7 @@ fn kill_after(files: &[&Path], delay: u64) -> Resumed {
     std::thread::sleep(Duration::from_millis(delay));
     child.kill().unwrap();
     child.wait().unwrap();
-    resume(dir.path(), format!("killed after {delay} ms"))
+    dir
 }
 
 /// Kills ingests of `files` on one datadir once each reaches a given block, each resuming from
@@ -630,15 +637,23 @@ fn killed_ingest_resumes_to_identical_database() {
     let files: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let reference_dir = TempDir::new().unwrap();
 
+    // Kills at fixed times on fresh datadirs, one at a time before anything else starts: in a
+    // debug build they land before the database exists, while it is created and genesis stored,
+    // and after block 1 while block 2 (most of the chain's gas) executes.
+    let killed: Vec<(u64, TempDir)> = [0, 5, 15, 40]
+        .into_iter()
+        .map(|delay| (delay, kill_after(&files, delay)))
+        .collect();
+
     // Each import (and the digest of its receipts) takes seconds in a debug build, so the
-    // scenarios run side by side.
+    // completing runs go side by side.
     let (reference, killed, (repeated, starts)) = std::thread::scope(|scope| {
         let files = &files;
-        // Kills at fixed times on fresh datadirs: during start-up, creating the database,
-        // storing genesis, and executing the first blocks.
-        let killed: Vec<_> = [0, 5, 15, 30, 60]
-            .into_iter()
-            .map(|delay| scope.spawn(move || kill_after(files, delay)))
+        let killed: Vec<_> = killed
+            .iter()
+            .map(|(delay, dir)| {
+                scope.spawn(move || resume(dir.path(), format!("killed after {delay} ms")))
+            })
             .collect();
         let repeated = scope.spawn(move || kill_repeatedly_mid_run(files));
         let reference = reference(reference_dir.path());
