@@ -70,16 +70,7 @@ fn ingest(datadir: PathBuf, genesis: PathBuf, files: Vec<PathBuf>) -> Result<()>
     let mut total = ImportStats::default();
     let mut progress = Progress::auto();
     for file in &files {
-        let stats = importer.import_file(file, &mut progress)?;
-        total.blocks += stats.blocks;
-        total.skipped += stats.skipped;
-        total.transactions += stats.transactions;
-        total.gas += stats.gas;
-        total.stages.decode += stats.stages.decode;
-        total.stages.senders += stats.stages.senders;
-        total.stages.execution += stats.stages.execution;
-        total.stages.state_root += stats.stages.state_root;
-        total.stages.write += stats.stages.write;
+        total += importer.import_file(file, &mut progress)?;
     }
     total.elapsed = started.elapsed();
     let (number, hash) = importer.head();

@@ -4,7 +4,7 @@ use crate::{
     chain_spec::ChainSpec,
     error::{BlockError, Error, Invalid, Result},
     state_db::{StateAt, StateSnapshot},
-    state_root::{AccountFields, StateTrie},
+    state_root::StateTrie,
     verify,
 };
 use alloy_consensus::{
@@ -74,13 +74,6 @@ pub fn execute_block<K: TransactionKind>(
         }
         .into()
     };
-    let mismatch = |check: &'static str, expected: String, actual: String| {
-        reject(Invalid::Mismatch {
-            check,
-            expected,
-            actual,
-        })
-    };
 
     if header.number == 0 {
         return Err(reject(Invalid::Rule("block 0 is the genesis block".into())));
@@ -88,11 +81,11 @@ pub fn execute_block<K: TransactionKind>(
     let parent_number = header.number - 1;
     let parent_hash = tx.canonical_hash(parent_number)?;
     if parent_hash != Some(header.parent_hash) {
-        return Err(mismatch(
+        return Err(reject(Invalid::mismatch(
             "parent hash",
-            header.parent_hash.to_string(),
+            header.parent_hash,
             parent_hash.map_or("no stored parent".into(), |h| h.to_string()),
-        ));
+        )));
     }
     let parent = stored(tx.header(parent_number)?, "header", parent_number)?;
     let parent_td = stored(
@@ -149,12 +142,10 @@ impl From<Error> for RunError {
     }
 }
 
-fn mismatch(check: &'static str, expected: impl ToString, actual: impl ToString) -> RunError {
-    RunError::Invalid(Invalid::Mismatch {
-        check,
-        expected: expected.to_string(),
-        actual: actual.to_string(),
-    })
+impl From<Invalid> for RunError {
+    fn from(invalid: Invalid) -> Self {
+        RunError::Invalid(invalid)
+    }
 }
 
 /// Checks of the body against the header and of the uncles (geth's `VerifyUncles`).
@@ -168,29 +159,25 @@ fn check_body<K: TransactionKind>(
     let body = &block.body;
     let tx_root = calculate_transaction_root(&body.transactions);
     if tx_root != header.transactions_root {
-        return Err(Invalid::Mismatch {
-            check: "transactionsRoot",
-            expected: header.transactions_root.to_string(),
-            actual: tx_root.to_string(),
-        });
+        return Err(Invalid::mismatch(
+            "transactionsRoot",
+            header.transactions_root,
+            tx_root,
+        ));
     }
     let ommers_root = calculate_ommers_root(&body.ommers);
     if ommers_root != header.ommers_hash {
-        return Err(Invalid::Mismatch {
-            check: "ommersHash",
-            expected: header.ommers_hash.to_string(),
-            actual: ommers_root.to_string(),
-        });
+        return Err(Invalid::mismatch(
+            "ommersHash",
+            header.ommers_hash,
+            ommers_root,
+        ));
     }
     match (&body.withdrawals, header.withdrawals_root) {
         (Some(withdrawals), Some(expected)) => {
             let root = alloy_consensus::proofs::calculate_withdrawals_root(withdrawals);
             if root != expected {
-                return Err(Invalid::Mismatch {
-                    check: "withdrawalsRoot",
-                    expected: expected.to_string(),
-                    actual: root.to_string(),
-                });
+                return Err(Invalid::mismatch("withdrawalsRoot", expected, root));
             }
         }
         (None, None) => {}
@@ -353,7 +340,7 @@ fn run<K: TransactionKind>(
     state_root_time += started.elapsed();
 
     if result.gas_used != header.gas_used {
-        return Err(mismatch("gasUsed", header.gas_used, result.gas_used));
+        return Err(Invalid::mismatch("gasUsed", header.gas_used, result.gas_used).into());
     }
     let mut receipts = result.receipts;
     for (receipt, root) in receipts.iter_mut().zip(&post_states) {
@@ -361,15 +348,11 @@ fn run<K: TransactionKind>(
     }
     let receipts_root = calculate_receipt_root(&receipts);
     if receipts_root != header.receipts_root {
-        return Err(mismatch(
-            "receiptsRoot",
-            header.receipts_root,
-            receipts_root,
-        ));
+        return Err(Invalid::mismatch("receiptsRoot", header.receipts_root, receipts_root).into());
     }
     let bloom = receipts.iter().fold(Bloom::ZERO, |acc, r| acc | r.bloom());
     if bloom != header.logs_bloom {
-        return Err(mismatch("logsBloom", header.logs_bloom, bloom));
+        return Err(Invalid::mismatch("logsBloom", header.logs_bloom, bloom).into());
     }
     if let Some(expected) = header.requests_hash {
         let actual = if result.requests.is_empty() {
@@ -378,16 +361,16 @@ fn run<K: TransactionKind>(
             result.requests.requests_hash()
         };
         if actual != expected {
-            return Err(mismatch("requestsHash", expected, actual));
+            return Err(Invalid::mismatch("requestsHash", expected, actual).into());
         }
     }
     if let Some(expected) = header.blob_gas_used
         && expected != result.blob_gas_used
     {
-        return Err(mismatch("blobGasUsed", expected, result.blob_gas_used));
+        return Err(Invalid::mismatch("blobGasUsed", expected, result.blob_gas_used).into());
     }
     if state_root != header.state_root {
-        return Err(mismatch("stateRoot", header.state_root, state_root));
+        return Err(Invalid::mismatch("stateRoot", header.state_root, state_root).into());
     }
 
     let mut previous_cumulative = 0;
@@ -510,8 +493,8 @@ fn tx_meta(
     }
 }
 
-fn account_fields(info: &revm::state::AccountInfo) -> AccountFields {
-    AccountFields {
+fn stored_account(info: &revm::state::AccountInfo) -> StoredAccount {
+    StoredAccount {
         nonce: info.nonce,
         balance: info.balance,
         code_hash: info.code_hash,
@@ -523,7 +506,7 @@ fn apply_bundle(trie: &mut StateTrie, bundle: &revm::database::BundleState) {
     for (address, account) in &bundle.state {
         trie.apply_account(
             *address,
-            account.info.as_ref().map(account_fields),
+            account.info.as_ref().map(stored_account),
             account.was_destroyed(),
             account
                 .storage
@@ -552,11 +535,7 @@ fn bundle_changes(bundle: &revm::database::BundleState) -> Vec<AccountChange> {
             storage.sort_unstable();
             AccountChange {
                 address: *address,
-                account: account.info.as_ref().map(|info| StoredAccount {
-                    nonce: info.nonce,
-                    balance: info.balance,
-                    code_hash: info.code_hash,
-                }),
+                account: account.info.as_ref().map(stored_account),
                 wiped: account.was_destroyed(),
                 storage,
             }

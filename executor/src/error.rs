@@ -20,6 +20,16 @@ pub enum Invalid {
     },
 }
 
+impl Invalid {
+    pub fn mismatch(check: &'static str, expected: impl ToString, actual: impl ToString) -> Self {
+        Invalid::Mismatch {
+            check,
+            expected: expected.to_string(),
+            actual: actual.to_string(),
+        }
+    }
+}
+
 /// A block that failed verification: nothing of it was stored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct BlockError {

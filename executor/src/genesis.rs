@@ -1,9 +1,6 @@
 //! Block 0: the allocated state and the genesis header, built from genesis.json.
 
-use crate::{
-    chain_spec::ChainSpec,
-    state_root::{AccountFields, StateTrie},
-};
+use crate::{chain_spec::ChainSpec, state_root::StateTrie};
 use alloy_consensus::{EMPTY_OMMER_ROOT_HASH, EMPTY_ROOT_HASH, Header};
 use alloy_eips::{eip1559::INITIAL_BASE_FEE, eip7685::EMPTY_REQUESTS_HASH};
 use alloy_genesis::{Genesis, GenesisAccount};
@@ -48,14 +45,7 @@ pub fn genesis_state(alloc: &BTreeMap<Address, GenesisAccount>) -> GenesisState 
             balance: account.balance,
             code_hash,
         };
-        trie.load_account(
-            *address,
-            AccountFields {
-                nonce: stored.nonce,
-                balance: stored.balance,
-                code_hash,
-            },
-        );
+        trie.load_account(*address, stored);
         accounts.push(AccountChange {
             address: *address,
             account: Some(stored),

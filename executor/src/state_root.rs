@@ -8,14 +8,7 @@ use crate::trie::MerkleTrie;
 use alloy_primitives::{Address, B256, U256, keccak256, map::HashMap};
 use alloy_rlp::Encodable;
 use alloy_trie::TrieAccount;
-
-/// An account's fields besides its storage root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AccountFields {
-    pub nonce: u64,
-    pub balance: U256,
-    pub code_hash: B256,
-}
+use quarry_storage::StoredAccount;
 
 enum Undo {
     Account(B256, Option<Vec<u8>>),
@@ -53,12 +46,12 @@ impl StateTrie {
     }
 
     /// Loads an account without journaling; its slots must be loaded first.
-    pub fn load_account(&mut self, address: Address, fields: AccountFields) {
+    pub fn load_account(&mut self, address: Address, fields: StoredAccount) {
         let leaf = self.account_leaf(&address, fields);
         self.accounts.insert(keccak256(address), leaf);
     }
 
-    fn account_leaf(&mut self, address: &Address, fields: AccountFields) -> Vec<u8> {
+    fn account_leaf(&mut self, address: &Address, fields: StoredAccount) -> Vec<u8> {
         let storage_root = self
             .storage
             .get_mut(address)
@@ -79,7 +72,7 @@ impl StateTrie {
     pub fn apply_account(
         &mut self,
         address: Address,
-        fields: Option<AccountFields>,
+        fields: Option<StoredAccount>,
         wiped: bool,
         slots: impl IntoIterator<Item = (U256, U256)>,
     ) {
@@ -154,8 +147,8 @@ impl StateTrie {
 mod tests {
     use super::*;
 
-    fn fields(nonce: u64) -> AccountFields {
-        AccountFields {
+    fn fields(nonce: u64) -> StoredAccount {
+        StoredAccount {
             nonce,
             balance: U256::from(nonce),
             code_hash: alloy_primitives::KECCAK256_EMPTY,

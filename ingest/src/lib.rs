@@ -16,8 +16,7 @@ use alloy_primitives::{Address, B256};
 use alloy_rlp::Decodable;
 use quarry_executor::{
     ChainSpec, SealedBlock, StateTrie, execute_block,
-    genesis::{genesis_header, genesis_state},
-    state_root::AccountFields,
+    genesis::{GenesisState, genesis_header, genesis_state},
 };
 use quarry_storage::{BlockRecord, Database, WriteTx};
 use rayon::prelude::*;
@@ -114,6 +113,21 @@ pub struct ImportStats {
     pub stages: StageTimes,
 }
 
+impl std::ops::AddAssign for ImportStats {
+    fn add_assign(&mut self, other: Self) {
+        self.blocks += other.blocks;
+        self.skipped += other.skipped;
+        self.transactions += other.transactions;
+        self.gas += other.gas;
+        self.elapsed += other.elapsed;
+        self.stages.decode += other.stages.decode;
+        self.stages.senders += other.stages.senders;
+        self.stages.execution += other.stages.execution;
+        self.stages.state_root += other.stages.state_root;
+        self.stages.write += other.stages.write;
+    }
+}
+
 impl ImportStats {
     pub fn mgas_per_second(&self) -> f64 {
         self.gas as f64 / 1e6 / self.elapsed.as_secs_f64().max(1e-9)
@@ -147,10 +161,9 @@ impl Importer {
     /// Opens `db` for the chain of `genesis`, storing block 0 if the database is empty.
     pub fn open(db: Database, genesis: &Genesis) -> Result<Self> {
         let spec = ChainSpec::from_config(genesis.config.clone());
-        let state = genesis_state(&genesis.alloc);
-        let mut trie = state.trie;
-        let header = genesis_header(genesis, &spec, trie.root());
-        Self::open_with_genesis(db, spec, header, state.accounts, state.bytecodes, &mut trie)
+        let mut state = genesis_state(&genesis.alloc);
+        let header = genesis_header(genesis, &spec, state.trie.root());
+        Self::open_with_genesis(db, spec, header, state)
     }
 
     /// Opens `db` with an explicit genesis header (BlockchainTests give one) and allocation.
@@ -160,9 +173,8 @@ impl Importer {
         header: Header,
         alloc: &std::collections::BTreeMap<Address, alloy_genesis::GenesisAccount>,
     ) -> Result<Self> {
-        let state = genesis_state(alloc);
-        let mut trie = state.trie;
-        let computed = trie.root();
+        let mut state = genesis_state(alloc);
+        let computed = state.trie.root();
         if computed != header.state_root {
             return Err(Error::StateMismatch {
                 number: 0,
@@ -170,16 +182,14 @@ impl Importer {
                 expected: header.state_root,
             });
         }
-        Self::open_with_genesis(db, spec, header, state.accounts, state.bytecodes, &mut trie)
+        Self::open_with_genesis(db, spec, header, state)
     }
 
     fn open_with_genesis(
         db: Database,
         spec: ChainSpec,
         genesis: Header,
-        accounts: Vec<quarry_storage::AccountChange>,
-        bytecodes: Vec<(B256, alloy_primitives::Bytes)>,
-        genesis_trie: &mut StateTrie,
+        state: GenesisState,
     ) -> Result<Self> {
         let genesis_hash = genesis.hash_slow();
         let stored_genesis = db.reader()?.canonical_hash(genesis.number)?;
@@ -202,17 +212,15 @@ impl Importer {
                     receipts: &[],
                     total_difficulty: genesis.difficulty,
                 })?;
-                tx.apply_state_changes(genesis.number, &accounts, &bytecodes)?;
+                tx.apply_state_changes(genesis.number, &state.accounts, &state.bytecodes)?;
                 let config = serde_json::to_vec(&spec.config)
                     .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
                 tx.put_meta("chain_config", &config)?;
                 tx.commit()?;
-                genesis_trie.commit();
-                let trie = std::mem::take(genesis_trie);
                 return Ok(Self {
                     db,
                     spec,
-                    trie,
+                    trie: state.trie,
                     head: genesis,
                     head_hash: genesis_hash,
                 });
@@ -298,8 +306,7 @@ impl Importer {
             let (decoded, decode_error) = self.decode_batch(name, raw, &mut stats);
             let result = self.execute_batch(name, decoded, &mut stats, progress);
             if let Err(err) = result.and(decode_error.map_or(Ok(()), Err)) {
-                stats.elapsed = started.elapsed();
-                progress.finish(&stats);
+                progress.finish();
                 return Err(err);
             }
             if pending_error.is_some() {
@@ -307,7 +314,7 @@ impl Importer {
             }
         }
         stats.elapsed = started.elapsed();
-        progress.finish(&stats);
+        progress.finish();
         match pending_error {
             Some(err) => Err(err),
             None => Ok(stats),
@@ -493,14 +500,7 @@ fn load_trie(reader: &quarry_storage::ReadTx) -> Result<StateTrie> {
         Ok(())
     })?;
     reader.for_each_account(|address, account| {
-        trie.load_account(
-            address,
-            AccountFields {
-                nonce: account.nonce,
-                balance: account.balance,
-                code_hash: account.code_hash,
-            },
-        );
+        trie.load_account(address, account);
         Ok(())
     })?;
     Ok(trie)

@@ -97,7 +97,7 @@ impl Progress {
         }
     }
 
-    pub(crate) fn finish(&mut self, _stats: &ImportStats) {
+    pub(crate) fn finish(&mut self) {
         if let Mode::Bar(bar) = &self.mode {
             bar.finish_and_clear();
         }

@@ -117,12 +117,18 @@ pub struct StorageTx<K: TransactionKind> {
     dbs: Arc<Vec<signet_libmdbx::Database>>,
 }
 
-fn history_key(address: &Address, slot: Option<&B256>, block: u64) -> Vec<u8> {
-    let mut key = Vec::with_capacity(60);
-    key.extend_from_slice(address.as_slice());
-    if let Some(slot) = slot {
-        key.extend_from_slice(slot.as_slice());
-    }
+/// The key of a slot in PlainStorage, and the prefix of its StorageHistory keys.
+fn slot_key(address: &Address, slot: &B256) -> [u8; 52] {
+    let mut key = [0u8; 52];
+    key[..20].copy_from_slice(address.as_slice());
+    key[20..].copy_from_slice(slot.as_slice());
+    key
+}
+
+/// A history key: the account address (or slot key) followed by the block number.
+fn history_key(prefix: &[u8], block: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(prefix.len() + 8);
+    key.extend_from_slice(prefix);
     key.extend_from_slice(&block.to_be_bytes());
     key
 }
@@ -160,8 +166,7 @@ impl<K: TransactionKind> StorageTx<K> {
         block: u64,
     ) -> Result<Option<Vec<u8>>> {
         let mut cursor = self.tx.cursor(self.db(table))?;
-        let mut seek = prefix.to_vec();
-        seek.extend_from_slice(&(block.saturating_add(1)).to_be_bytes());
+        let seek = history_key(prefix, block.saturating_add(1));
         let entry: Option<(Vec<u8>, Vec<u8>)> = match cursor.set_range::<Vec<u8>, Vec<u8>>(&seek)? {
             Some(_) => cursor.prev::<Vec<u8>, Vec<u8>>()?,
             None => cursor.last::<Vec<u8>, Vec<u8>>()?,
@@ -247,9 +252,7 @@ impl<K: TransactionKind> StorageTx<K> {
 
     /// A storage value in the latest state (zero when unset).
     pub fn storage(&self, address: &Address, slot: &B256) -> Result<U256> {
-        let mut key = [0u8; 52];
-        key[..20].copy_from_slice(address.as_slice());
-        key[20..].copy_from_slice(slot.as_slice());
+        let key = slot_key(address, slot);
         Ok(self
             .get(Table::PlainStorage, &key)?
             .map(|v| U256::from_be_slice(&v))
@@ -267,9 +270,7 @@ impl<K: TransactionKind> StorageTx<K> {
 
     /// A storage value as it was after block `block` (zero when unset).
     pub fn storage_at(&self, address: &Address, slot: &B256, block: u64) -> Result<U256> {
-        let mut prefix = [0u8; 52];
-        prefix[..20].copy_from_slice(address.as_slice());
-        prefix[20..].copy_from_slice(slot.as_slice());
+        let prefix = slot_key(address, slot);
         Ok(self
             .last_at_or_before(Table::StorageHistory, &prefix, block)?
             .map(|v| U256::from_be_slice(&v))
@@ -425,7 +426,7 @@ impl StorageTx<RwSync> {
         account: Option<&StoredAccount>,
         block: u64,
     ) -> Result<()> {
-        let history = history_key(address, None, block);
+        let history = history_key(address.as_slice(), block);
         match account {
             Some(account) => {
                 let value = account.encode();
@@ -447,20 +448,14 @@ impl StorageTx<RwSync> {
         value: U256,
         block: u64,
     ) -> Result<()> {
-        let mut key = [0u8; 52];
-        key[..20].copy_from_slice(address.as_slice());
-        key[20..].copy_from_slice(slot.as_slice());
+        let key = slot_key(address, slot);
         let bytes = value.to_be_bytes::<32>();
         if value.is_zero() {
             self.del(Table::PlainStorage, &key)?;
         } else {
             self.put(Table::PlainStorage, &key, &bytes)?;
         }
-        self.put(
-            Table::StorageHistory,
-            &history_key(address, Some(slot), block),
-            &bytes,
-        )
+        self.put(Table::StorageHistory, &history_key(&key, block), &bytes)
     }
 
     /// Clears every slot of an account (self-destruct, or creation over an address that had
