@@ -207,6 +207,26 @@ impl MerkleTrie {
 
     /// Inserts into the subtree at `id`, where `path` is the key's remainder below that subtree's
     /// parent. Returns the node now heading that subtree.
+    /// Where a new key's `path` leaves an existing node at nibble `common`: a branch holding
+    /// the existing subtree `existing` (under nibble `existing_nibble`) and a new leaf, behind
+    /// the shared prefix.
+    fn fork(
+        &mut self,
+        existing_nibble: u8,
+        existing: NodeId,
+        path: Nibbles,
+        common: usize,
+        value: Vec<u8>,
+    ) -> NodeId {
+        self.len += 1;
+        let leaf = self.alloc(Kind::Leaf {
+            key: path.slice(common + 1..),
+            value,
+        });
+        let branch = self.branch2(existing_nibble, existing, path.get_unchecked(common), leaf);
+        self.wrap(path.slice(..common), branch)
+    }
+
     fn insert_at(&mut self, id: NodeId, path: Nibbles, value: Vec<u8>) -> NodeId {
         match &mut self.nodes[id as usize].kind {
             Kind::Leaf { key, value: old } => {
@@ -226,18 +246,7 @@ impl MerkleTrie {
                     *k = key.slice(common + 1..);
                 }
                 self.nodes[id as usize].mark_dirty();
-                self.len += 1;
-                let leaf = self.alloc(Kind::Leaf {
-                    key: path.slice(common + 1..),
-                    value,
-                });
-                let branch = self.branch2(
-                    key.get_unchecked(common),
-                    id,
-                    path.get_unchecked(common),
-                    leaf,
-                );
-                self.wrap(path.slice(..common), branch)
+                self.fork(key.get_unchecked(common), id, path, common, value)
             }
             Kind::Extension { key, child } => {
                 let (key, child) = (*key, *child);
@@ -267,18 +276,7 @@ impl MerkleTrie {
                     node.mark_dirty();
                     id
                 };
-                self.len += 1;
-                let leaf = self.alloc(Kind::Leaf {
-                    key: path.slice(common + 1..),
-                    value,
-                });
-                let branch = self.branch2(
-                    key.get_unchecked(common),
-                    below,
-                    path.get_unchecked(common),
-                    leaf,
-                );
-                self.wrap(key.slice(..common), branch)
+                self.fork(key.get_unchecked(common), below, path, common, value)
             }
             Kind::Branch { children } => {
                 let nibble = usize::from(path.get_unchecked(0));
