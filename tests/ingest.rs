@@ -247,6 +247,20 @@ fn check_complete(reader: &ReadTx, stdout: &str) {
     assert_eq!(head(reader), (LAST, expected));
 }
 
+/// Ingests the whole chain.rlp into a datadir that already holds blocks up to `stored`, and
+/// checks it skips exactly those and ends complete.
+fn resume_to_end(datadir: &Path, stored: u64) {
+    let stdout = ingest_ok(datadir, &[&chain_path()]);
+    assert_contains(
+        &stdout,
+        &format!(
+            "imported {} blocks ({stored} already stored)",
+            LAST - stored
+        ),
+    );
+    assert_complete(datadir, &stdout);
+}
+
 fn assert_complete(datadir: &Path, stdout: &str) {
     check_complete(&open_db(datadir).reader().unwrap(), stdout);
 }
@@ -341,12 +355,7 @@ fn truncated_file_reports_offset_and_keeps_whole_blocks() {
     assert_head(&datadir, k2);
 
     // The full file resumes after the stored blocks.
-    let stdout = ingest_ok(&datadir, &[&chain_path()]);
-    assert_contains(
-        &stdout,
-        &format!("imported {} blocks ({k2} already stored)", LAST - k2),
-    );
-    assert_complete(&datadir, &stdout);
+    resume_to_end(&datadir, k2);
 }
 
 #[test]
@@ -398,12 +407,7 @@ fn corrupt_block_reports_offset() {
     assert_head(&datadir, 19);
 
     // Nothing of the corrupt blocks was stored: the real chain continues from block 19.
-    let stdout = ingest_ok(&datadir, &[&chain_path()]);
-    assert_contains(
-        &stdout,
-        &format!("imported {} blocks (19 already stored)", LAST - 19),
-    );
-    assert_complete(&datadir, &stdout);
+    resume_to_end(&datadir, 19);
 }
 
 #[test]
@@ -438,12 +442,7 @@ fn wrong_state_root_is_rejected_and_earlier_blocks_stay() {
     }
 
     // The bad block was never stored: the real chain continues from block 19.
-    let stdout = ingest_ok(&datadir, &[&chain_path()]);
-    assert_contains(
-        &stdout,
-        &format!("imported {} blocks (19 already stored)", LAST - 19),
-    );
-    assert_complete(&datadir, &stdout);
+    resume_to_end(&datadir, 19);
 }
 
 #[test]
