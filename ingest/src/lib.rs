@@ -18,7 +18,7 @@ use quarry_executor::{
     ChainSpec, SealedBlock, StateTrie, execute_block,
     genesis::{GenesisState, genesis_header, genesis_state},
 };
-use quarry_storage::{BlockRecord, Database, WriteTx};
+use quarry_storage::{BlockRecord, Database, SyncTarget, WriteTx};
 use rayon::prelude::*;
 use reader::{BlockReader, RawBlock};
 use std::{
@@ -274,8 +274,34 @@ impl Importer {
         self.import_blocks(&name, &mut reader, progress)
     }
 
-    /// Imports raw blocks from any source (tests and BlockchainTests use this).
+    /// Imports raw blocks from any source (tests and BlockchainTests use this). While it runs,
+    /// the database names the block it is importing towards, so that `quarry serve` can report
+    /// that it is syncing.
     pub fn import_blocks(
+        &mut self,
+        name: &str,
+        blocks: &mut dyn Iterator<Item = std::result::Result<RawBlock, reader::ReadError>>,
+        progress: &mut Progress,
+    ) -> Result<ImportStats> {
+        let result = self.import_batches(name, blocks, progress);
+        progress.finish();
+        let withdrawn = self.announce_target(None);
+        let stats = result?;
+        withdrawn?;
+        Ok(stats)
+    }
+
+    fn announce_target(&self, block: Option<u64>) -> Result<()> {
+        let tx = self.db.writer()?;
+        tx.put_sync_target(block.map(|block| SyncTarget {
+            block,
+            pid: std::process::id(),
+        }))?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn import_batches(
         &mut self,
         name: &str,
         blocks: &mut dyn Iterator<Item = std::result::Result<RawBlock, reader::ReadError>>,
@@ -304,9 +330,12 @@ impl Importer {
                 break;
             }
             let (decoded, decode_error) = self.decode_batch(name, raw, &mut stats);
-            let result = self.execute_batch(name, decoded, &mut stats, progress);
-            if let Err(err) = result.and(decode_error.map_or(Ok(()), Err)) {
-                progress.finish();
+            let target = decoded.last().map(|d| d.block.header.number);
+            if target.is_some_and(|target| target > self.head.number) {
+                self.announce_target(target)?;
+            }
+            self.execute_batch(name, decoded, &mut stats, progress)?;
+            if let Some(err) = decode_error {
                 return Err(err);
             }
             if pending_error.is_some() {
@@ -314,7 +343,6 @@ impl Importer {
             }
         }
         stats.elapsed = started.elapsed();
-        progress.finish();
         match pending_error {
             Some(err) => Err(err),
             None => Ok(stats),

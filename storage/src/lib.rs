@@ -18,6 +18,31 @@ use signet_libmdbx::{
 };
 use std::{path::Path, sync::Arc};
 
+const SYNC_TARGET: &str = "sync_target";
+
+/// A block number kept in `Meta`: the blocks that `safe` and `finalized` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockMark {
+    Safe,
+    Finalized,
+}
+
+impl BlockMark {
+    const fn key(self) -> &'static str {
+        match self {
+            Self::Safe => "safe_block",
+            Self::Finalized => "finalized_block",
+        }
+    }
+}
+
+/// The block a running `quarry ingest` is importing towards, and that process's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncTarget {
+    pub block: u64,
+    pub pid: u32,
+}
+
 /// A block body as stored.
 pub type StoredBody = BlockBody<TxEnvelope>;
 
@@ -180,6 +205,30 @@ impl<K: TransactionKind> StorageTx<K> {
         self.get(Table::Meta, key.as_bytes())
     }
 
+    /// A block number stored under a `Meta` key (`safe_block`, `finalized_block`).
+    pub fn meta_block(&self, key: BlockMark) -> Result<Option<u64>> {
+        self.meta(key.key())?.map(|v| be_u64(&v)).transpose()
+    }
+
+    /// What a running ingest announced: the block it is importing towards, and its process.
+    pub fn sync_target(&self) -> Result<Option<SyncTarget>> {
+        let Some(value) = self.meta(SYNC_TARGET)? else {
+            return Ok(None);
+        };
+        if value.len() != 12 {
+            return Err(Error::Corrupt(format!(
+                "sync target has {} bytes, expected 12",
+                value.len()
+            )));
+        }
+        let mut pid = [0u8; 4];
+        pid.copy_from_slice(&value[8..]);
+        Ok(Some(SyncTarget {
+            block: be_u64(&value[..8])?,
+            pid: u32::from_be_bytes(pid),
+        }))
+    }
+
     /// The highest canonical block: its number and hash.
     pub fn head(&self) -> Result<Option<(u64, B256)>> {
         let mut cursor = self.tx.cursor(self.db(Table::CanonicalHashes))?;
@@ -234,6 +283,13 @@ impl<K: TransactionKind> StorageTx<K> {
     pub fn tx_location(&self, hash: &B256) -> Result<Option<TxLocation>> {
         self.get(Table::TxLookup, hash.as_slice())?
             .map(|v| TxLocation::decode(&v))
+            .transpose()
+    }
+
+    /// The number of transactions in blocks 0 through `number`.
+    pub fn transactions_through(&self, number: u64) -> Result<Option<u64>> {
+        self.get(Table::TxCounts, &number.to_be_bytes())?
+            .map(|v| be_u64(&v))
             .transpose()
     }
 
@@ -380,6 +436,23 @@ impl StorageTx<RwSync> {
         self.put(Table::Meta, key.as_bytes(), value)
     }
 
+    pub fn put_meta_block(&self, key: BlockMark, number: u64) -> Result<()> {
+        self.put_meta(key.key(), &number.to_be_bytes())
+    }
+
+    /// Announces (or with `None` withdraws) the target of a running ingest.
+    pub fn put_sync_target(&self, target: Option<SyncTarget>) -> Result<()> {
+        match target {
+            Some(SyncTarget { block, pid }) => {
+                let mut value = [0u8; 12];
+                value[..8].copy_from_slice(&block.to_be_bytes());
+                value[8..].copy_from_slice(&pid.to_be_bytes());
+                self.put_meta(SYNC_TARGET, &value)
+            }
+            None => self.del(Table::Meta, SYNC_TARGET.as_bytes()),
+        }
+    }
+
     /// Stores a block and makes it canonical at its number.
     pub fn insert_block(&self, block: &BlockRecord<'_>) -> Result<()> {
         let number = block.header.number;
@@ -404,6 +477,12 @@ impl StorageTx<RwSync> {
             &key,
             &StoredReceipt::encode_list(block.receipts),
         )?;
+        let earlier = match number.checked_sub(1) {
+            Some(parent) => self.transactions_through(parent)?.unwrap_or(0),
+            None => 0,
+        };
+        let through = earlier + block.body.transactions.len() as u64;
+        self.put(Table::TxCounts, &key, &through.to_be_bytes())?;
         for (index, tx) in block.body.transactions.iter().enumerate() {
             let location = TxLocation {
                 block_number: number,

@@ -22,8 +22,10 @@ macro_rules! tables {
 }
 
 tables! {
-    /// Chain-level facts. Key: ASCII name (`chain_config`, `genesis_hash`, ...). Value: bytes
-    /// whose meaning the key names (`chain_config` is the genesis.json `config` object as JSON).
+    /// Chain-level facts. Key: ASCII name. Values: `chain_config`: the genesis.json `config`
+    /// object as JSON; `safe_block`, `finalized_block`: a block number (u64 BE) set by
+    /// `quarry ingest --safe/--finalized`; `sync_target`: while an ingest runs, the highest
+    /// block number it has read (u64 BE) then its process id (u32 BE).
     Meta = "meta";
     /// Key: block number (u64 BE). Value: the RLP-encoded header.
     Headers = "headers";
@@ -43,6 +45,9 @@ tables! {
     Senders = "senders";
     /// Key: transaction hash (32 bytes). Value: block number (u64 BE) then index in block (u32 BE).
     TxLookup = "tx_lookup";
+    /// Key: block number (u64 BE). Value: the number of transactions in blocks 0 through this
+    /// one (u64 BE), so a transaction's position in the whole chain is one read away.
+    TxCounts = "tx_counts";
     /// Key: block number (u64 BE). Value: RLP list of `StoredReceipt`, in transaction order.
     Receipts = "receipts";
     /// Key: code hash (32 bytes). Value: the raw bytecode.
