@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use eyre::{Context, Result, bail};
 use quarry_ingest::{ImportStats, Importer, Progress, blocktest};
-use quarry_storage::Database;
+use quarry_storage::{BlockMark, Database};
 use std::{path::PathBuf, time::Instant};
 
 #[derive(Parser)]
@@ -31,6 +31,24 @@ enum Command {
         /// Block files, imported in order.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Record the block that the `safe` tag names (default: the head).
+        #[arg(long)]
+        safe: Option<u64>,
+        /// Record the block that the `finalized` tag names (default: the head).
+        #[arg(long)]
+        finalized: Option<u64>,
+    },
+    /// Answer JSON-RPC over HTTP (POST /v3/<API_KEY>) and WebSocket (/ws/v3/<API_KEY>) from a
+    /// database that `quarry ingest` wrote (and may still be writing).
+    Serve {
+        #[arg(long)]
+        datadir: PathBuf,
+        /// TOML config: API keys, limits, listen address (see config/dev.toml).
+        #[arg(long)]
+        config: PathBuf,
+        /// Listen address, overriding the config's `listen`.
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
     },
     /// Run Ethereum BlockchainTests JSON files (or folders of them) through quarry's import path.
     Blocktest {
@@ -48,12 +66,25 @@ fn main() -> Result<()> {
             datadir,
             genesis,
             files,
-        } => ingest(datadir, genesis, files),
+            safe,
+            finalized,
+        } => ingest(datadir, genesis, files, safe, finalized),
+        Command::Serve {
+            datadir,
+            config,
+            listen,
+        } => serve(datadir, config, listen),
         Command::Blocktest { paths } => run_blocktests(paths),
     }
 }
 
-fn ingest(datadir: PathBuf, genesis: PathBuf, files: Vec<PathBuf>) -> Result<()> {
+fn ingest(
+    datadir: PathBuf,
+    genesis: PathBuf,
+    files: Vec<PathBuf>,
+    safe: Option<u64>,
+    finalized: Option<u64>,
+) -> Result<()> {
     let text = std::fs::read_to_string(&genesis)
         .wrap_err_with(|| format!("cannot read {}", genesis.display()))?;
     let genesis: alloy_genesis::Genesis = serde_json::from_str(&text)
@@ -71,6 +102,15 @@ fn ingest(datadir: PathBuf, genesis: PathBuf, files: Vec<PathBuf>) -> Result<()>
     let mut progress = Progress::auto();
     for file in &files {
         total += importer.import_file(file, &mut progress)?;
+    }
+    if safe.is_some() || finalized.is_some() {
+        let tx = importer.database().writer()?;
+        for (mark, number) in [(BlockMark::Safe, safe), (BlockMark::Finalized, finalized)] {
+            if let Some(number) = number {
+                tx.put_meta_block(mark, number)?;
+            }
+        }
+        tx.commit()?;
     }
     total.elapsed = started.elapsed();
     let (number, hash) = importer.head();
@@ -95,6 +135,48 @@ fn ingest(datadir: PathBuf, genesis: PathBuf, files: Vec<PathBuf>) -> Result<()>
     );
     println!("head: block {number} ({hash})");
     Ok(())
+}
+
+fn serve(datadir: PathBuf, config: PathBuf, listen: Option<std::net::SocketAddr>) -> Result<()> {
+    let mut config = quarry_rpc::Config::load(&config)?;
+    if let Some(listen) = listen {
+        config.listen = listen;
+    }
+    if !datadir.join("mdbx.dat").exists() {
+        bail!(
+            "no quarry database in {}: run `quarry ingest --datadir {}` first",
+            datadir.display(),
+            datadir.display()
+        );
+    }
+    let db = Database::open(&datadir)
+        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
+    let head = db.reader()?.head()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let server = quarry_rpc::start(&config, db).await?;
+        match head {
+            Some((number, hash)) => eprintln!("serving block 0 to {number} (head {hash})"),
+            None => eprintln!("serving an empty database"),
+        }
+        // Scripts wait for this line; it names the real port when the config asked for 0.
+        println!(
+            "listening on http://{addr}/v3/<API_KEY> and ws://{addr}/ws/v3/<API_KEY> ({} keys)",
+            config.keys.len(),
+            addr = server.local_addr
+        );
+        tokio::select! {
+            _ = server.handle.clone().stopped() => {}
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("stopping");
+                let _ = server.handle.stop();
+                server.handle.stopped().await;
+            }
+        }
+        Ok::<_, eyre::Report>(())
+    })
 }
 
 fn run_blocktests(paths: Vec<PathBuf>) -> Result<()> {

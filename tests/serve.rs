@@ -1,0 +1,419 @@
+//! End-to-end tests of `quarry serve`: the rpc-compat chain ingested by the real binary, served by
+//! the real binary, and asked over HTTP and WebSocket.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use alloy_consensus::{Block, Header, TxEnvelope};
+use alloy_primitives::B256;
+use alloy_rlp::Decodable;
+use serde_json::{Value, json};
+use support::{KEY, Server, fixtures, ingested, io_cases, mismatch};
+
+/// The methods of the serve issue; eth_call and eth_getLogs have their own runners.
+const METHODS: &[&str] = &[
+    "eth_getBlockByHash",
+    "eth_getBlockByNumber",
+    "eth_getUncleByBlockHashAndIndex",
+    "eth_getUncleByBlockNumberAndIndex",
+    "eth_getTransactionByBlockHashAndIndex",
+    "eth_getTransactionByBlockNumberAndIndex",
+    "eth_getTransactionReceipt",
+    "eth_getStorageAt",
+    "rollup_getInfo",
+];
+
+fn server() -> Server {
+    Server::start(&ingested(&fixtures()), "")
+}
+
+/// Runs every `.io` case with `exchange` and fails listing every case that did not match.
+fn run_fixtures(mut exchange: impl FnMut(&str) -> Value) {
+    let cases = io_cases(&fixtures(), METHODS);
+    assert!(
+        !cases.is_empty(),
+        "no .io files found under {:?}",
+        fixtures()
+    );
+    let mut failures = Vec::new();
+    for case in &cases {
+        for (request, expected) in &case.exchanges {
+            if let Some(diff) = mismatch(expected, &exchange(request)) {
+                failures.push(format!("{}:\n  {diff}", case.name));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn rpc_compat_fixtures_over_http() {
+    let server = server();
+    run_fixtures(|request| server.http(request));
+}
+
+#[test]
+fn rpc_compat_fixtures_over_websocket() {
+    let server = server();
+    let mut ws = server.ws();
+    run_fixtures(|request| ws.exchange(request));
+}
+
+fn quantity(n: u64) -> Value {
+    json!(format!("{n:#x}"))
+}
+
+/// Every uncle of chain.rlp, asked by block number and by block hash, field by field.
+#[test]
+fn uncles_match_the_headers_in_chain_rlp() {
+    let server = server();
+    let mut uncles = 0;
+    for block in chain_blocks() {
+        let number = block.header.number;
+        let hash = block.header.hash_slow();
+        for (index, uncle) in block.body.ommers.iter().enumerate() {
+            let by_number = server.call(
+                "eth_getUncleByBlockNumberAndIndex",
+                json!([quantity(number), quantity(index as u64)]),
+            );
+            let by_hash = server.call(
+                "eth_getUncleByBlockHashAndIndex",
+                json!([hash, quantity(index as u64)]),
+            );
+            assert_eq!(by_number, by_hash);
+            check_uncle(&by_number["result"], uncle);
+            uncles += 1;
+        }
+        let past_end = server.call(
+            "eth_getUncleByBlockNumberAndIndex",
+            json!([quantity(number), quantity(block.body.ommers.len() as u64)]),
+        );
+        assert_eq!(past_end["result"], Value::Null, "block {number}");
+    }
+    assert_eq!(uncles, 18);
+}
+
+fn check_uncle(json: &Value, uncle: &Header) {
+    let object = json.as_object().unwrap();
+    let hex = |bytes: &[u8]| json!(alloy_primitives::hex::encode_prefixed(bytes));
+    let expected = [
+        ("hash", json!(uncle.hash_slow())),
+        ("parentHash", json!(uncle.parent_hash)),
+        ("sha3Uncles", json!(uncle.ommers_hash)),
+        ("miner", json!(uncle.beneficiary)),
+        ("stateRoot", json!(uncle.state_root)),
+        ("transactionsRoot", json!(uncle.transactions_root)),
+        ("receiptsRoot", json!(uncle.receipts_root)),
+        ("logsBloom", json!(uncle.logs_bloom)),
+        ("difficulty", json!(format!("{:#x}", uncle.difficulty))),
+        ("number", quantity(uncle.number)),
+        ("gasLimit", quantity(uncle.gas_limit)),
+        ("gasUsed", quantity(uncle.gas_used)),
+        ("timestamp", quantity(uncle.timestamp)),
+        ("extraData", hex(&uncle.extra_data)),
+        ("mixHash", json!(uncle.mix_hash)),
+        ("nonce", hex(uncle.nonce.as_slice())),
+        ("uncles", json!([])),
+        ("totalDifficulty", Value::Null),
+    ];
+    for (field, value) in &expected {
+        assert_eq!(object.get(*field), Some(value), "uncle field {field}");
+    }
+    assert!(
+        object.get("transactions").is_none(),
+        "uncles have no transactions"
+    );
+    if let Some(base_fee) = uncle.base_fee_per_gas {
+        assert_eq!(object["baseFeePerGas"], quantity(base_fee));
+    } else {
+        assert!(object.get("baseFeePerGas").is_none());
+    }
+    // size is the RLP length of [header, [], []].
+    let header_len = alloy_rlp::Encodable::length(uncle);
+    let payload = header_len + 2;
+    let size = payload + alloy_rlp::length_of_length(payload);
+    assert_eq!(object["size"], quantity(size as u64));
+    assert_eq!(
+        object.len(),
+        expected.len() + 1 + usize::from(uncle.base_fee_per_gas.is_some())
+    );
+}
+
+#[test]
+fn missing_and_unknown_keys_are_refused_with_401() {
+    let server = server();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"web3_clientVersion","params":[]}"#;
+    for (path, message) in [
+        ("/v3/", "missing API key"),
+        ("/v3", "missing API key"),
+        ("/v3/not-a-key", "invalid API key"),
+    ] {
+        let (status, text) = server.post_raw(path, body);
+        assert_eq!(status, 401, "{path}: {text}");
+        let error: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(error["error"]["code"], -32600, "{path}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(message),
+            "{path}: {text}"
+        );
+    }
+    let (status, _) = server.post_raw("/", body);
+    assert_eq!(status, 404);
+    let (status, text) = server.post_raw(&format!("/v3/{KEY}"), body);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("quarry/v"), "{text}");
+}
+
+#[test]
+fn websocket_upgrades_without_a_valid_key_are_refused() {
+    let server = server();
+    for key in ["", "wrong-key"] {
+        match tungstenite::connect(server.ws_url(key)) {
+            Err(tungstenite::Error::Http(response)) => {
+                assert_eq!(response.status().as_u16(), 401, "key {key:?}");
+                let body: Value =
+                    serde_json::from_slice(response.body().as_deref().unwrap()).unwrap();
+                assert_eq!(body["error"]["code"], -32600);
+            }
+            other => panic!("key {key:?}: expected a 401 refusal, got {other:?}"),
+        }
+    }
+    // The HTTP path is not a WebSocket endpoint.
+    let plain = format!("ws://{}/v3/{KEY}", server.addr);
+    assert!(tungstenite::connect(plain).is_err());
+}
+
+#[test]
+fn batches_mix_valid_and_invalid_calls_on_both_transports() {
+    let server = server();
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "eth_getBlockByNumber", "params": ["0x0", false]},
+        {"jsonrpc": "2.0", "id": 2, "method": "eth_noSuchMethod", "params": []},
+        {"jsonrpc": "2.0", "id": 3, "method": "eth_getBlockByNumber", "params": ["0x0"]},
+        {"jsonrpc": "2.0", "id": 4},
+        {"jsonrpc": "2.0", "id": 5, "method": "eth_getTransactionReceipt", "params": [B256::ZERO]},
+    ])
+    .to_string();
+    let check = |response: Value| {
+        let mut by_id = std::collections::BTreeMap::new();
+        for entry in response.as_array().unwrap() {
+            by_id.insert(entry["id"].to_string(), entry.clone());
+        }
+        assert_eq!(by_id["1"]["result"]["number"], "0x0");
+        assert_eq!(by_id["2"]["error"]["code"], -32601);
+        assert_eq!(by_id["3"]["error"]["code"], -32602);
+        assert!(
+            by_id["3"]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("fullTransactions")
+        );
+        assert_eq!(by_id["4"]["error"]["code"], -32600);
+        assert_eq!(by_id["5"]["result"], Value::Null);
+    };
+    check(server.http(&batch));
+    check(server.ws().exchange(&batch));
+}
+
+#[test]
+fn malformed_json_and_oversized_requests() {
+    let server = Server::start(
+        &ingested(&fixtures()),
+        "max_batch_requests = 3\nmax_request_bytes = 2048",
+    );
+    let error = server.http(r#"{"jsonrpc":"2.0","id":1,"method":"#);
+    assert_eq!(error["error"]["code"], -32700);
+    let error = server.http("[]");
+    assert_eq!(error["error"]["code"], -32600);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "web3_clientVersion"});
+    // jsonrpsee's code for an over-long batch (geth uses -32600 with "batch too large").
+    let error = server.http(&json!([call, call, call, call]).to_string());
+    assert_eq!(error["error"]["code"], -32010, "{error}");
+    assert_eq!(error["error"]["message"], "The batch request was too large");
+    let (status, text) = server.post_raw(&format!("/v3/{KEY}"), &"x".repeat(4096));
+    assert_eq!(status, 413, "{text}");
+    let mut ws = server.ws();
+    assert_eq!(ws.exchange("{oops")["error"]["code"], -32700);
+    assert_eq!(
+        ws.exchange(&json!([call, call]).to_string())
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn wrong_parameter_types_and_counts_name_the_parameter() {
+    let server = server();
+    let cases = [
+        ("eth_getBlockByNumber", json!([]), "blockNumber"),
+        (
+            "eth_getBlockByNumber",
+            json!(["0x1", "yes"]),
+            "fullTransactions",
+        ),
+        (
+            "eth_getBlockByNumber",
+            json!(["0x01", false]),
+            "blockNumber",
+        ),
+        (
+            "eth_getBlockByNumber",
+            json!(["lastest", false]),
+            "blockNumber",
+        ),
+        (
+            "eth_getBlockByNumber",
+            json!(["0x1", false, 3]),
+            "at most 2",
+        ),
+        ("eth_getBlockByHash", json!(["0x1234", false]), "blockHash"),
+        (
+            "eth_getTransactionByBlockNumberAndIndex",
+            json!(["0x1", 0]),
+            "transactionIndex",
+        ),
+        (
+            "eth_getUncleByBlockHashAndIndex",
+            json!([B256::ZERO]),
+            "uncleIndex",
+        ),
+        ("eth_getTransactionReceipt", json!([42]), "transactionHash"),
+        (
+            "eth_getStorageAt",
+            json!(["0x12", "0x0", "latest"]),
+            "address",
+        ),
+        (
+            "eth_getStorageAt",
+            json!([B256::ZERO, "0x0", {"blockNumber": "0x1", "blockHash": B256::ZERO}]),
+            "block",
+        ),
+        ("eth_getBlockByNumber", json!({"number": "0x1"}), "array"),
+    ];
+    for (method, params, needle) in cases {
+        let response = server.call(method, params.clone());
+        assert_eq!(
+            response["error"]["code"], -32602,
+            "{method} {params}: {response}"
+        );
+        let message = response["error"]["message"].as_str().unwrap();
+        assert!(message.contains(needle), "{method} {params}: {message}");
+    }
+}
+
+#[test]
+fn block_parameters_and_tags() {
+    let server = Server::start(
+        &ingested(&fixtures()),
+        "safe_block = 40\nfinalized_block = 30",
+    );
+    let number_of = |tag: Value| -> Value {
+        server.call("eth_getBlockByNumber", json!([tag, false]))["result"]["number"].clone()
+    };
+    assert_eq!(number_of(json!("latest")), "0x36");
+    assert_eq!(number_of(json!("pending")), "0x36");
+    assert_eq!(number_of(json!("earliest")), "0x0");
+    assert_eq!(number_of(json!("safe")), "0x28");
+    assert_eq!(number_of(json!("finalized")), "0x1e");
+
+    // Storage at an old block comes from history; EIP-1898 objects name blocks by hash.
+    let contract = "0x7dcd17433742f4c0ca53122ab541d0ba67fc27df";
+    let block_10 =
+        server.call("eth_getBlockByNumber", json!(["0xa", false]))["result"]["hash"].clone();
+    let latest = server.call("eth_getStorageAt", json!([contract, "0x0", "latest"]));
+    assert_eq!(latest["result"], format!("0x{:064x}", 0x38));
+    let omitted = server.call("eth_getStorageAt", json!([contract, "0x0"]));
+    assert_eq!(omitted, latest);
+    let old = server.call(
+        "eth_getStorageAt",
+        json!([contract, "0x0", {"blockHash": block_10, "requireCanonical": true}]),
+    );
+    assert_eq!(old["result"], format!("0x{:064x}", 6));
+    for at in [
+        json!("0xa"),
+        block_10.clone(),
+        json!({"blockNumber": "0xa"}),
+    ] {
+        let same = server.call("eth_getStorageAt", json!([contract, "0x0", at]));
+        assert_eq!(same, old, "{at}");
+    }
+    let unknown = server.call(
+        "eth_getStorageAt",
+        json!([contract, "0x0", {"blockHash": B256::ZERO}]),
+    );
+    assert_eq!(unknown["error"]["code"], -32000);
+    let future = server.call("eth_getStorageAt", json!([contract, "0x0", "0x100"]));
+    assert_eq!(future["error"]["code"], -32000);
+    assert_eq!(future["error"]["message"], "header not found");
+
+    // index: the last transaction of the chain; verifiedIndex: the last one in the finalized
+    // block 30 or before.
+    let blocks = chain_blocks();
+    let total: usize = blocks.iter().map(|b| b.body.transactions.len()).sum();
+    let through_30: usize = blocks
+        .iter()
+        .filter(|b| b.header.number <= 30)
+        .map(|b| b.body.transactions.len())
+        .sum();
+    let info = server.call("rollup_getInfo", json!([]));
+    assert_eq!(
+        info["result"],
+        json!({
+            "mode": "verifier",
+            "syncing": false,
+            "ethContext": {"blockNumber": 54, "timestamp": blocks[53].header.timestamp},
+            "rollupContext": {"index": total - 1, "queueIndex": null, "verifiedIndex": through_30 - 1},
+        })
+    );
+}
+
+fn chain_blocks() -> Vec<Block<TxEnvelope>> {
+    let bytes = std::fs::read(fixtures().join("chain.rlp")).unwrap();
+    let mut rest = bytes.as_slice();
+    let mut blocks = Vec::new();
+    while !rest.is_empty() {
+        blocks.push(Block::<TxEnvelope>::decode(&mut rest).unwrap());
+    }
+    blocks
+}
+
+/// The runner's comparison must be able to fail: these differences are all mismatches.
+#[test]
+fn the_fixture_comparison_catches_differences() {
+    let expected = json!({"jsonrpc": "2.0", "id": 1, "result": {"a": "0x1", "b": null}});
+    for actual in [
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"a": "0x01", "b": null}}),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"a": "0x1"}}),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"a": "0x1", "b": null, "c": 1}}),
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"a": "0x1", "b": null}}),
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "x"}}),
+    ] {
+        assert!(mismatch(&expected, &actual).is_some(), "{actual}");
+    }
+    let error = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "a"}});
+    let other_message =
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "b"}});
+    let other_code = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "a"}});
+    assert!(mismatch(&error, &other_message).is_none());
+    assert!(mismatch(&error, &other_code).is_some());
+    // Only block objects may carry an extra totalDifficulty.
+    let block = json!({"jsonrpc": "2.0", "id": 1, "result": {"transactionsRoot": "0x", "sha3Uncles": "0x"}});
+    let mut with_td = block.clone();
+    with_td["result"]["totalDifficulty"] = json!("0x1");
+    assert!(mismatch(&block, &with_td).is_none());
+    let mut receipt = expected.clone();
+    receipt["result"]["totalDifficulty"] = json!("0x1");
+    assert!(mismatch(&expected, &receipt).is_some());
+}

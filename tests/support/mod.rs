@@ -1,0 +1,249 @@
+//! A real `quarry serve` for end-to-end tests: a chain ingested with the real binary, a server
+//! process on a free port, and minimal HTTP and WebSocket JSON-RPC clients.
+
+#![allow(clippy::unwrap_used, dead_code)]
+
+use serde_json::Value;
+use std::{
+    collections::HashMap,
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{Mutex, OnceLock},
+    time::Duration,
+};
+
+pub const QUARRY: &str = env!("CARGO_BIN_EXE_quarry");
+pub const KEY: &str = "test-key-0123456789";
+
+/// The fixture folder: `QUARRY_RPC_FIXTURES`, default `../shared/fixtures/rpc-compat`.
+pub fn fixtures() -> PathBuf {
+    match std::env::var_os("QUARRY_RPC_FIXTURES") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/rpc-compat"),
+    }
+}
+
+/// A datadir holding `folder`'s genesis.json and chain.rlp, ingested once per test binary.
+/// Re-ingesting an existing datadir only checks and skips the stored blocks.
+pub fn ingested(folder: &Path) -> PathBuf {
+    static DONE: OnceLock<Mutex<HashMap<PathBuf, PathBuf>>> = OnceLock::new();
+    let done = DONE.get_or_init(Default::default);
+    let mut done = done.lock().unwrap();
+    if let Some(datadir) = done.get(folder) {
+        return datadir.clone();
+    }
+    let name: String = folder
+        .display()
+        .to_string()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let datadir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("datadir-{name}"));
+    let output = Command::new(QUARRY)
+        .arg("ingest")
+        .arg("--datadir")
+        .arg(&datadir)
+        .arg("--genesis")
+        .arg(folder.join("genesis.json"))
+        .arg(folder.join("chain.rlp"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "ingest failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    done.insert(folder.to_path_buf(), datadir.clone());
+    datadir
+}
+
+/// A `quarry serve` process, killed when dropped.
+pub struct Server {
+    child: Child,
+    pub addr: String,
+    _config_dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// Serves `datadir` with one key, `KEY`, and `extra` appended to the TOML config.
+    pub fn start(datadir: &Path, extra: &str) -> Self {
+        let config_dir = tempfile::tempdir().unwrap();
+        let config = config_dir.path().join("quarry.toml");
+        std::fs::write(
+            &config,
+            format!("listen = \"127.0.0.1:0\"\n{extra}\n[[keys]]\nkey = \"{KEY}\"\n"),
+        )
+        .unwrap();
+        let mut child = Command::new(QUARRY)
+            .arg("serve")
+            .arg("--datadir")
+            .arg(datadir)
+            .arg("--config")
+            .arg(&config)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .strip_prefix("listening on http://")
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_else(|| panic!("unexpected first line from quarry serve: {line:?}"))
+            .to_string();
+        Self {
+            child,
+            addr,
+            _config_dir: config_dir,
+        }
+    }
+
+    pub fn http_url(&self, key: &str) -> String {
+        format!("http://{}/v3/{key}", self.addr)
+    }
+
+    pub fn ws_url(&self, key: &str) -> String {
+        format!("ws://{}/ws/v3/{key}", self.addr)
+    }
+
+    /// POSTs `body` to `path` with a JSON content type: (status, body).
+    pub fn post_raw(&self, path: &str, body: &str) -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build()
+            .into();
+        let mut response = agent
+            .post(format!("http://{}{path}", self.addr))
+            .header("Content-Type", "application/json")
+            .send(body)
+            .unwrap();
+        let status = response.status().as_u16();
+        let text = response
+            .body_mut()
+            .with_config()
+            .limit(256 << 20)
+            .read_to_string()
+            .unwrap();
+        (status, text)
+    }
+
+    /// One JSON-RPC exchange over HTTP with the test key.
+    pub fn http(&self, body: &str) -> serde_json::Value {
+        let (status, text) = self.post_raw(&format!("/v3/{KEY}"), body);
+        assert_eq!(status, 200, "{text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    pub fn call(&self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let request =
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        self.http(&request.to_string())
+    }
+
+    pub fn ws(&self) -> WsClient {
+        let (socket, _) = tungstenite::connect(self.ws_url(KEY)).unwrap();
+        WsClient(socket)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub struct WsClient(
+    tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<std::net::TcpStream>>,
+);
+
+impl WsClient {
+    /// Sends one text message and returns the one text reply, parsed.
+    pub fn exchange(&mut self, body: &str) -> serde_json::Value {
+        self.0
+            .send(tungstenite::Message::Text(body.to_string().into()))
+            .unwrap();
+        loop {
+            match self.0.read().unwrap() {
+                tungstenite::Message::Text(text) => return serde_json::from_str(&text).unwrap(),
+                tungstenite::Message::Ping(_) | tungstenite::Message::Pong(_) => {}
+                other => panic!("unexpected WebSocket message {other:?}"),
+            }
+        }
+    }
+}
+
+/// One `.io` case: the requests (`>>`) and the expected responses (`<<`), in file order.
+pub struct IoCase {
+    pub name: String,
+    pub exchanges: Vec<(String, serde_json::Value)>,
+}
+
+/// The `.io` files of the methods in `QUARRY_RPC_METHODS` (comma-separated; default `methods`).
+pub fn io_cases(folder: &Path, methods: &[&str]) -> Vec<IoCase> {
+    let filter: Vec<String> = match std::env::var("QUARRY_RPC_METHODS") {
+        Ok(list) => list.split(',').map(|m| m.trim().to_string()).collect(),
+        Err(_) => methods.iter().map(|m| m.to_string()).collect(),
+    };
+    let mut cases = Vec::new();
+    for method in filter {
+        let dir = folder.join("tests").join(&method);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "io"))
+            .collect();
+        files.sort();
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let mut exchanges = Vec::new();
+            let mut request = None;
+            for line in text.lines() {
+                if let Some(req) = line.strip_prefix(">>") {
+                    request = Some(req.trim().to_string());
+                } else if let Some(resp) = line.strip_prefix("<<") {
+                    let expected = serde_json::from_str(resp.trim()).unwrap();
+                    exchanges.push((request.take().unwrap(), expected));
+                }
+            }
+            cases.push(IoCase {
+                name: format!("{method}/{}", file.file_name().unwrap().to_string_lossy()),
+                exchanges,
+            });
+        }
+    }
+    cases
+}
+
+/// Whether `value` is a block object (it has a transactions root).
+fn is_block(value: &serde_json::Value) -> bool {
+    value.get("transactionsRoot").is_some() && value.get("sha3Uncles").is_some()
+}
+
+/// Hive's matching rules: error messages are ignored when both sides have an error; block
+/// objects may carry `totalDifficulty` beyond what the fixture has. Returns a difference.
+pub fn mismatch(expected: &serde_json::Value, actual: &serde_json::Value) -> Option<String> {
+    let mut expected = expected.clone();
+    let mut actual = actual.clone();
+    if let (Some(e), Some(a)) = (
+        expected.get_mut("error").and_then(|e| e.as_object_mut()),
+        actual.get_mut("error").and_then(|e| e.as_object_mut()),
+    ) {
+        e.remove("message");
+        a.remove("message");
+    }
+    if let (Some(e), Some(Value::Object(block))) =
+        (expected.get("result"), actual.get_mut("result"))
+        && is_block(e)
+        && e.get("totalDifficulty").is_none()
+    {
+        block.remove("totalDifficulty");
+    }
+    (expected != actual).then(|| format!("expected {expected}\n  actual   {actual}"))
+}
