@@ -328,6 +328,18 @@ fn block_parameters_and_tags() {
     assert_eq!(number_of(json!("safe")), "0x28");
     assert_eq!(number_of(json!("finalized")), "0x1e");
 
+    // Answers from the block cache (the second of each pair) equal answers from the database.
+    let receipt = json!(["0x4bb6fa064c302d27ea9ac821e061bcc336b8fa40de77f01e116c6461d47e7ac1"]);
+    for (method, params) in [
+        ("eth_getBlockByNumber", json!(["0x2a", true])),
+        ("eth_getTransactionReceipt", receipt),
+        ("eth_getUncleByBlockNumberAndIndex", json!(["0x3", "0x0"])),
+    ] {
+        let first = server.call(method, params.clone());
+        assert_ne!(first["result"], Value::Null, "{method}");
+        assert_eq!(server.call(method, params), first, "{method}");
+    }
+
     // Storage at an old block comes from history; EIP-1898 objects name blocks by hash.
     let contract = "0x7dcd17433742f4c0ca53122ab541d0ba67fc27df";
     let block_10 =

@@ -3,24 +3,28 @@
 //! the one place where errors become JSON-RPC errors.
 
 mod auth;
+mod cache;
 mod config;
 mod error;
 mod node;
 mod params;
+mod pool;
 mod types;
 
 pub use config::{ApiKey, Config, ConfigError};
 pub use error::{Result, RpcError};
-pub use node::{BlockMarks, Node};
+pub use node::{BlockAt, BlockMarks, Node, Reads};
 
 use jsonrpsee::{
     RpcModule,
     server::{BatchRequestConfig, Server, ServerConfig, ServerHandle},
-    types::{ErrorObjectOwned, Params},
+    types::ErrorObjectOwned,
 };
 use params::{Args, BlockId, BlockTag, Index, StorageKey};
-use quarry_storage::Database;
+use pool::ReadPool;
+use quarry_storage::{Database, ReadTx};
 use serde::Serialize;
+use serde_json::value::RawValue;
 use std::net::SocketAddr;
 
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +34,8 @@ pub enum ServeError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot start the read thread pool: {0}")]
+    ReadPool(String),
     #[error("registering method {0}: duplicate name")]
     Register(String),
 }
@@ -40,114 +46,177 @@ pub struct RunningServer {
     pub handle: ServerHandle,
 }
 
-/// Registers a method whose handler runs on a blocking thread: it parses the positional
-/// parameters named `names` (the first `required` of them mandatory) and answers from `node`.
+/// Serializes an answer on the thread that produced it.
+fn to_raw(method: &str, value: &impl Serialize) -> Result<Box<RawValue>> {
+    serde_json::value::to_raw_value(value)
+        .map_err(|e| RpcError::Internal(format!("{method}: cannot serialize the answer: {e}")))
+}
+
+/// Registers a method. Its parameters (named `names`, the first `required` mandatory) are parsed
+/// on the async thread, and `handler` is asked there with `Reads::Cache`: if memory holds the
+/// answer it is sent at once. Otherwise the request goes to the read pool, where `handler` runs
+/// again with a database snapshot and must answer; database reads never run on async threads.
 fn register<R, F>(
     module: &mut RpcModule<Node>,
+    pool: &ReadPool,
     method: &'static str,
     names: &'static [&'static str],
     required: usize,
     handler: F,
 ) -> std::result::Result<(), ServeError>
 where
-    R: Serialize + Clone + Send + 'static,
-    F: Fn(&Node, Args) -> Result<R> + Clone + Send + Sync + 'static,
+    R: Serialize,
+    F: Fn(&Node, &Reads, &Args) -> Result<Option<R>> + Clone + Send + Sync + 'static,
 {
+    let pool = pool.clone();
     module
-        .register_blocking_method(
-            method,
-            move |params: Params<'_>, node, _| -> std::result::Result<R, ErrorObjectOwned> {
+        .register_async_method(method, move |params, node, _| {
+            let handler = handler.clone();
+            let pool = pool.clone();
+            async move {
                 let args = Args::parse(&params, names, required)?;
-                Ok(handler(&node, args)?)
-            },
-        )
+                if let Some(answer) = handler(&node, &Reads::Cache, &args)? {
+                    return Ok(to_raw(method, &answer)?);
+                }
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                pool.spawn(move || {
+                    let answer = node.reader().and_then(|tx| {
+                        match handler(&node, &Reads::Snapshot(&tx), &args)? {
+                            Some(answer) => to_raw(method, &answer),
+                            None => Err(RpcError::Internal(format!(
+                                "{method}: no answer from a snapshot"
+                            ))),
+                        }
+                    });
+                    let _ = reply.send(answer);
+                });
+                match answer.await {
+                    Ok(answer) => answer.map_err(ErrorObjectOwned::from),
+                    Err(_) => Err(ErrorObjectOwned::from(RpcError::Internal(format!(
+                        "{method}: the read task panicked"
+                    )))),
+                }
+            }
+        })
         .map_err(|_| ServeError::Register(method.to_string()))?;
     Ok(())
 }
 
+/// Registers a method that always reads the database (state, the head).
+fn register_snapshot<R, F>(
+    module: &mut RpcModule<Node>,
+    pool: &ReadPool,
+    method: &'static str,
+    names: &'static [&'static str],
+    required: usize,
+    handler: F,
+) -> std::result::Result<(), ServeError>
+where
+    R: Serialize,
+    F: Fn(&Node, &ReadTx, &Args) -> Result<R> + Clone + Send + Sync + 'static,
+{
+    register(
+        module,
+        pool,
+        method,
+        names,
+        required,
+        move |node, reads, args| match reads {
+            Reads::Cache => Ok(None),
+            Reads::Snapshot(tx) => handler(node, tx, args).map(Some),
+        },
+    )
+}
+
+fn index(args: &Args, position: usize) -> Result<u64> {
+    args.required::<Index>(position).map(|Index(index)| index)
+}
+
 /// Every method quarry serves, answered from `node`.
-pub fn methods(node: Node) -> std::result::Result<RpcModule<Node>, ServeError> {
+pub fn methods(node: Node, pool: &ReadPool) -> std::result::Result<RpcModule<Node>, ServeError> {
     let mut module = RpcModule::new(node);
+    let m = &mut module;
+    let by_number = |args: &Args| args.required(0).map(BlockAt::Tag);
+    let by_hash = |args: &Args| args.required(0).map(BlockAt::Hash);
+    let full = &["blockNumber", "fullTransactions"];
     register(
-        &mut module,
+        m,
+        pool,
         "eth_getBlockByNumber",
-        &["blockNumber", "fullTransactions"],
+        full,
         2,
-        |node, args| node.block_by_number(args.required(0)?, args.required(1)?),
+        move |node, reads, args| node.block(reads, by_number(args)?, args.required(1)?),
     )?;
+    let full = &["blockHash", "fullTransactions"];
     register(
-        &mut module,
+        m,
+        pool,
         "eth_getBlockByHash",
-        &["blockHash", "fullTransactions"],
+        full,
         2,
-        |node, args| node.block_by_hash(args.required(0)?, args.required(1)?),
+        move |node, reads, args| node.block(reads, by_hash(args)?, args.required(1)?),
     )?;
+    let names = &["blockNumber", "uncleIndex"];
     register(
-        &mut module,
+        m,
+        pool,
         "eth_getUncleByBlockNumberAndIndex",
-        &["blockNumber", "uncleIndex"],
+        names,
         2,
-        |node, args| {
-            let Index(index) = args.required(1)?;
-            node.uncle_by_block_number(args.required(0)?, index)
-        },
+        move |node, reads, args| node.uncle(reads, by_number(args)?, index(args, 1)?),
     )?;
+    let names = &["blockHash", "uncleIndex"];
     register(
-        &mut module,
+        m,
+        pool,
         "eth_getUncleByBlockHashAndIndex",
-        &["blockHash", "uncleIndex"],
+        names,
         2,
-        |node, args| {
-            let Index(index) = args.required(1)?;
-            node.uncle_by_block_hash(args.required(0)?, index)
-        },
+        move |node, reads, args| node.uncle(reads, by_hash(args)?, index(args, 1)?),
     )?;
+    let names = &["blockNumber", "transactionIndex"];
     register(
-        &mut module,
+        m,
+        pool,
         "eth_getTransactionByBlockNumberAndIndex",
-        &["blockNumber", "transactionIndex"],
+        names,
         2,
-        |node, args| {
-            let Index(index) = args.required(1)?;
-            node.transaction_by_block_number(args.required::<BlockTag>(0)?, index)
-        },
+        move |node, reads, args| node.transaction(reads, by_number(args)?, index(args, 1)?),
     )?;
+    let names = &["blockHash", "transactionIndex"];
     register(
-        &mut module,
+        m,
+        pool,
         "eth_getTransactionByBlockHashAndIndex",
-        &["blockHash", "transactionIndex"],
+        names,
         2,
-        |node, args| {
-            let Index(index) = args.required(1)?;
-            node.transaction_by_block_hash(args.required(0)?, index)
-        },
+        move |node, reads, args| node.transaction(reads, by_hash(args)?, index(args, 1)?),
     )?;
     register(
-        &mut module,
+        m,
+        pool,
         "eth_getTransactionReceipt",
         &["transactionHash"],
         1,
-        |node, args| node.transaction_receipt(args.required(0)?),
+        |node, reads, args| node.transaction_receipt(reads, args.required(0)?),
     )?;
-    register(
-        &mut module,
-        "eth_getStorageAt",
-        &["address", "storageSlot", "block"],
-        2,
-        |node, args| {
-            let StorageKey(slot) = args.required(1)?;
-            let at = args
-                .optional::<BlockId>(2)?
-                .unwrap_or(BlockId::Tag(BlockTag::Latest));
-            node.storage_at(args.required(0)?, slot, at)
-        },
-    )?;
-    register(&mut module, "rollup_getInfo", &[], 0, |node, _| {
-        node.rollup_info()
+    let names = &["address", "storageSlot", "block"];
+    register_snapshot(m, pool, "eth_getStorageAt", names, 2, |node, tx, args| {
+        let StorageKey(slot) = args.required(1)?;
+        let at = args
+            .optional::<BlockId>(2)?
+            .unwrap_or(BlockId::Tag(BlockTag::Latest));
+        node.storage_at(tx, args.required(0)?, slot, at)
     })?;
-    register(&mut module, "web3_clientVersion", &[], 0, |_, _| {
-        Ok(concat!("quarry/v", env!("CARGO_PKG_VERSION")))
+    register_snapshot(m, pool, "rollup_getInfo", &[], 0, |node, tx, _| {
+        node.rollup_info(tx)
     })?;
+    // Reads nothing, so it runs inline: the cheapest call, the benchmarks' ceiling.
+    m.register_method("web3_clientVersion", |params, _, _| {
+        Args::parse(&params, &[], 0)?;
+        Ok::<_, ErrorObjectOwned>(concat!("quarry/v", env!("CARGO_PKG_VERSION")))
+    })
+    .map_err(|_| ServeError::Register("web3_clientVersion".into()))?;
     Ok(module)
 }
 
@@ -163,7 +232,9 @@ pub async fn start(
             finalized: config.finalized_block,
         },
     );
-    let module = methods(node)?;
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let pool = ReadPool::new(threads).map_err(|e| ServeError::ReadPool(e.to_string()))?;
+    let module = methods(node, &pool)?;
     let auth = auth::AuthLayer::new(config.keys.iter().map(|k| k.key.clone()));
     let server_config = ServerConfig::builder()
         .max_request_body_size(config.max_request_bytes)

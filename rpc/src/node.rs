@@ -1,15 +1,17 @@
-//! The answers: each method reads one short MDBX snapshot and builds its JSON shape.
-//! Everything here blocks; the server runs it on blocking threads, never on async workers.
+//! The answers. Each method finds its block through `Reads`: on an async thread the block
+//! cache alone (`Reads::Cache`, which may not know), on the read pool one short MDBX snapshot
+//! behind the cache (`Reads::Snapshot`, which always answers). Then it builds the JSON shape.
 
 use crate::{
+    cache::{BlockCache, CachedBlock},
     error::{Result, RpcError},
     params::{BlockId, BlockTag},
     types::{BlockJson, ReceiptJson, TransactionJson, TxContext},
 };
-use alloy_consensus::Header;
 use alloy_primitives::{Address, B256};
-use quarry_storage::{BlockMark, Database, ReadTx, StoredBody};
+use quarry_storage::{BlockMark, Database, ReadTx};
 use serde::Serialize;
+use std::sync::Arc;
 
 /// Where `safe` and `finalized` point when the config sets them; otherwise the ingest flags
 /// recorded in the database decide, and failing those the head (no consensus client here).
@@ -19,26 +21,44 @@ pub struct BlockMarks {
     pub finalized: Option<u64>,
 }
 
+/// What a method may read.
+pub enum Reads<'a> {
+    /// Memory only: the answer is `None` when the cache cannot give it.
+    Cache,
+    /// A database snapshot (behind the cache): there is always an answer.
+    Snapshot(&'a ReadTx),
+}
+
+/// A block as the by-number and by-hash methods name it.
+#[derive(Debug, Clone, Copy)]
+pub enum BlockAt {
+    Tag(BlockTag),
+    Hash(B256),
+}
+
+/// Decoded blocks kept across requests: bounded by the blocks' RLP size; their receipts, read
+/// on demand, take about as much again.
+const BLOCK_CACHE_BYTES: usize = 64 << 20;
+
 /// The state one server shares between its requests.
 #[derive(Debug, Clone)]
 pub struct Node {
     db: Database,
     marks: BlockMarks,
-}
-
-/// A canonical block as read from one snapshot.
-struct StoredBlock {
-    hash: B256,
-    header: Header,
-    body: StoredBody,
+    blocks: Arc<BlockCache>,
 }
 
 impl Node {
     pub fn new(db: Database, marks: BlockMarks) -> Self {
-        Self { db, marks }
+        Self {
+            db,
+            marks,
+            blocks: Arc::new(BlockCache::new(BLOCK_CACHE_BYTES)),
+        }
     }
 
-    fn reader(&self) -> Result<ReadTx> {
+    /// A fresh snapshot: one per request, held only while it is answered.
+    pub fn reader(&self) -> Result<ReadTx> {
         Ok(self.db.reader()?)
     }
 
@@ -49,12 +69,9 @@ impl Node {
     /// The block number a tag names now. `pending` is the head: quarry has no mempool.
     fn tag_number(&self, tx: &ReadTx, tag: BlockTag) -> Result<u64> {
         let mark = |configured: Option<u64>, mark: BlockMark| -> Result<u64> {
-            match configured {
+            match configured.or(tx.meta_block(mark)?) {
                 Some(number) => Ok(number),
-                None => match tx.meta_block(mark)? {
-                    Some(number) => Ok(number),
-                    None => Self::head(tx),
-                },
+                None => Self::head(tx),
             }
         };
         match tag {
@@ -92,143 +109,164 @@ impl Node {
         }
     }
 
-    fn block_at(tx: &ReadTx, number: u64) -> Result<Option<StoredBlock>> {
-        let Some(hash) = tx.canonical_hash(number)? else {
+    /// Block `number` of the snapshot, through the cache.
+    fn stored_block(&self, tx: &ReadTx, number: u64) -> Result<Option<Arc<CachedBlock>>> {
+        if let Some(block) = self.blocks.by_number(number) {
+            return Ok(Some(block));
+        }
+        // Not cached: it may still be missing from this snapshot (a number past the head).
+        let Some(block) = CachedBlock::read(tx, number)? else {
             return Ok(None);
         };
-        let (Some(header), Some(body)) = (tx.header(number)?, tx.body(number)?) else {
-            return Ok(None);
-        };
-        Ok(Some(StoredBlock { hash, header, body }))
+        let block = Arc::new(block);
+        self.blocks.insert(block.clone());
+        Ok(Some(block))
     }
 
-    fn block_by_hash_in(tx: &ReadTx, hash: &B256) -> Result<Option<StoredBlock>> {
-        match tx.block_number(hash)? {
-            Some(number) => Self::block_at(tx, number),
-            None => Ok(None),
+    /// The block `at` names: `None` when only the cache was asked and it cannot tell.
+    fn find_block(&self, reads: &Reads, at: BlockAt) -> Result<Option<Option<Arc<CachedBlock>>>> {
+        match (reads, at) {
+            (Reads::Cache, BlockAt::Tag(BlockTag::Number(number))) => {
+                Ok(self.blocks.by_number(number).map(Some))
+            }
+            (Reads::Cache, BlockAt::Hash(hash)) => Ok(self.blocks.by_hash(&hash).map(Some)),
+            // Tags move with the head, which only the database knows.
+            (Reads::Cache, BlockAt::Tag(_)) => Ok(None),
+            (Reads::Snapshot(tx), at) => {
+                let number = match at {
+                    BlockAt::Tag(tag) => Some(self.tag_number(tx, tag)?),
+                    BlockAt::Hash(hash) => match self.blocks.by_hash(&hash) {
+                        Some(block) => return Ok(Some(Some(block))),
+                        None => tx.block_number(&hash)?,
+                    },
+                };
+                match number {
+                    Some(number) => self.stored_block(tx, number).map(Some),
+                    None => Ok(Some(None)),
+                }
+            }
         }
     }
 
-    fn block_json(tx: &ReadTx, block: &StoredBlock, full: bool) -> Result<BlockJson> {
-        let number = block.header.number;
-        let total_difficulty = tx.total_difficulty(number)?.unwrap_or_default();
-        let senders = if full {
-            Some(tx.senders(number)?.unwrap_or_default())
-        } else {
-            None
-        };
-        Ok(BlockJson::block(
-            &block.header,
-            block.hash,
-            total_difficulty,
-            &block.body,
-            senders.as_deref(),
-        ))
+    pub fn block(
+        &self,
+        reads: &Reads,
+        at: BlockAt,
+        full: bool,
+    ) -> Result<Option<Option<BlockJson>>> {
+        Ok(self.find_block(reads, at)?.map(|block| {
+            block.map(|block| {
+                BlockJson::block(
+                    &block.header,
+                    block.hash,
+                    block.size,
+                    block.total_difficulty,
+                    &block.body,
+                    &block.uncle_hashes,
+                    full.then_some(block.senders.as_slice()),
+                )
+            })
+        }))
     }
 
-    pub fn block_by_number(&self, tag: BlockTag, full: bool) -> Result<Option<BlockJson>> {
-        let tx = self.reader()?;
-        let number = self.tag_number(&tx, tag)?;
-        Self::block_at(&tx, number)?
-            .map(|block| Self::block_json(&tx, &block, full))
-            .transpose()
-    }
-
-    pub fn block_by_hash(&self, hash: B256, full: bool) -> Result<Option<BlockJson>> {
-        let tx = self.reader()?;
-        Self::block_by_hash_in(&tx, &hash)?
-            .map(|block| Self::block_json(&tx, &block, full))
-            .transpose()
-    }
-
-    fn uncle_in(block: Option<StoredBlock>, index: u64) -> Option<BlockJson> {
-        let block = block?;
-        let uncle = block.body.ommers.get(usize::try_from(index).ok()?)?;
-        Some(BlockJson::uncle(uncle))
-    }
-
-    pub fn uncle_by_block_number(&self, tag: BlockTag, index: u64) -> Result<Option<BlockJson>> {
-        let tx = self.reader()?;
-        let number = self.tag_number(&tx, tag)?;
-        Ok(Self::uncle_in(Self::block_at(&tx, number)?, index))
-    }
-
-    pub fn uncle_by_block_hash(&self, hash: B256, index: u64) -> Result<Option<BlockJson>> {
-        let tx = self.reader()?;
-        Ok(Self::uncle_in(Self::block_by_hash_in(&tx, &hash)?, index))
-    }
-
-    fn transaction_in(
-        tx: &ReadTx,
-        block: Option<StoredBlock>,
+    pub fn uncle(
+        &self,
+        reads: &Reads,
+        at: BlockAt,
         index: u64,
-    ) -> Result<Option<TransactionJson>> {
+    ) -> Result<Option<Option<BlockJson>>> {
+        Ok(self.find_block(reads, at)?.map(|block| {
+            let block = block?;
+            let index = usize::try_from(index).ok()?;
+            Some(BlockJson::uncle(
+                block.body.ommers.get(index)?,
+                *block.uncle_hashes.get(index)?,
+            ))
+        }))
+    }
+
+    pub fn transaction(
+        &self,
+        reads: &Reads,
+        at: BlockAt,
+        index: u64,
+    ) -> Result<Option<Option<TransactionJson>>> {
+        let Some(block) = self.find_block(reads, at)? else {
+            return Ok(None);
+        };
         let Some(block) = block else {
-            return Ok(None);
+            return Ok(Some(None));
         };
-        let Some(index) = usize::try_from(index).ok() else {
-            return Ok(None);
-        };
-        let Some(transaction) = block.body.transactions.get(index) else {
-            return Ok(None);
-        };
-        let from = sender(tx, block.header.number, index)?;
-        let at = TxContext::new(&block.header, block.hash, index);
-        Ok(Some(TransactionJson::new(transaction, from, &at)))
-    }
-
-    pub fn transaction_by_block_number(
-        &self,
-        tag: BlockTag,
-        index: u64,
-    ) -> Result<Option<TransactionJson>> {
-        let tx = self.reader()?;
-        let number = self.tag_number(&tx, tag)?;
-        Self::transaction_in(&tx, Self::block_at(&tx, number)?, index)
-    }
-
-    pub fn transaction_by_block_hash(
-        &self,
-        hash: B256,
-        index: u64,
-    ) -> Result<Option<TransactionJson>> {
-        let tx = self.reader()?;
-        Self::transaction_in(&tx, Self::block_by_hash_in(&tx, &hash)?, index)
-    }
-
-    pub fn transaction_receipt(&self, hash: B256) -> Result<Option<ReceiptJson>> {
-        let tx = self.reader()?;
-        let Some(location) = tx.tx_location(&hash)? else {
-            return Ok(None);
-        };
-        let number = location.block_number;
-        let index = location.index as usize;
-        let Some(block) = Self::block_at(&tx, number)? else {
-            return Ok(None);
-        };
-        let receipts = tx.receipts(number)?.unwrap_or_default();
-        let (Some(transaction), Some(receipt)) =
-            (block.body.transactions.get(index), receipts.get(index))
+        let Some(index) = usize::try_from(index)
+            .ok()
+            .filter(|&index| index < block.body.transactions.len())
         else {
-            return Ok(None);
+            return Ok(Some(None));
         };
-        let first_log_index = receipts[..index].iter().map(|r| r.logs.len()).sum();
-        let from = sender(&tx, number, index)?;
         let at = TxContext::new(&block.header, block.hash, index);
-        Ok(Some(ReceiptJson::new(
+        Ok(Some(Some(TransactionJson::new(
+            &block.body.transactions[index],
+            block.sender(index)?,
+            &at,
+        ))))
+    }
+
+    pub fn transaction_receipt(
+        &self,
+        reads: &Reads,
+        hash: B256,
+    ) -> Result<Option<Option<ReceiptJson>>> {
+        let (block, index) = match reads {
+            Reads::Cache => match self.blocks.by_transaction(&hash) {
+                Some(found) => found,
+                None => return Ok(None),
+            },
+            Reads::Snapshot(tx) => {
+                let Some(location) = tx.tx_location(&hash)? else {
+                    return Ok(Some(None));
+                };
+                let Some(block) = self.stored_block(tx, location.block_number)? else {
+                    return Ok(Some(None));
+                };
+                (block, location.index as usize)
+            }
+        };
+        let receipts = match reads {
+            Reads::Cache => match block.loaded_receipts() {
+                Some(receipts) => receipts,
+                None => return Ok(None),
+            },
+            Reads::Snapshot(tx) => block.receipts(tx)?,
+        };
+        let (Some(transaction), Some(receipt), Some(bloom)) = (
+            block.body.transactions.get(index),
+            receipts.list.get(index),
+            receipts.blooms.get(index),
+        ) else {
+            return Ok(Some(None));
+        };
+        let first_log_index = receipts.list[..index].iter().map(|r| r.logs.len()).sum();
+        let at = TxContext::new(&block.header, block.hash, index);
+        Ok(Some(Some(ReceiptJson::new(
             receipt,
+            *bloom,
             transaction,
-            from,
+            block.sender(index)?,
             &at,
             first_log_index,
-        )))
+        ))))
     }
 
     /// The 32-byte value of `slot` of `address` after block `at`.
-    pub fn storage_at(&self, address: Address, slot: B256, at: BlockId) -> Result<B256> {
-        let tx = self.reader()?;
-        let number = self.state_block(&tx, at)?;
-        let value = if Some(number) == tx.head()?.map(|(head, _)| head) {
+    pub fn storage_at(
+        &self,
+        tx: &ReadTx,
+        address: Address,
+        slot: B256,
+        at: BlockId,
+    ) -> Result<B256> {
+        let number = self.state_block(tx, at)?;
+        let value = if number == Self::head(tx)? {
             tx.storage(&address, &slot)?
         } else {
             tx.storage_at(&address, &slot, number)?
@@ -236,14 +274,13 @@ impl Node {
         Ok(B256::from(value))
     }
 
-    pub fn rollup_info(&self) -> Result<RollupInfo> {
-        let tx = self.reader()?;
-        let head = Self::head(&tx)?;
+    pub fn rollup_info(&self, tx: &ReadTx) -> Result<RollupInfo> {
+        let head = Self::head(tx)?;
         let timestamp = tx.header(head)?.map_or(0, |h| h.timestamp);
         let syncing = tx
             .sync_target()?
             .is_some_and(|target| target.block > head && process_alive(target.pid));
-        let finalized = self.tag_number(&tx, BlockTag::Finalized)?.min(head);
+        let finalized = self.tag_number(tx, BlockTag::Finalized)?.min(head);
         let last_index = |number: u64| -> Result<Option<u64>> {
             Ok(tx
                 .transactions_through(number)?
@@ -264,16 +301,6 @@ impl Node {
             },
         })
     }
-}
-
-fn sender(tx: &ReadTx, number: u64, index: usize) -> Result<Address> {
-    tx.senders(number)?
-        .and_then(|senders| senders.get(index).copied())
-        .ok_or_else(|| {
-            RpcError::Storage(quarry_storage::Error::Corrupt(format!(
-                "no sender stored for transaction {index} of block {number}"
-            )))
-        })
 }
 
 /// Whether the process that announced a sync target still runs (a killed ingest leaves its

@@ -4,7 +4,7 @@
 
 use alloy_consensus::{Header, Transaction, TxEnvelope, transaction::to_eip155_value};
 use alloy_eips::{Typed2718, eip2930::AccessList, eip7702::SignedAuthorization};
-use alloy_primitives::{Address, B64, B256, Bloom, Bytes, Log, U64, U128, U256, logs_bloom};
+use alloy_primitives::{Address, B64, B256, Bloom, Bytes, Log, U64, U128, U256};
 use alloy_rlp::Encodable;
 use quarry_storage::{ReceiptOutcome, StoredBody, StoredReceipt};
 use serde::Serialize;
@@ -67,7 +67,7 @@ pub struct WithdrawalJson {
 }
 
 /// The RLP size of a block made of `header` and `body`, as geth's `size` reports it.
-fn block_size(header: &Header, body: &StoredBody) -> u64 {
+pub(crate) fn block_size(header: &Header, body: &StoredBody) -> usize {
     let payload = header.length()
         + alloy_rlp::list_length(&body.transactions)
         + alloy_rlp::list_length(&body.ommers)
@@ -75,11 +75,16 @@ fn block_size(header: &Header, body: &StoredBody) -> u64 {
             .withdrawals
             .as_ref()
             .map_or(0, |w| alloy_rlp::list_length(w));
-    (payload + alloy_rlp::length_of_length(payload)) as u64
+    payload + alloy_rlp::length_of_length(payload)
 }
 
 impl BlockJson {
-    fn from_header(header: &Header, hash: B256, size: u64, total_difficulty: Option<U256>) -> Self {
+    fn from_header(
+        header: &Header,
+        hash: B256,
+        size: usize,
+        total_difficulty: Option<U256>,
+    ) -> Self {
         Self {
             base_fee_per_gas: header.base_fee_per_gas.map(U64::from),
             blob_gas_used: header.blob_gas_used.map(U64::from),
@@ -99,7 +104,7 @@ impl BlockJson {
             receipts_root: header.receipts_root,
             requests_hash: header.requests_hash,
             sha3_uncles: header.ommers_hash,
-            size: U64::from(size),
+            size: U64::from(size as u64),
             state_root: header.state_root,
             timestamp: U64::from(header.timestamp),
             total_difficulty,
@@ -111,20 +116,18 @@ impl BlockJson {
         }
     }
 
-    /// A canonical block; `senders` are needed only for full transaction objects.
+    /// A canonical block of RLP size `size`; `senders` are needed only for full transaction
+    /// objects.
     pub fn block(
         header: &Header,
         hash: B256,
+        size: usize,
         total_difficulty: U256,
         body: &StoredBody,
+        uncle_hashes: &[B256],
         full_transactions: Option<&[Address]>,
     ) -> Self {
-        let mut json = Self::from_header(
-            header,
-            hash,
-            block_size(header, body),
-            Some(total_difficulty),
-        );
+        let mut json = Self::from_header(header, hash, size, Some(total_difficulty));
         json.transactions = Some(match full_transactions {
             Some(senders) => BlockTransactions::Full(
                 body.transactions
@@ -140,7 +143,7 @@ impl BlockJson {
                 body.transactions.iter().map(|tx| *tx.tx_hash()).collect(),
             ),
         });
-        json.uncles = body.ommers.iter().map(Header::hash_slow).collect();
+        json.uncles = uncle_hashes.to_vec();
         json.withdrawals = body.withdrawals.as_ref().map(|withdrawals| {
             withdrawals
                 .iter()
@@ -155,10 +158,10 @@ impl BlockJson {
         json
     }
 
-    /// An uncle: geth serves it as a block made of the uncle header alone.
-    pub fn uncle(header: &Header) -> Self {
+    /// An uncle (whose hash is `hash`): geth serves it as a block made of the header alone.
+    pub fn uncle(header: &Header, hash: B256) -> Self {
         let empty = StoredBody::default();
-        Self::from_header(header, header.hash_slow(), block_size(header, &empty), None)
+        Self::from_header(header, hash, block_size(header, &empty), None)
     }
 }
 
@@ -353,6 +356,7 @@ impl ReceiptJson {
     /// `first_log_index` is the number of logs of the block's earlier transactions.
     pub fn new(
         receipt: &StoredReceipt,
+        logs_bloom: Bloom,
         tx: &TxEnvelope,
         from: Address,
         at: &TxContext,
@@ -379,7 +383,7 @@ impl ReceiptJson {
                 .enumerate()
                 .map(|(i, log)| LogJson::new(log, tx_hash, at, first_log_index + i))
                 .collect(),
-            logs_bloom: logs_bloom(&receipt.logs),
+            logs_bloom,
             root,
             status,
             to: tx.to(),

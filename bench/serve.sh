@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Serve benchmark: requests/s and p50/p99 latency of each method with wrk, at 1, 16 and 64
+# connections, against the release build serving the rpc-compat chain over HTTP. The trivial
+# web3_clientVersion is measured in the same run as the ceiling (before and after the methods at
+# each connection count; the higher of the two counts); each row shows its share of it.
+#
+#   bench/serve.sh                   (needs wrk: apt-get install wrk)
+#   DURATION=10 CONNECTIONS="1 16 64" bench/serve.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-5}
+CONNECTIONS=${CONNECTIONS:-"1 16 64"}
+FIXTURES=${FIXTURES:-../shared/fixtures/rpc-compat}
+command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
+
+cargo build --release --quiet
+work=$(mktemp -d)
+server=""
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+./target/release/quarry ingest --datadir "$work/data" --genesis "$FIXTURES/genesis.json" \
+  "$FIXTURES/chain.rlp" >/dev/null 2>&1
+printf 'listen = "127.0.0.1:0"\n[[keys]]\nkey = "bench-key"\n' >"$work/quarry.toml"
+./target/release/quarry serve --datadir "$work/data" --config "$work/quarry.toml" \
+  >"$work/serve.out" 2>/dev/null &
+server=$!
+for _ in $(seq 1 100); do grep -q '^listening' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
+addr=$(sed -n 's|^listening on http://\([^/]*\)/.*|\1|p' "$work/serve.out")
+url="http://$addr/v3/bench-key"
+
+call() { curl -s -X POST -H 'Content-Type: application/json' "$url" -d "$1"; }
+req() { printf '{"jsonrpc":"2.0","id":1,"method":"%s","params":%s}' "$1" "$2"; }
+block54=$(call "$(req eth_getBlockByNumber '["0x36",false]')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["hash"])')
+tx=$(call "$(req eth_getBlockByNumber '["0x2a",false]')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["transactions"][0])')
+uncle_block=$(call "$(req eth_getBlockByNumber '["0x3",false]')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["hash"])')
+
+# name|method|params
+cases=(
+  "web3_clientVersion (ceiling)|web3_clientVersion|[]"
+  "eth_getStorageAt latest|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"0x0\",\"latest\"]"
+  "eth_getStorageAt block 10|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"0x0\",\"0xa\"]"
+  "eth_getTransactionReceipt|eth_getTransactionReceipt|[\"$tx\"]"
+  "eth_getBlockByNumber hashes|eth_getBlockByNumber|[\"0x36\",false]"
+  "eth_getBlockByNumber full|eth_getBlockByNumber|[\"0x36\",true]"
+  "eth_getBlockByHash hashes|eth_getBlockByHash|[\"$block54\",false]"
+  "eth_getBlockByHash full|eth_getBlockByHash|[\"$block54\",true]"
+  "eth_getTransactionByBlockNumberAndIndex|eth_getTransactionByBlockNumberAndIndex|[\"0x2a\",\"0x0\"]"
+  "eth_getTransactionByBlockHashAndIndex|eth_getTransactionByBlockHashAndIndex|[\"$block54\",\"0x0\"]"
+  "eth_getUncleByBlockNumberAndIndex|eth_getUncleByBlockNumberAndIndex|[\"0x3\",\"0x0\"]"
+  "eth_getUncleByBlockHashAndIndex|eth_getUncleByBlockHashAndIndex|[\"$uncle_block\",\"0x0\"]"
+  "rollup_getInfo|rollup_getInfo|[]"
+)
+
+cat >"$work/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = os.getenv("BODY")
+LUA
+
+echo "quarry serve on $addr, wrk ${DURATION}s per cell, $(nproc) cores shared by server and wrk"
+# Warm up: first connections, thread pools and page cache are not what is being measured.
+BODY=$(req eth_getBlockByNumber '["0x36",true]') wrk -t2 -c16 -d2s -s "$work/post.lua" "$url" >/dev/null
+: >"$work/results"
+for c in "${cases[@]}"; do
+  IFS='|' read -r name method params <<<"$c"
+  # Every benchmarked call must succeed with a non-null result.
+  call "$(req "$method" "$params")" | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r.get("result") is not None, r' \
+    || { echo "$name: bad response" >&2; exit 1; }
+done
+measure() { # name conns body
+  local threads=$(( $2 < 2 ? 1 : 2 )) out rps p50 p99
+  out=$(BODY="$3" wrk -t"$threads" -c"$2" -d"${DURATION}s" --latency -s "$work/post.lua" "$url")
+  if grep -q 'Non-2xx' <<<"$out"; then echo "$1: non-2xx responses" >&2; exit 1; fi
+  rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
+  p50=$(awk '$1=="50%"{print $2}' <<<"$out")
+  p99=$(awk '$1=="99%"{print $2}' <<<"$out")
+  echo "$1|$2|$rps|$p50|$p99" >>"$work/results"
+}
+for conns in $CONNECTIONS; do
+  # The ceiling is measured before and after the methods; the higher run counts.
+  for c in "${cases[@]}"; do
+    IFS='|' read -r name method params <<<"$c"
+    measure "$name" "$conns" "$(req "$method" "$params")"
+  done
+  measure "web3_clientVersion (ceiling)" "$conns" "$(req web3_clientVersion '[]')"
+done
+
+python3 - "$work/results" <<'PY'
+import sys
+rows = [l.rstrip("\n").split("|") for l in open(sys.argv[1])]
+ceiling = {}
+for r in rows:
+    if r[0].startswith("web3_clientVersion"):
+        ceiling[r[1]] = max(ceiling.get(r[1], 0.0), float(r[2]))
+conns = sorted(ceiling, key=int)
+print()
+print(f"{'method':<42}" + "".join(f"{'c=' + c:>34}" for c in conns))
+print(f"{'':<42}" + "".join(f"{'req/s  (% ceil)   p50     p99':>34}" for _ in conns))
+names = list(dict.fromkeys(r[0] for r in rows))
+for name in names:
+    line = f"{name:<42}"
+    for c in conns:
+        r = max((r for r in rows if r[0] == name and r[1] == c), key=lambda r: float(r[2]))
+        share = 100 * float(r[2]) / ceiling[c]
+        line += f"{float(r[2]):>11.0f} ({share:4.0f}%) {r[3]:>8} {r[4]:>8}"
+    print(line)
+PY

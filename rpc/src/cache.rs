@@ -1,0 +1,158 @@
+//! Recently served blocks, decoded, shared between requests.
+//!
+//! quarry never reorganises stored blocks (ingest refuses any block that would), so a block
+//! number, once stored, names the same block forever, and a block hash always did. That makes
+//! every entry here a permanent fact: a request that names its block by number or hash can be
+//! answered from memory without opening the database, and so without leaving the async thread.
+
+use crate::error::{Result, RpcError};
+use alloy_consensus::Header;
+use alloy_primitives::{Address, B256, Bloom, U256, logs_bloom};
+use quarry_storage::{ReadTx, StoredBody, StoredReceipt};
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex, OnceLock, PoisonError},
+};
+
+/// A canonical block as decoded from storage.
+#[derive(Debug)]
+pub struct CachedBlock {
+    pub hash: B256,
+    pub header: Header,
+    pub body: StoredBody,
+    pub total_difficulty: U256,
+    pub senders: Vec<Address>,
+    pub uncle_hashes: Vec<B256>,
+    /// Read on first use: most block requests do not need them.
+    receipts: OnceLock<BlockReceipts>,
+    /// The block's RLP size: what the cache's memory bound counts.
+    pub size: usize,
+}
+
+impl CachedBlock {
+    /// Reads block `number` from `tx`, if the snapshot holds it.
+    pub fn read(tx: &ReadTx, number: u64) -> Result<Option<Self>> {
+        let Some(hash) = tx.canonical_hash(number)? else {
+            return Ok(None);
+        };
+        let (Some(header), Some(body)) = (tx.header(number)?, tx.body(number)?) else {
+            return Ok(None);
+        };
+        let size = crate::types::block_size(&header, &body);
+        Ok(Some(Self {
+            hash,
+            uncle_hashes: body.ommers.iter().map(Header::hash_slow).collect(),
+            header,
+            body,
+            total_difficulty: tx.total_difficulty(number)?.unwrap_or_default(),
+            senders: tx.senders(number)?.unwrap_or_default(),
+            receipts: OnceLock::new(),
+            size,
+        }))
+    }
+
+    /// The receipts, if an earlier request has read them.
+    pub fn loaded_receipts(&self) -> Option<&BlockReceipts> {
+        self.receipts.get()
+    }
+
+    pub fn receipts(&self, tx: &ReadTx) -> Result<&BlockReceipts> {
+        if let Some(receipts) = self.receipts.get() {
+            return Ok(receipts);
+        }
+        let list = tx.receipts(self.header.number)?.unwrap_or_default();
+        let blooms = list.iter().map(|r| logs_bloom(&r.logs)).collect();
+        Ok(self.receipts.get_or_init(|| BlockReceipts { list, blooms }))
+    }
+
+    pub fn sender(&self, index: usize) -> Result<Address> {
+        self.senders.get(index).copied().ok_or_else(|| {
+            RpcError::Storage(quarry_storage::Error::Corrupt(format!(
+                "no sender stored for transaction {index} of block {}",
+                self.header.number
+            )))
+        })
+    }
+}
+
+/// A block's receipts with each one's logs bloom, which is not stored.
+#[derive(Debug)]
+pub struct BlockReceipts {
+    pub list: Vec<StoredReceipt>,
+    pub blooms: Vec<Bloom>,
+}
+
+/// Blocks by number, with indexes by block hash and transaction hash; the oldest entries go
+/// first once the blocks' total size passes the bound.
+#[derive(Debug)]
+pub struct BlockCache {
+    max_bytes: usize,
+    entries: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    by_number: HashMap<u64, Arc<CachedBlock>>,
+    by_hash: HashMap<B256, u64>,
+    /// Transaction hash to (block number, index).
+    transactions: HashMap<B256, (u64, usize)>,
+    order: VecDeque<u64>,
+    bytes: usize,
+}
+
+impl BlockCache {
+    pub fn new(max_bytes: usize) -> Self {
+        Self {
+            max_bytes,
+            entries: Mutex::default(),
+        }
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn by_number(&self, number: u64) -> Option<Arc<CachedBlock>> {
+        self.entries().by_number.get(&number).cloned()
+    }
+
+    pub fn by_hash(&self, hash: &B256) -> Option<Arc<CachedBlock>> {
+        let entries = self.entries();
+        let number = entries.by_hash.get(hash)?;
+        entries.by_number.get(number).cloned()
+    }
+
+    /// The block holding transaction `hash`, and the transaction's index in it.
+    pub fn by_transaction(&self, hash: &B256) -> Option<(Arc<CachedBlock>, usize)> {
+        let entries = self.entries();
+        let (number, index) = entries.transactions.get(hash)?;
+        Some((entries.by_number.get(number)?.clone(), *index))
+    }
+
+    pub fn insert(&self, block: Arc<CachedBlock>) {
+        let mut entries = self.entries();
+        let number = block.header.number;
+        if entries.by_number.contains_key(&number) {
+            return;
+        }
+        entries.by_hash.insert(block.hash, number);
+        for (index, tx) in block.body.transactions.iter().enumerate() {
+            entries.transactions.insert(*tx.tx_hash(), (number, index));
+        }
+        entries.bytes += block.size;
+        entries.order.push_back(number);
+        entries.by_number.insert(number, block);
+        while entries.bytes > self.max_bytes && entries.order.len() > 1 {
+            let Some(oldest) = entries.order.pop_front() else {
+                break;
+            };
+            if let Some(evicted) = entries.by_number.remove(&oldest) {
+                entries.bytes -= evicted.size;
+                entries.by_hash.remove(&evicted.hash);
+                for tx in &evicted.body.transactions {
+                    entries.transactions.remove(tx.tx_hash());
+                }
+            }
+        }
+    }
+}
