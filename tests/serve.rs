@@ -429,3 +429,117 @@ fn the_fixture_comparison_catches_differences() {
     receipt["result"]["totalDifficulty"] = json!("0x1");
     assert!(mismatch(&expected, &receipt).is_some());
 }
+
+/// A datadir holding blocks 0..=`last` of the fixture chain, ingested with the real binary.
+fn partial_datadir(last: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut prefix = Vec::new();
+    for block in chain_blocks().iter().filter(|b| b.header.number <= last) {
+        alloy_rlp::Encodable::encode(block, &mut prefix);
+    }
+    let file = dir.path().join("prefix.rlp");
+    std::fs::write(&file, prefix).unwrap();
+    let status = std::process::Command::new(support::QUARRY)
+        .arg("ingest")
+        .arg("--datadir")
+        .arg(dir.path().join("data"))
+        .arg("--genesis")
+        .arg(fixtures().join("genesis.json"))
+        .arg(&file)
+        .output()
+        .unwrap()
+        .status;
+    assert!(status.success());
+    dir
+}
+
+/// `quarry serve` keeps answering while `quarry ingest` appends to its datadir from another
+/// process, and every head it reports is a whole block: the right hash, and a receipt for each
+/// of its transactions.
+#[test]
+fn serve_follows_a_concurrent_ingest() {
+    let dir = partial_datadir(20);
+    let datadir = dir.path().join("data");
+    let server = Server::start(&datadir, "");
+    let blocks = chain_blocks();
+    let latest = || server.call("eth_getBlockByNumber", json!(["latest", false]))["result"].clone();
+    assert_eq!(latest()["number"], "0x14");
+
+    let mut ingest = std::process::Command::new(support::QUARRY)
+        .arg("ingest")
+        .arg("--datadir")
+        .arg(&datadir)
+        .arg("--genesis")
+        .arg(fixtures().join("genesis.json"))
+        .arg(fixtures().join("chain.rlp"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let done = ingest.try_wait().unwrap().is_some();
+        let head = latest();
+        let number = u64::from_str_radix(
+            head["number"].as_str().unwrap().trim_start_matches("0x"),
+            16,
+        )
+        .unwrap();
+        let block = &blocks[number as usize - 1];
+        assert_eq!(
+            head["hash"],
+            json!(block.header.hash_slow()),
+            "block {number}"
+        );
+        for hash in head["transactions"].as_array().unwrap() {
+            let receipt = server.call("eth_getTransactionReceipt", json!([hash]));
+            assert_eq!(receipt["result"]["blockNumber"], head["number"]);
+        }
+        if seen.last() != Some(&number) {
+            seen.push(number);
+        }
+        if done {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(ingest.wait().unwrap().success());
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "heads went back: {seen:?}"
+    );
+    assert_eq!(seen.last(), Some(&54), "{seen:?}");
+}
+
+/// rollup_getInfo's `syncing` follows the target a live ingest announces, and ignores one that
+/// a dead process left behind.
+#[test]
+fn syncing_follows_a_live_ingest_announcement() {
+    let dir = partial_datadir(5);
+    let datadir = dir.path().join("data");
+    let server = Server::start(&datadir, "");
+    let syncing = || server.call("rollup_getInfo", json!([]))["result"]["syncing"].clone();
+    assert_eq!(syncing(), false);
+
+    let db = quarry_storage::Database::open(&datadir).unwrap();
+    let announce = |target: Option<quarry_storage::SyncTarget>| {
+        let tx = db.writer().unwrap();
+        tx.put_sync_target(target).unwrap();
+        tx.commit().unwrap();
+    };
+    announce(Some(quarry_storage::SyncTarget {
+        block: 54,
+        pid: std::process::id(),
+    }));
+    assert_eq!(syncing(), true);
+    let mut exited = std::process::Command::new("true").spawn().unwrap();
+    let dead = exited.id();
+    exited.wait().unwrap();
+    announce(Some(quarry_storage::SyncTarget {
+        block: 54,
+        pid: dead,
+    }));
+    assert_eq!(syncing(), false);
+    announce(None);
+    assert_eq!(syncing(), false);
+}

@@ -63,12 +63,11 @@ impl Refusal {
             ),
             Self::InvalidKey => (http::StatusCode::UNAUTHORIZED, "invalid API key"),
         };
-        let body = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": null,
-            "error": { "code": -32600, "message": message },
-        });
-        let mut response = HttpResponse::new(HttpBody::from(body.to_string()));
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":{}}}}}"#,
+            serde_json::Value::from(message)
+        );
+        let mut response = HttpResponse::new(HttpBody::from(body));
         *response.status_mut() = status;
         response.headers_mut().insert(
             http::header::CONTENT_TYPE,

@@ -24,8 +24,8 @@ pub fn fixtures() -> PathBuf {
     }
 }
 
-/// A datadir holding `folder`'s genesis.json and chain.rlp, ingested once per test binary.
-/// Re-ingesting an existing datadir only checks and skips the stored blocks.
+/// A datadir holding `folder`'s genesis.json and chain.rlp, ingested afresh once per test
+/// binary run (so no datadir from an older build is ever reused).
 pub fn ingested(folder: &Path) -> PathBuf {
     static DONE: OnceLock<Mutex<HashMap<PathBuf, PathBuf>>> = OnceLock::new();
     let done = DONE.get_or_init(Default::default);
@@ -40,6 +40,9 @@ pub fn ingested(folder: &Path) -> PathBuf {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     let datadir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("datadir-{name}"));
+    if datadir.exists() {
+        std::fs::remove_dir_all(&datadir).unwrap();
+    }
     let output = Command::new(QUARRY)
         .arg("ingest")
         .arg("--datadir")
