@@ -128,6 +128,38 @@ where
     )
 }
 
+/// Registers the by-number and by-hash twins of a method: two parameters, the first naming the
+/// block (`methods[0]` by number or tag, `methods[1]` by hash).
+fn register_by_block<R, F>(
+    module: &mut RpcModule<Node>,
+    pool: &ReadPool,
+    methods: [(&'static str, &'static [&'static str]); 2],
+    handler: F,
+) -> std::result::Result<(), ServeError>
+where
+    R: Serialize,
+    F: Fn(&Node, &Reads, BlockAt, &Args) -> Result<Option<R>> + Clone + Send + Sync + 'static,
+{
+    let [(by_number, number_names), (by_hash, hash_names)] = methods;
+    let by_tag = handler.clone();
+    register(
+        module,
+        pool,
+        by_number,
+        number_names,
+        2,
+        move |node, reads, args| by_tag(node, reads, BlockAt::Tag(args.required(0)?), args),
+    )?;
+    register(
+        module,
+        pool,
+        by_hash,
+        hash_names,
+        2,
+        move |node, reads, args| handler(node, reads, BlockAt::Hash(args.required(0)?), args),
+    )
+}
+
 fn index(args: &Args, position: usize) -> Result<u64> {
     args.required::<Index>(position).map(|Index(index)| index)
 }
@@ -136,61 +168,44 @@ fn index(args: &Args, position: usize) -> Result<u64> {
 pub fn methods(node: Node, pool: &ReadPool) -> std::result::Result<RpcModule<Node>, ServeError> {
     let mut module = RpcModule::new(node);
     let m = &mut module;
-    let by_number = |args: &Args| args.required(0).map(BlockAt::Tag);
-    let by_hash = |args: &Args| args.required(0).map(BlockAt::Hash);
-    let full = &["blockNumber", "fullTransactions"];
-    register(
+    register_by_block(
         m,
         pool,
-        "eth_getBlockByNumber",
-        full,
-        2,
-        move |node, reads, args| node.block(reads, by_number(args)?, args.required(1)?),
+        [
+            ("eth_getBlockByNumber", &["blockNumber", "fullTransactions"]),
+            ("eth_getBlockByHash", &["blockHash", "fullTransactions"]),
+        ],
+        |node, reads, at, args| node.block(reads, at, args.required(1)?),
     )?;
-    let full = &["blockHash", "fullTransactions"];
-    register(
+    register_by_block(
         m,
         pool,
-        "eth_getBlockByHash",
-        full,
-        2,
-        move |node, reads, args| node.block(reads, by_hash(args)?, args.required(1)?),
+        [
+            (
+                "eth_getUncleByBlockNumberAndIndex",
+                &["blockNumber", "uncleIndex"],
+            ),
+            (
+                "eth_getUncleByBlockHashAndIndex",
+                &["blockHash", "uncleIndex"],
+            ),
+        ],
+        |node, reads, at, args| node.uncle(reads, at, index(args, 1)?),
     )?;
-    let names = &["blockNumber", "uncleIndex"];
-    register(
+    register_by_block(
         m,
         pool,
-        "eth_getUncleByBlockNumberAndIndex",
-        names,
-        2,
-        move |node, reads, args| node.uncle(reads, by_number(args)?, index(args, 1)?),
-    )?;
-    let names = &["blockHash", "uncleIndex"];
-    register(
-        m,
-        pool,
-        "eth_getUncleByBlockHashAndIndex",
-        names,
-        2,
-        move |node, reads, args| node.uncle(reads, by_hash(args)?, index(args, 1)?),
-    )?;
-    let names = &["blockNumber", "transactionIndex"];
-    register(
-        m,
-        pool,
-        "eth_getTransactionByBlockNumberAndIndex",
-        names,
-        2,
-        move |node, reads, args| node.transaction(reads, by_number(args)?, index(args, 1)?),
-    )?;
-    let names = &["blockHash", "transactionIndex"];
-    register(
-        m,
-        pool,
-        "eth_getTransactionByBlockHashAndIndex",
-        names,
-        2,
-        move |node, reads, args| node.transaction(reads, by_hash(args)?, index(args, 1)?),
+        [
+            (
+                "eth_getTransactionByBlockNumberAndIndex",
+                &["blockNumber", "transactionIndex"],
+            ),
+            (
+                "eth_getTransactionByBlockHashAndIndex",
+                &["blockHash", "transactionIndex"],
+            ),
+        ],
+        |node, reads, at, args| node.transaction(reads, at, index(args, 1)?),
     )?;
     register(
         m,
