@@ -11,7 +11,7 @@ use alloy_rlp::Decodable;
 use serde_json::{Value, json};
 use support::{KEY, Server, fixtures, ingested, io_cases, mismatch};
 
-/// The methods of the serve issue; eth_call and eth_getLogs have their own runners.
+/// The methods served so far (eth_getLogs comes with its own issue).
 const METHODS: &[&str] = &[
     "eth_getBlockByHash",
     "eth_getBlockByNumber",
@@ -22,6 +22,8 @@ const METHODS: &[&str] = &[
     "eth_getTransactionReceipt",
     "eth_getStorageAt",
     "rollup_getInfo",
+    "eth_call",
+    "eth_estimateGas",
 ];
 
 fn server() -> Server {

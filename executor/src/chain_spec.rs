@@ -16,6 +16,19 @@ pub struct ChainSpec {
 }
 
 impl ChainSpec {
+    /// The spec of the chain stored in `tx` (ingest records genesis.json's `config`), or `None`
+    /// for an empty database.
+    pub fn stored<K: signet_libmdbx::TransactionKind>(
+        tx: &quarry_storage::StorageTx<K>,
+    ) -> crate::Result<Option<Self>> {
+        let Some(bytes) = tx.meta("chain_config")? else {
+            return Ok(None);
+        };
+        let config: ChainConfig = serde_json::from_slice(&bytes)
+            .map_err(|e| quarry_storage::Error::Corrupt(format!("stored chain config: {e}")))?;
+        Ok(Some(Self::from_config(config)))
+    }
+
     pub fn from_config(config: ChainConfig) -> Self {
         let block = |b: Option<u64>| b.map_or(ForkCondition::Never, ForkCondition::Block);
         let time = |t: Option<u64>| t.map_or(ForkCondition::Never, ForkCondition::Timestamp);

@@ -4,6 +4,7 @@
 //! over quarry-storage.
 
 pub mod block;
+pub mod call;
 pub mod chain_spec;
 pub mod error;
 pub mod genesis;
@@ -13,6 +14,7 @@ pub mod trie;
 pub mod verify;
 
 pub use block::{ExecutedBlock, SealedBlock, execute_block};
+pub use call::{AccountOverride, CallContext, CallError, CallOutcome, CallRequest, StateOverrides};
 pub use chain_spec::ChainSpec;
 pub use error::{BlockError, Error, Invalid, Result};
 pub use state_db::{StateAt, StateSnapshot};

@@ -21,6 +21,9 @@ pub struct Config {
     pub max_batch_requests: u32,
     #[serde(default = "default_max_connections")]
     pub max_connections: u32,
+    /// Wall-clock limit of one eth_call (and of each run of an eth_estimateGas), in ms.
+    #[serde(default = "default_call_timeout_ms")]
+    pub call_timeout_ms: u64,
     /// The block `safe` names; unset: the ingest flag's value, else the head.
     pub safe_block: Option<u64>,
     /// The block `finalized` names; unset: the ingest flag's value, else the head.
@@ -49,6 +52,9 @@ const fn default_max_response_bytes() -> u32 {
 }
 const fn default_max_batch() -> u32 {
     100
+}
+const fn default_call_timeout_ms() -> u64 {
+    5000
 }
 const fn default_max_connections() -> u32 {
     1024

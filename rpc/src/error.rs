@@ -5,6 +5,8 @@ use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, error::INVALID_PARAMS_CODE
 /// geth's code for server-side failures of a valid request (`header not found`, ...).
 const SERVER_ERROR_CODE: i32 = -32000;
 const INTERNAL_ERROR_CODE: i32 = -32603;
+/// geth's code for a call that reverted.
+const REVERT_CODE: i32 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RpcError {
@@ -19,6 +21,18 @@ pub enum RpcError {
     /// EIP-1898 `requireCanonical` with a hash that is not on the canonical chain.
     #[error("hash {0} is not currently canonical")]
     NotCanonical(alloy_primitives::B256),
+    /// A call or estimate ran into REVERT: code 3, `data` the payload.
+    #[error("execution reverted{}", .reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
+    Reverted {
+        reason: Option<String>,
+        payload: alloy_primitives::Bytes,
+    },
+    /// A call that halted or could not start, in geth's words (-32000).
+    #[error("{0}")]
+    Execution(String),
+    /// The database holds no chain config, so no call can run.
+    #[error("no chain in this database")]
+    NoChain,
     #[error(transparent)]
     Storage(#[from] quarry_storage::Error),
     /// A blocking task panicked or was cancelled.
@@ -28,13 +42,34 @@ pub enum RpcError {
 
 pub type Result<T> = std::result::Result<T, RpcError>;
 
+impl From<quarry_executor::CallError> for RpcError {
+    fn from(error: quarry_executor::CallError) -> Self {
+        use quarry_executor::CallError;
+        match error {
+            CallError::State(e) => Self::Storage(e),
+            CallError::MissingBlock(_) => Self::HeaderNotFound,
+            CallError::BothStateAndDiff(_) => Self::InvalidParams(error.to_string()),
+            CallError::Invalid(_) | CallError::Timeout(_) => Self::Execution(error.to_string()),
+        }
+    }
+}
+
 impl From<RpcError> for ErrorObjectOwned {
     fn from(error: RpcError) -> Self {
         let code = match &error {
             RpcError::InvalidParams(_) => INVALID_PARAMS_CODE,
+            RpcError::Reverted { reason, payload } => {
+                let message = match reason {
+                    Some(reason) => format!("execution reverted: {reason}"),
+                    None => "execution reverted".to_string(),
+                };
+                return ErrorObject::owned(REVERT_CODE, message, Some(payload.to_string()));
+            }
             RpcError::HeaderNotFound
             | RpcError::HeaderForHashNotFound
-            | RpcError::NotCanonical(_) => SERVER_ERROR_CODE,
+            | RpcError::NotCanonical(_)
+            | RpcError::Execution(_)
+            | RpcError::NoChain => SERVER_ERROR_CODE,
             RpcError::Storage(e) => {
                 tracing::error!("storage error while answering a request: {e}");
                 INTERNAL_ERROR_CODE

@@ -4,6 +4,7 @@
 
 mod auth;
 mod cache;
+mod call;
 mod config;
 mod error;
 mod node;
@@ -34,6 +35,8 @@ pub enum ServeError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot read the database: {0}")]
+    Open(String),
     #[error("cannot start the read thread pool: {0}")]
     ReadPool(String),
     #[error("registering method {0}: duplicate name")]
@@ -160,12 +163,29 @@ where
     )
 }
 
+/// eth_call's and eth_estimateGas's parameters: the call, the block (default latest), and the
+/// optional state overrides.
+fn call_args(args: &Args) -> Result<(call::Call, BlockId, quarry_executor::StateOverrides)> {
+    let at = args
+        .optional::<BlockId>(1)?
+        .unwrap_or(BlockId::Tag(BlockTag::Latest));
+    let overrides = args
+        .optional::<call::Overrides>(2)?
+        .map(|o| o.0)
+        .unwrap_or_default();
+    Ok((args.required(0)?, at, overrides))
+}
+
 fn index(args: &Args, position: usize) -> Result<u64> {
     args.required::<Index>(position).map(|Index(index)| index)
 }
 
 /// Every method quarry serves, answered from `node`.
-pub fn methods(node: Node, pool: &ReadPool) -> std::result::Result<RpcModule<Node>, ServeError> {
+pub fn methods(
+    node: Node,
+    pool: &ReadPool,
+    call_pool: &ReadPool,
+) -> std::result::Result<RpcModule<Node>, ServeError> {
     let mut module = RpcModule::new(node);
     let m = &mut module;
     register_by_block(
@@ -226,6 +246,23 @@ pub fn methods(node: Node, pool: &ReadPool) -> std::result::Result<RpcModule<Nod
     register_snapshot(m, pool, "rollup_getInfo", &[], 0, |node, tx, _| {
         node.rollup_info(tx)
     })?;
+    // Calls run on their own pool: a flood of them queues there and never delays reads.
+    let call_names = &["transaction", "block", "stateOverrides"];
+    register_snapshot(m, call_pool, "eth_call", call_names, 1, |node, tx, args| {
+        let (call, at, overrides) = call_args(args)?;
+        node.call(tx, &call, at, &overrides)
+    })?;
+    register_snapshot(
+        m,
+        call_pool,
+        "eth_estimateGas",
+        call_names,
+        1,
+        |node, tx, args| {
+            let (call, at, overrides) = call_args(args)?;
+            node.estimate_gas(tx, &call, at, &overrides)
+        },
+    )?;
     // Reads nothing, so it runs inline: the cheapest call, the benchmarks' ceiling.
     m.register_method("web3_clientVersion", |params, _, _| {
         Args::parse(&params, &[], 0)?;
@@ -240,16 +277,17 @@ pub async fn start(
     config: &Config,
     db: Database,
 ) -> std::result::Result<RunningServer, ServeError> {
-    let node = Node::new(
-        db,
-        BlockMarks {
-            safe: config.safe_block,
-            finalized: config.finalized_block,
-        },
-    );
+    let marks = BlockMarks {
+        safe: config.safe_block,
+        finalized: config.finalized_block,
+    };
+    let call_timeout = std::time::Duration::from_millis(config.call_timeout_ms);
+    let node = Node::new(db, marks, call_timeout).map_err(|e| ServeError::Open(e.to_string()))?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let pool = ReadPool::new(threads).map_err(|e| ServeError::ReadPool(e.to_string()))?;
-    let module = methods(node, &pool)?;
+    let pool = ReadPool::new("read", threads).map_err(|e| ServeError::ReadPool(e.to_string()))?;
+    let call_pool =
+        ReadPool::new("call", threads).map_err(|e| ServeError::ReadPool(e.to_string()))?;
+    let module = methods(node, &pool, &call_pool)?;
     let auth = auth::AuthLayer::new(config.keys.iter().map(|k| k.key.clone()));
     let server_config = ServerConfig::builder()
         .max_request_body_size(config.max_request_bytes)

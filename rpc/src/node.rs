@@ -2,16 +2,28 @@
 //! cache alone (`Reads::Cache`, which may not know), on the read pool one short MDBX snapshot
 //! behind the cache (`Reads::Snapshot`, which always answers). Then it builds the JSON shape.
 
+use crate::call::{Call, revert_reason};
 use crate::{
     cache::{BlockCache, CachedBlock},
     error::{Result, RpcError},
     params::{BlockId, BlockTag},
     types::{BlockJson, ReceiptJson, TransactionJson, TxContext},
 };
-use alloy_primitives::{Address, B256};
+use alloy_consensus::Header;
+use alloy_hardforks::EthereumHardforks;
+use alloy_primitives::{Address, B256, Bytes, U64};
+use quarry_executor::{
+    CallContext, CallOutcome, ChainSpec, StateOverrides, call::TX_GAS_LIMIT_CAP,
+};
 use quarry_storage::{BlockMark, Database, ReadTx};
 use serde::Serialize;
-use std::sync::Arc;
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+/// eth_call and eth_estimateGas may use at most this many times the block's gas limit.
+const GAS_CAP_MULTIPLIER: u64 = 10;
 
 /// Where `safe` and `finalized` point when the config sets them; otherwise the ingest flags
 /// recorded in the database decide, and failing those the head (no consensus client here).
@@ -46,15 +58,25 @@ pub struct Node {
     db: Database,
     marks: BlockMarks,
     blocks: Arc<BlockCache>,
+    /// The stored chain's rules; `None` for a database no ingest has written yet.
+    spec: Option<Arc<ChainSpec>>,
+    /// The wall-clock limit of one eth_call (or of one run of an estimate).
+    call_timeout: Duration,
 }
 
 impl Node {
-    pub fn new(db: Database, marks: BlockMarks) -> Self {
-        Self {
+    pub fn new(db: Database, marks: BlockMarks, call_timeout: Duration) -> Result<Self> {
+        let spec = ChainSpec::stored(&db.reader()?).map_err(|e| match e {
+            quarry_executor::Error::Storage(e) => RpcError::Storage(e),
+            other => RpcError::Internal(other.to_string()),
+        })?;
+        Ok(Self {
             db,
             marks,
             blocks: Arc::new(BlockCache::new(BLOCK_CACHE_BYTES)),
-        }
+            spec: spec.map(Arc::new),
+            call_timeout,
+        })
     }
 
     /// A fresh snapshot: one per request, held only while it is answered.
@@ -274,6 +296,76 @@ impl Node {
         Ok(B256::from(value))
     }
 
+    /// Runs `call` against the state after block `at` and returns what it returned.
+    pub fn call(
+        &self,
+        tx: &ReadTx,
+        call: &Call,
+        at: BlockId,
+        overrides: &StateOverrides,
+    ) -> Result<Bytes> {
+        self.with_call_context(tx, call, at, overrides, |context, header| {
+            // The spec's cap: 10x the block's gas limit, the default too; more is lowered to it.
+            let cap = header.gas_limit.saturating_mul(GAS_CAP_MULTIPLIER);
+            let gas = call.request.gas.map_or(cap, |gas| gas.min(cap));
+            match context.run(&call.request, gas)? {
+                CallOutcome::Success { output, .. } => Ok(output),
+                failed => Err(call_failure(failed, None)),
+            }
+        })
+    }
+
+    /// geth's gas estimate for `call` at block `at`.
+    pub fn estimate_gas(
+        &self,
+        tx: &ReadTx,
+        call: &Call,
+        at: BlockId,
+        overrides: &StateOverrides,
+    ) -> Result<U64> {
+        self.with_call_context(tx, call, at, overrides, |context, header| {
+            let mut cap = header.gas_limit.saturating_mul(GAS_CAP_MULTIPLIER);
+            // geth keeps estimates under the EIP-7825 per-transaction cap once Osaka is active.
+            if context.spec.is_osaka_active_at_timestamp(header.timestamp) {
+                cap = cap.min(TX_GAS_LIMIT_CAP);
+            }
+            let hi = call.request.gas.unwrap_or(header.gas_limit).min(cap);
+            match context.estimate_gas(&call.request, hi)? {
+                Ok(gas) => Ok(U64::from(gas)),
+                Err(failed) => Err(call_failure(failed, Some(hi))),
+            }
+        })
+    }
+
+    fn with_call_context<T>(
+        &self,
+        tx: &ReadTx,
+        call: &Call,
+        at: BlockId,
+        overrides: &StateOverrides,
+        run: impl FnOnce(&CallContext<'_>, &Header) -> Result<T>,
+    ) -> Result<T> {
+        let spec = self.spec.as_deref().ok_or(RpcError::NoChain)?;
+        if let Some(chain_id) = call.chain_id.filter(|&id| id != spec.chain_id) {
+            return Err(RpcError::InvalidParams(format!(
+                "invalid argument 0 (transaction): chainId does not match node's (have={chain_id}, want={})",
+                spec.chain_id
+            )));
+        }
+        let number = self.state_block(tx, at)?;
+        let header = tx.header(number)?.ok_or(RpcError::HeaderNotFound)?;
+        let context = CallContext {
+            spec,
+            tx,
+            header: &header,
+            is_head: number == Self::head(tx)?,
+            overrides,
+            deadline: Instant::now() + self.call_timeout,
+            timeout: self.call_timeout,
+        };
+        run(&context, &header)
+    }
+
     pub fn rollup_info(&self, tx: &ReadTx) -> Result<RollupInfo> {
         let head = Self::head(tx)?;
         let timestamp = tx.header(head)?.map_or(0, |h| h.timestamp);
@@ -300,6 +392,26 @@ impl Node {
                 verified_index: last_index(finalized)?,
             },
         })
+    }
+}
+
+/// The error for a call that did not succeed: a revert (code 3, with geth's reason) or a halt.
+/// An estimate that runs out of gas at its highest bound `estimate_cap` says so as geth does.
+fn call_failure(outcome: CallOutcome, estimate_cap: Option<u64>) -> RpcError {
+    match outcome {
+        CallOutcome::Revert { output, .. } => RpcError::Reverted {
+            reason: revert_reason(&output),
+            payload: output,
+        },
+        CallOutcome::Halt { reason, .. } => match estimate_cap {
+            Some(cap) if reason == "out of gas" => {
+                RpcError::Execution(format!("gas required exceeds allowance ({cap})"))
+            }
+            _ => RpcError::Execution(reason),
+        },
+        CallOutcome::Success { .. } => {
+            RpcError::Internal("a successful call reported as failed".into())
+        }
     }
 }
 

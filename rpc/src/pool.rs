@@ -29,12 +29,13 @@ impl std::fmt::Debug for ReadPool {
 }
 
 impl ReadPool {
-    pub fn new(threads: usize) -> std::io::Result<Self> {
+    /// `threads` threads named `quarry-<name>-<i>`.
+    pub fn new(name: &str, threads: usize) -> std::io::Result<Self> {
         let queue = Arc::new(Queue::default());
         for i in 0..threads.max(1) {
             let queue = queue.clone();
             std::thread::Builder::new()
-                .name(format!("quarry-read-{i}"))
+                .name(format!("quarry-{name}-{i}"))
                 .spawn(move || work(&queue))?;
         }
         Ok(Self { queue })

@@ -1,0 +1,425 @@
+//! eth_call and eth_estimateGas: one message executed against the state after a stored block,
+//! in that block's environment, with geth's call semantics (no nonce or EOA checks, a zero
+//! base fee when the call names no fee, no EIP-7825 cap for eth_call).
+
+use crate::{
+    chain_spec::ChainSpec,
+    state_db::{StateAt, StateError, StateSnapshot},
+};
+use alloy_consensus::Header;
+use alloy_eips::{eip2930::AccessList, eip7702::SignedAuthorization};
+use alloy_evm::{EthEvmFactory, Evm, EvmEnv, EvmFactory};
+use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
+use quarry_storage::ReadTx;
+use revm::{
+    Inspector,
+    bytecode::Bytecode,
+    context::{
+        TxEnv,
+        result::{EVMError, ExecutionResult, HaltReason, InvalidTransaction},
+    },
+    database::CacheDB,
+    interpreter::{InstructionResult, Interpreter, interpreter_types::InterpreterTypes},
+};
+use std::{collections::HashMap, time::Instant};
+
+/// The gas of a plain value transfer.
+const PLAIN_TRANSFER_GAS: u64 = 21_000;
+
+/// The EIP-7825 per-transaction gas cap (Osaka), which eth_estimateGas respects as geth does.
+pub const TX_GAS_LIMIT_CAP: u64 = 1 << 24;
+
+/// A call as eth_call's first parameter describes it; absent fields take geth's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct CallRequest {
+    pub from: Option<Address>,
+    /// `None` creates a contract with `input` as init code.
+    pub to: Option<Address>,
+    pub gas: Option<u64>,
+    pub gas_price: Option<u128>,
+    pub max_fee_per_gas: Option<u128>,
+    pub max_priority_fee_per_gas: Option<u128>,
+    pub max_fee_per_blob_gas: Option<u128>,
+    pub value: Option<U256>,
+    pub input: Bytes,
+    pub nonce: Option<u64>,
+    pub access_list: Option<AccessList>,
+    pub blob_versioned_hashes: Option<Vec<B256>>,
+    pub authorization_list: Option<Vec<SignedAuthorization>>,
+}
+
+/// What a call overrides in one account before it runs (geth's state override set).
+#[derive(Debug, Clone, Default)]
+pub struct AccountOverride {
+    pub balance: Option<U256>,
+    pub nonce: Option<u64>,
+    pub code: Option<Bytes>,
+    /// Replaces the whole storage.
+    pub state: Option<HashMap<B256, B256>>,
+    /// Changes these slots only.
+    pub state_diff: Option<HashMap<B256, B256>>,
+}
+
+pub type StateOverrides = HashMap<Address, AccountOverride>;
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallOutcome {
+    Success {
+        output: Bytes,
+        gas_used: u64,
+    },
+    Revert {
+        output: Bytes,
+        gas_used: u64,
+    },
+    /// An exceptional halt, with geth's wording.
+    Halt {
+        reason: String,
+        gas_used: u64,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The call cannot run at all (funds, fees, gas below intrinsic, ...): geth's wording.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("execution aborted (timeout = {0:?})")]
+    Timeout(std::time::Duration),
+    #[error(transparent)]
+    State(#[from] quarry_storage::Error),
+    #[error("block {0} is not stored")]
+    MissingBlock(u64),
+    #[error("both state and stateDiff overrides given for account {0}")]
+    BothStateAndDiff(Address),
+}
+
+/// Where and how a call runs: the state after block `number` (whose header is `header`), in
+/// that block's environment.
+pub struct CallContext<'a> {
+    pub spec: &'a ChainSpec,
+    pub tx: &'a ReadTx,
+    pub header: &'a Header,
+    /// Whether `header`'s block is the head: latest state is then read from the plain tables.
+    pub is_head: bool,
+    pub overrides: &'a StateOverrides,
+    pub deadline: Instant,
+    /// The wall-clock limit `deadline` came from, for the error message.
+    pub timeout: std::time::Duration,
+}
+
+/// Stops execution once the deadline has passed: every frame halts at its next step, so the
+/// whole call unwinds at once.
+struct Deadline {
+    at: Instant,
+    steps: u32,
+    expired: bool,
+}
+
+impl<CTX, INTR: InterpreterTypes> Inspector<CTX, INTR> for Deadline {
+    fn step(&mut self, interp: &mut Interpreter<INTR>, _context: &mut CTX) {
+        self.steps = self.steps.wrapping_add(1);
+        if !self.expired && self.steps.is_multiple_of(4096) && Instant::now() >= self.at {
+            self.expired = true;
+        }
+        if self.expired {
+            interp.halt(InstructionResult::OutOfGas);
+        }
+    }
+}
+
+type CallDb<'a> = CacheDB<StateSnapshot<'a, signet_libmdbx::RoSync>>;
+
+impl CallContext<'_> {
+    fn env(&self, request: &CallRequest) -> EvmEnv {
+        let parent_td = match self.header.number.checked_sub(1) {
+            Some(parent) => self
+                .tx
+                .total_difficulty(parent)
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
+            None => U256::ZERO,
+        };
+        let merged = self.spec.is_merged(parent_td, self.header.timestamp);
+        let rules = self.spec.at_block(merged);
+        let blob_params = self.spec.blob_params_at(self.header.timestamp);
+        let mut env = EvmEnv::for_eth_block(self.header, rules, self.spec.chain_id, blob_params);
+        let cfg = &mut env.cfg_env;
+        cfg.disable_nonce_check = true;
+        cfg.disable_eip3607 = true;
+        cfg.disable_block_gas_limit = true;
+        cfg.tx_gas_limit_cap = Some(u64::MAX);
+        // geth: a call that names no fee runs with a zero base fee (BASEFEE reads 0 too).
+        let (fee_cap, tip) = fees(request);
+        if fee_cap == 0 && tip.unwrap_or(0) == 0 {
+            env.block_env.basefee = 0;
+        }
+        if request.max_fee_per_blob_gas.unwrap_or(0) == 0
+            && let Some(blob) = env.block_env.blob_excess_gas_and_price.as_mut()
+        {
+            blob.blob_gasprice = 0;
+        }
+        env
+    }
+
+    fn database(&self) -> Result<CallDb<'_>, CallError> {
+        let at = if self.is_head {
+            StateAt::Latest
+        } else {
+            StateAt::Block(self.header.number)
+        };
+        let mut db = CacheDB::new(StateSnapshot::new(self.tx, at));
+        for (address, change) in self.overrides {
+            let mut info = match revm::DatabaseRef::basic_ref(&db.db, *address) {
+                Ok(info) => info.unwrap_or_default(),
+                Err(StateError(e)) => return Err(CallError::State(e)),
+            };
+            if let Some(balance) = change.balance {
+                info.balance = balance;
+            }
+            if let Some(nonce) = change.nonce {
+                info.nonce = nonce;
+            }
+            if let Some(code) = &change.code {
+                let code = Bytecode::new_raw(code.clone());
+                info.code_hash = code.hash_slow();
+                info.code = Some(code);
+            } else if info.code.is_none() && info.code_hash != revm::primitives::KECCAK_EMPTY {
+                info.code = revm::DatabaseRef::code_by_hash_ref(&db.db, info.code_hash)
+                    .map(Some)
+                    .map_err(|StateError(e)| CallError::State(e))?;
+            }
+            db.insert_account_info(*address, info);
+            match (&change.state, &change.state_diff) {
+                (Some(_), Some(_)) => return Err(CallError::BothStateAndDiff(*address)),
+                (Some(state), None) => db
+                    .replace_account_storage(*address, words(state).collect())
+                    .map_err(|StateError(e)| CallError::State(e))?,
+                (None, Some(diff)) => {
+                    for (slot, value) in words(diff) {
+                        db.insert_account_storage(*address, slot, value)
+                            .map_err(|StateError(e)| CallError::State(e))?;
+                    }
+                }
+                (None, None) => {}
+            }
+        }
+        Ok(db)
+    }
+
+    /// Runs `request` with exactly `gas` gas.
+    pub fn run(&self, request: &CallRequest, gas: u64) -> Result<CallOutcome, CallError> {
+        let env = self.env(request);
+        let chain_id = env.cfg_env.chain_id;
+        let mut db = self.database()?;
+        let caller = request.from.unwrap_or_default();
+        let nonce = match request.nonce {
+            Some(nonce) => nonce,
+            None => revm::Database::basic(&mut db, caller)
+                .map_err(|StateError(e)| CallError::State(e))?
+                .map_or(0, |info| info.nonce),
+        };
+        let tx = tx_env(request, caller, nonce, gas, chain_id);
+        let inspector = Deadline {
+            at: self.deadline,
+            steps: 0,
+            expired: false,
+        };
+        let mut evm = EthEvmFactory::default().create_evm_with_inspector(db, env, inspector);
+        let result = evm.transact(tx);
+        if evm.inspector_mut().expired {
+            return Err(CallError::Timeout(self.timeout));
+        }
+        let result = result.map_err(|e| match e {
+            EVMError::Transaction(invalid) => CallError::Invalid(invalid_message(&invalid, caller)),
+            EVMError::Database(StateError(e)) => CallError::State(e),
+            other => CallError::Invalid(other.to_string()),
+        })?;
+        let gas_used = result.result.tx_gas_used();
+        Ok(match result.result {
+            ExecutionResult::Success { output, .. } => CallOutcome::Success {
+                output: output.into_data(),
+                gas_used,
+            },
+            ExecutionResult::Revert { output, .. } => CallOutcome::Revert { output, gas_used },
+            ExecutionResult::Halt { reason, .. } => CallOutcome::Halt {
+                reason: halt_message(&reason),
+                gas_used,
+            },
+        })
+    }
+
+    /// geth's eth_estimateGas: the least gas (within 1.5%) with which the call succeeds,
+    /// searched between the gas the call used and `cap`. Returns the failure at `cap`, if any.
+    pub fn estimate_gas(
+        &self,
+        request: &CallRequest,
+        cap: u64,
+    ) -> Result<Result<u64, CallOutcome>, CallError> {
+        let mut hi = cap;
+        let db = self.database()?;
+        let account = |address: Address| {
+            revm::DatabaseRef::basic_ref(&db, address).map_err(|StateError(e)| CallError::State(e))
+        };
+        // A plain transfer to an account without code: geth tries exactly 21000 first.
+        if request.input.is_empty()
+            && let Some(to) = request.to
+            && account(to)?.is_none_or(|info| info.code_hash == revm::primitives::KECCAK_EMPTY)
+            && matches!(
+                self.run(request, PLAIN_TRANSFER_GAS)?,
+                CallOutcome::Success { .. }
+            )
+        {
+            return Ok(Ok(PLAIN_TRANSFER_GAS));
+        }
+        // With a fee, the sender's balance bounds the gas it can buy.
+        let (fee_cap, _) = fees(request);
+        if fee_cap > 0 {
+            let balance =
+                account(request.from.unwrap_or_default())?.map_or(U256::ZERO, |info| info.balance);
+            let available = balance.saturating_sub(request.value.unwrap_or_default());
+            let allowance = available / U256::from(fee_cap);
+            if allowance < U256::from(hi) {
+                hi = allowance.to::<u64>();
+            }
+        }
+        let first = self.run(request, hi)?;
+        let used = match &first {
+            CallOutcome::Success { gas_used, .. } => *gas_used,
+            _ => return Ok(Err(first)),
+        };
+        let mut lo = used.saturating_sub(1);
+        // Most calls succeed with what they used plus the 63/64 reserve: try that first.
+        let optimistic = (used + 2300) * 64 / 63;
+        if optimistic < hi {
+            match self.run(request, optimistic)? {
+                CallOutcome::Success { .. } => hi = optimistic,
+                _ => lo = optimistic,
+            }
+        }
+        while lo + 1 < hi {
+            if ((hi - lo) as f64) / (hi as f64) < 0.015 {
+                break;
+            }
+            let mid = lo + (hi - lo) / 2;
+            match self.run(request, mid)? {
+                CallOutcome::Success { .. } => hi = mid,
+                _ => lo = mid,
+            }
+        }
+        Ok(Ok(hi))
+    }
+}
+
+/// Storage override entries as revm's words.
+fn words(map: &HashMap<B256, B256>) -> impl Iterator<Item = (U256, U256)> + '_ {
+    map.iter()
+        .map(|(k, v)| (U256::from_be_bytes(k.0), U256::from_be_bytes(v.0)))
+}
+
+/// The fee cap and tip a request names (a legacy gas price is both).
+fn fees(request: &CallRequest) -> (u128, Option<u128>) {
+    match (request.gas_price, request.max_fee_per_gas) {
+        (Some(price), _) => (price, Some(price)),
+        (None, Some(cap)) => (cap, request.max_priority_fee_per_gas),
+        (None, None) => (0, request.max_priority_fee_per_gas),
+    }
+}
+
+fn tx_env(request: &CallRequest, caller: Address, nonce: u64, gas: u64, chain_id: u64) -> TxEnv {
+    let (fee_cap, tip) = fees(request);
+    let tx_type = if request.authorization_list.is_some() {
+        4
+    } else if request.blob_versioned_hashes.is_some() {
+        3
+    } else if request.max_fee_per_gas.is_some() || request.max_priority_fee_per_gas.is_some() {
+        2
+    } else if request.access_list.is_some() {
+        1
+    } else {
+        0
+    };
+    let mut tx = TxEnv {
+        tx_type,
+        caller,
+        gas_limit: gas,
+        gas_price: fee_cap,
+        kind: request.to.map_or(TxKind::Create, TxKind::Call),
+        value: request.value.unwrap_or_default(),
+        data: request.input.clone(),
+        nonce,
+        chain_id: Some(chain_id),
+        access_list: request.access_list.clone().unwrap_or_default(),
+        gas_priority_fee: if tx_type >= 2 {
+            Some(tip.unwrap_or(0).min(fee_cap))
+        } else {
+            None
+        },
+        blob_hashes: request.blob_versioned_hashes.clone().unwrap_or_default(),
+        max_fee_per_blob_gas: request.max_fee_per_blob_gas.unwrap_or(0),
+        ..Default::default()
+    };
+    if let Some(list) = &request.authorization_list {
+        tx.set_signed_authorization(list.clone());
+    }
+    tx
+}
+
+/// geth's message for a call that cannot start.
+fn invalid_message(invalid: &InvalidTransaction, from: Address) -> String {
+    match invalid {
+        InvalidTransaction::LackOfFundForMaxFee { fee, balance } => format!(
+            "insufficient funds for gas * price + value: address {from} have {balance} want {fee}"
+        ),
+        InvalidTransaction::GasPriceLessThanBasefee => {
+            "max fee per gas less than block base fee".to_string()
+        }
+        InvalidTransaction::PriorityFeeGreaterThanMaxFee => {
+            "max priority fee per gas higher than max fee per gas".to_string()
+        }
+        InvalidTransaction::CallGasCostMoreThanGasLimit {
+            initial_gas,
+            gas_limit,
+        } => format!("intrinsic gas too low: have {gas_limit}, want {initial_gas}"),
+        InvalidTransaction::GasFloorMoreThanGasLimit {
+            gas_floor,
+            gas_limit,
+        } => {
+            format!("insufficient gas for floor data gas cost: have {gas_limit}, want {gas_floor}")
+        }
+        InvalidTransaction::BlobGasPriceGreaterThanMax { .. } => {
+            "max fee per blob gas less than block blob gas fee".to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// geth's wording for an exceptional halt.
+fn halt_message(reason: &HaltReason) -> String {
+    match reason {
+        HaltReason::OutOfGas(_) => "out of gas",
+        HaltReason::OpcodeNotFound | HaltReason::NotActivated => "invalid opcode",
+        HaltReason::InvalidFEOpcode => "invalid opcode: INVALID",
+        HaltReason::InvalidJump => "invalid jump destination",
+        HaltReason::StackUnderflow => "stack underflow",
+        HaltReason::StackOverflow => "stack limit reached 1024 (1023)",
+        HaltReason::OutOfOffset => "return data out of bounds",
+        HaltReason::CreateCollision => "contract address collision",
+        HaltReason::NonceOverflow => "nonce uint64 overflow",
+        HaltReason::CreateContractSizeLimit => "max code size exceeded",
+        HaltReason::CreateContractStartingWithEF => "invalid code: must not begin with 0xef",
+        HaltReason::CreateInitCodeSizeLimit => "max initcode size exceeded",
+        HaltReason::StateChangeDuringStaticCall | HaltReason::CallNotAllowedInsideStatic => {
+            "write protection"
+        }
+        HaltReason::OutOfFunds => "insufficient balance for transfer",
+        HaltReason::CallTooDeep => "max call depth exceeded",
+        HaltReason::PrecompileError | HaltReason::PrecompileErrorWithContext(_) => {
+            "precompiled contract failed"
+        }
+        _ => return format!("{reason:?}"),
+    }
+    .to_string()
+}
