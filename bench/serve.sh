@@ -35,6 +35,8 @@ block54=$(call "$(req eth_getBlockByNumber '["0x36",false]')" | python3 -c 'impo
 tx=$(call "$(req eth_getBlockByNumber '["0x2a",false]')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["transactions"][0])')
 uncle_block=$(call "$(req eth_getBlockByNumber '["0x3",false]')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["hash"])')
 
+# Init code that counts down from 0x9470 (26 gas a turn): about 1M gas with creation costs.
+HEAVY=0x620094705b600190038060045700
 # name|method|params
 cases=(
   "web3_clientVersion (ceiling)|web3_clientVersion|[]"
@@ -50,6 +52,8 @@ cases=(
   "eth_getUncleByBlockNumberAndIndex|eth_getUncleByBlockNumberAndIndex|[\"0x3\",\"0x0\"]"
   "eth_getUncleByBlockHashAndIndex|eth_getUncleByBlockHashAndIndex|[\"$uncle_block\",\"0x0\"]"
   "rollup_getInfo|rollup_getInfo|[]"
+  "eth_call cheap (view, rpc-compat fixture)|eth_call|[{\"from\":\"0x0000000000000000000000000000000000000000\",\"input\":\"0xff01\",\"to\":\"0x17e7eedce4ac02ef114a7ed9fe6e2f33feba1667\"},\"latest\"]"
+  "eth_call heavy (~1M gas loop)|eth_call|[{\"from\":\"0x0000000000000000000000000000000000000000\",\"input\":\"$HEAVY\"},\"latest\"]"
 )
 
 cat >"$work/post.lua" <<'LUA'

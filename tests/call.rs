@@ -43,13 +43,23 @@ fn panic_payload(code: u8) -> Vec<u8> {
     payload
 }
 
+/// `InsufficientBalance(uint256 available, uint256 required)` with 7 and 42: a custom error.
+fn custom_error() -> Vec<u8> {
+    let mut payload =
+        alloy_primitives::keccak256("InsufficientBalance(uint256,uint256)")[..4].to_vec();
+    for value in [7u8, 42] {
+        payload.extend_from_slice(&[0u8; 31]);
+        payload.push(value);
+    }
+    payload
+}
+
 fn address(n: u8) -> String {
     format!("0x{:040x}", 0xc0de_0000u64 + u64::from(n))
 }
 
 /// The contracts, by address number.
 fn contracts() -> Vec<(u8, String)> {
-    let custom_error = [0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0x2a];
     // CALL contract 1 (which reverts with Error("inner")), then revert with its return data.
     let nested =
         "0x600060006000600060007300000000000000000000000000000000c0de00015af1503d600060003e3d6000fd"
@@ -61,7 +71,7 @@ fn contracts() -> Vec<(u8, String)> {
         (4, ending_with(0xfd, &panic_payload(0x12))),
         (5, ending_with(0xfd, &panic_payload(0x32))),
         (6, ending_with(0xfd, &panic_payload(0x01))),
-        (7, ending_with(0xfd, &custom_error)),
+        (7, ending_with(0xfd, &custom_error())),
         (8, "0x60006000fd".into()),
         (9, nested),
         // JUMPDEST PUSH1 0 JUMP: loops until the gas runs out.
@@ -165,11 +175,7 @@ fn reverts_carry_geths_messages_and_the_payload() {
             panic_payload(0x32),
         ),
         (6, "execution reverted: assert(false)", panic_payload(0x01)),
-        (
-            7,
-            "execution reverted",
-            vec![0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0x2a],
-        ),
+        (7, "execution reverted", custom_error()),
         (8, "execution reverted", vec![]),
         // The inner contract's revert, bubbled up by the outer one.
         (9, "execution reverted: inner", error_string("inner")),
@@ -360,5 +366,36 @@ fn a_call_at_an_old_block_sees_the_old_state() {
     assert_eq!(
         read(json!({"blockHash": hash})),
         json!(format!("0x{:064x}", 6))
+    );
+}
+
+/// ethers v6, as a contract developer uses it: the library itself surfaces the revert reason,
+/// and decodes a Panic and a custom error from the error's data.
+#[test]
+fn ethers_surfaces_reverts() {
+    let server = server("");
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    assert!(
+        clients.join("node_modules/ethers").exists(),
+        "run `npm ci` in tests/clients first (.ci/run does)"
+    );
+    let output = std::process::Command::new("node")
+        .current_dir(&clients)
+        .arg("ethers-reverts.mjs")
+        .arg(server.http_url(support::KEY))
+        .arg("1337")
+        .args([address(2), address(3), address(7), address(13)])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ok: ")).count(),
+        8,
+        "{stdout}"
     );
 }
