@@ -7,6 +7,7 @@ mod support;
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use support::{Server, fixtures, ingested};
 
 const GAS_LIMIT: u64 = 2_000_000;
@@ -86,6 +87,8 @@ fn contracts() -> Vec<(u8, String)> {
             14,
             "0x436000524260205248604052466060526080 6000f3".replace(' ', ""),
         ),
+        // INVALID.
+        (15, "0xfe".into()),
     ]
 }
 
@@ -315,6 +318,24 @@ fn calls_see_the_block_environment_and_default_to_zero_fees() {
     assert_eq!(
         &priced["result"].as_str().unwrap()[2 + 128..2 + 192],
         format!("{:064x}", 1_000_000_000u64)
+    );
+    // A fee cap under the block's base fee (1 gwei) is refused as geth refuses it.
+    let cheap = server.call(
+        "eth_call",
+        json!([{"from": SENDER, "to": address(13), "maxFeePerGas": "0x10"}, "latest"]),
+    );
+    assert_eq!(cheap["error"]["code"], -32000);
+    assert_eq!(
+        cheap["error"]["message"],
+        format!(
+            "max fee per gas less than block base fee: address {}, maxFeePerGas: 16, baseFee: 1000000000",
+            alloy_primitives::Address::from_str(SENDER).unwrap()
+        )
+    );
+    let invalid = server.call("eth_call", json!([{"to": address(15)}, "latest"]));
+    assert_eq!(
+        invalid["error"],
+        json!({"code": -32000, "message": "invalid opcode: INVALID"})
     );
     // input and data are the same field; both given must agree.
     let conflict = server.call(

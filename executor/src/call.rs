@@ -222,6 +222,7 @@ impl CallContext<'_> {
                 .map_or(0, |info| info.nonce),
         };
         let tx = tx_env(request, caller, nonce, gas, chain_id);
+        let base_fee = env.block_env.basefee;
         let inspector = Deadline {
             at: self.deadline,
             steps: 0,
@@ -233,6 +234,12 @@ impl CallContext<'_> {
             return Err(CallError::Timeout(self.timeout));
         }
         let result = result.map_err(|e| match e {
+            EVMError::Transaction(InvalidTransaction::GasPriceLessThanBasefee) => {
+                CallError::Invalid(format!(
+                    "max fee per gas less than block base fee: address {caller}, maxFeePerGas: {}, baseFee: {base_fee}",
+                    fees(request).0
+                ))
+            }
             EVMError::Transaction(invalid) => CallError::Invalid(invalid_message(&invalid, caller)),
             EVMError::Database(StateError(e)) => CallError::State(e),
             other => CallError::Invalid(other.to_string()),
@@ -373,9 +380,6 @@ fn invalid_message(invalid: &InvalidTransaction, from: Address) -> String {
         InvalidTransaction::LackOfFundForMaxFee { fee, balance } => format!(
             "insufficient funds for gas * price + value: address {from} have {balance} want {fee}"
         ),
-        InvalidTransaction::GasPriceLessThanBasefee => {
-            "max fee per gas less than block base fee".to_string()
-        }
         InvalidTransaction::PriorityFeeGreaterThanMaxFee => {
             "max priority fee per gas higher than max fee per gas".to_string()
         }
