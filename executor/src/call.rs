@@ -4,7 +4,7 @@
 
 use crate::{
     chain_spec::ChainSpec,
-    state_db::{StateAt, StateError, StateSnapshot},
+    state_db::{StateAt, StateCache, StateError, StateSnapshot},
 };
 use alloy_consensus::Header;
 use alloy_eips::{eip2930::AccessList, eip7702::SignedAuthorization};
@@ -104,6 +104,8 @@ pub struct CallContext<'a> {
     /// Whether `header`'s block is the head: latest state is then read from the plain tables.
     pub is_head: bool,
     pub overrides: &'a StateOverrides,
+    /// What earlier calls read, shared with later ones.
+    pub cache: &'a StateCache,
     pub deadline: Instant,
     /// The wall-clock limit `deadline` came from, for the error message.
     pub timeout: std::time::Duration,
@@ -170,7 +172,12 @@ impl CallContext<'_> {
         } else {
             StateAt::Block(self.header.number)
         };
-        let mut db = CacheDB::new(StateSnapshot::new(self.tx, at));
+        let mut db = CacheDB::new(StateSnapshot::cached(
+            self.tx,
+            at,
+            self.header.number,
+            self.cache,
+        ));
         for (address, change) in self.overrides {
             let mut info = match revm::DatabaseRef::basic_ref(&db.db, *address) {
                 Ok(info) => info.unwrap_or_default(),

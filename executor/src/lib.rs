@@ -17,5 +17,5 @@ pub use block::{ExecutedBlock, SealedBlock, execute_block};
 pub use call::{AccountOverride, CallContext, CallError, CallOutcome, CallRequest, StateOverrides};
 pub use chain_spec::ChainSpec;
 pub use error::{BlockError, Error, Invalid, Result};
-pub use state_db::{StateAt, StateSnapshot};
+pub use state_db::{StateAt, StateCache, StateSnapshot};
 pub use state_root::StateTrie;

@@ -9,6 +9,10 @@ use revm::{
     state::AccountInfo,
 };
 use signet_libmdbx::TransactionKind;
+use std::{
+    collections::HashMap,
+    sync::{Mutex, PoisonError},
+};
 
 /// A storage error as revm sees it.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +34,38 @@ pub enum StateAt {
 pub struct StateSnapshot<'tx, K: TransactionKind> {
     tx: &'tx StorageTx<K>,
     at: StateAt,
+    /// Shared across snapshots, with the number of the block whose state `at` is.
+    cache: Option<(&'tx StateCache, u64)>,
+}
+
+/// Caches what calls read, shared between them: analysed bytecode by code hash, and accounts and
+/// slots by block. The state after a stored block never changes (quarry never reorganises), so
+/// an entry keyed by block number is a permanent fact. Each map is emptied when it fills up.
+#[derive(Debug, Default)]
+pub struct StateCache {
+    code: Mutex<HashMap<B256, Bytecode>>,
+    accounts: Mutex<HashMap<(u64, Address), Option<AccountInfo>>>,
+    slots: Mutex<HashMap<(u64, Address, U256), U256>>,
+}
+
+/// Entries per map before it is emptied.
+const STATE_CACHE_ENTRIES: usize = 1 << 16;
+
+fn cached<K: std::hash::Hash + Eq, V: Clone>(
+    map: &Mutex<HashMap<K, V>>,
+    key: K,
+    read: impl FnOnce() -> Result<V, StateError>,
+) -> Result<V, StateError> {
+    if let Some(value) = map.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        return Ok(value.clone());
+    }
+    let value = read()?;
+    let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
+    if map.len() >= STATE_CACHE_ENTRIES {
+        map.clear();
+    }
+    map.insert(key, value.clone());
+    Ok(value)
 }
 
 impl<K: TransactionKind> std::fmt::Debug for StateSnapshot<'_, K> {
@@ -42,14 +78,24 @@ impl<K: TransactionKind> std::fmt::Debug for StateSnapshot<'_, K> {
 
 impl<'tx, K: TransactionKind> StateSnapshot<'tx, K> {
     pub fn new(tx: &'tx StorageTx<K>, at: StateAt) -> Self {
-        Self { tx, at }
+        Self {
+            tx,
+            at,
+            cache: None,
+        }
     }
-}
 
-impl<K: TransactionKind> DatabaseRef for StateSnapshot<'_, K> {
-    type Error = StateError;
+    /// A snapshot of the state after block `number` (`at` says where that state is read from)
+    /// that shares what it reads through `cache`.
+    pub fn cached(tx: &'tx StorageTx<K>, at: StateAt, number: u64, cache: &'tx StateCache) -> Self {
+        Self {
+            tx,
+            at,
+            cache: Some((cache, number)),
+        }
+    }
 
-    fn basic_ref(&self, address: Address) -> Result<Option<AccountInfo>, StateError> {
+    fn read_account(&self, address: Address) -> Result<Option<AccountInfo>, StateError> {
         let account = match self.at {
             StateAt::Latest => self.tx.account(&address)?,
             StateAt::Block(n) => self.tx.account_at(&address, n)?,
@@ -63,10 +109,7 @@ impl<K: TransactionKind> DatabaseRef for StateSnapshot<'_, K> {
         }))
     }
 
-    fn code_by_hash_ref(&self, code_hash: B256) -> Result<Bytecode, StateError> {
-        if code_hash == KECCAK_EMPTY {
-            return Ok(Bytecode::default());
-        }
+    fn read_code(&self, code_hash: B256) -> Result<Bytecode, StateError> {
         match self.tx.bytecode(&code_hash)? {
             Some(code) => Ok(Bytecode::new_raw(code)),
             None => Err(StateError(quarry_storage::Error::Corrupt(format!(
@@ -75,15 +118,95 @@ impl<K: TransactionKind> DatabaseRef for StateSnapshot<'_, K> {
         }
     }
 
-    fn storage_ref(&self, address: Address, index: U256) -> Result<U256, StateError> {
+    fn read_slot(&self, address: Address, index: U256) -> Result<U256, StateError> {
         let slot = B256::from(index);
         Ok(match self.at {
             StateAt::Latest => self.tx.storage(&address, &slot)?,
             StateAt::Block(n) => self.tx.storage_at(&address, &slot, n)?,
         })
     }
+}
+
+impl<K: TransactionKind> DatabaseRef for StateSnapshot<'_, K> {
+    type Error = StateError;
+
+    fn basic_ref(&self, address: Address) -> Result<Option<AccountInfo>, StateError> {
+        match self.cache {
+            Some((cache, block)) => cached(&cache.accounts, (block, address), || {
+                self.read_account(address)
+            }),
+            None => self.read_account(address),
+        }
+    }
+
+    fn code_by_hash_ref(&self, code_hash: B256) -> Result<Bytecode, StateError> {
+        if code_hash == KECCAK_EMPTY {
+            return Ok(Bytecode::default());
+        }
+        match self.cache {
+            Some((cache, _)) => cached(&cache.code, code_hash, || self.read_code(code_hash)),
+            None => self.read_code(code_hash),
+        }
+    }
+
+    fn storage_ref(&self, address: Address, index: U256) -> Result<U256, StateError> {
+        match self.cache {
+            Some((cache, block)) => cached(&cache.slots, (block, address, index), || {
+                self.read_slot(address, index)
+            }),
+            None => self.read_slot(address, index),
+        }
+    }
 
     fn block_hash_ref(&self, number: u64) -> Result<B256, StateError> {
         Ok(self.tx.canonical_hash(number)?.unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quarry_storage::{AccountChange, Database, StoredAccount};
+
+    fn change(block_balance: u64, slot_value: u64) -> AccountChange {
+        AccountChange {
+            address: Address::repeat_byte(1),
+            account: Some(StoredAccount {
+                nonce: 0,
+                balance: U256::from(block_balance),
+                code_hash: KECCAK_EMPTY,
+            }),
+            wiped: false,
+            storage: vec![(B256::ZERO, U256::from(slot_value))],
+        }
+    }
+
+    /// A shared cache answers each block with that block's state, whichever was read first.
+    #[test]
+    fn the_cache_keeps_blocks_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        tx.apply_state_changes(1, &[change(10, 100)], &[]).unwrap();
+        tx.apply_state_changes(2, &[change(20, 200)], &[]).unwrap();
+        tx.commit().unwrap();
+        let tx = db.reader().unwrap();
+        let cache = StateCache::default();
+        let address = Address::repeat_byte(1);
+        for _ in 0..2 {
+            for (block, at, balance, slot) in [
+                (2, StateAt::Latest, 20, 200),
+                (1, StateAt::Block(1), 10, 100),
+            ] {
+                let snapshot = StateSnapshot::cached(&tx, at, block, &cache);
+                let account = snapshot.basic_ref(address).unwrap().unwrap();
+                assert_eq!(account.balance, U256::from(balance));
+                assert_eq!(
+                    snapshot.storage_ref(address, U256::ZERO).unwrap(),
+                    U256::from(slot)
+                );
+            }
+        }
+        assert_eq!(cache.accounts.lock().unwrap().len(), 2);
     }
 }

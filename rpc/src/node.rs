@@ -13,7 +13,7 @@ use alloy_consensus::Header;
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256, Bytes, U64};
 use quarry_executor::{
-    CallContext, CallOutcome, ChainSpec, StateOverrides, call::TX_GAS_LIMIT_CAP,
+    CallContext, CallOutcome, ChainSpec, StateCache, StateOverrides, call::TX_GAS_LIMIT_CAP,
 };
 use quarry_storage::{BlockMark, Database, ReadTx};
 use serde::Serialize;
@@ -62,6 +62,8 @@ pub struct Node {
     spec: Option<Arc<ChainSpec>>,
     /// The wall-clock limit of one eth_call (or of one run of an estimate).
     call_timeout: Duration,
+    /// Bytecode, accounts and slots that calls read, shared between calls.
+    state_cache: Arc<StateCache>,
 }
 
 impl Node {
@@ -76,6 +78,7 @@ impl Node {
             blocks: Arc::new(BlockCache::new(BLOCK_CACHE_BYTES)),
             spec: spec.map(Arc::new),
             call_timeout,
+            state_cache: Arc::default(),
         })
     }
 
@@ -360,6 +363,7 @@ impl Node {
             header: &header,
             is_head: number == Self::head(tx)?,
             overrides,
+            cache: &self.state_cache,
             deadline: Instant::now() + self.call_timeout,
             timeout: self.call_timeout,
         };
