@@ -11,12 +11,13 @@ use alloy_eips::{eip2930::AccessList, eip7702::SignedAuthorization};
 use alloy_evm::{EthEvmFactory, Evm, EvmEnv, EvmFactory};
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
 use quarry_storage::ReadTx;
+pub use revm::context::result::HaltReason;
 use revm::{
     Inspector,
     bytecode::Bytecode,
     context::{
         TxEnv,
-        result::{EVMError, ExecutionResult, HaltReason, InvalidTransaction},
+        result::{EVMError, ExecutionResult, InvalidTransaction},
     },
     database::CacheDB,
     interpreter::{InstructionResult, Interpreter, interpreter_types::InterpreterTypes},
@@ -73,9 +74,9 @@ pub enum CallOutcome {
         output: Bytes,
         gas_used: u64,
     },
-    /// An exceptional halt, with geth's wording.
+    /// An exceptional halt; `halt_message` gives geth's wording.
     Halt {
-        reason: String,
+        reason: HaltReason,
         gas_used: u64,
     },
 }
@@ -134,14 +135,9 @@ impl<CTX, INTR: InterpreterTypes> Inspector<CTX, INTR> for Deadline {
 type CallDb<'a> = CacheDB<StateSnapshot<'a, signet_libmdbx::RoSync>>;
 
 impl CallContext<'_> {
-    fn env(&self, request: &CallRequest) -> EvmEnv {
+    fn env(&self, request: &CallRequest) -> Result<EvmEnv, CallError> {
         let parent_td = match self.header.number.checked_sub(1) {
-            Some(parent) => self
-                .tx
-                .total_difficulty(parent)
-                .ok()
-                .flatten()
-                .unwrap_or_default(),
+            Some(parent) => self.tx.total_difficulty(parent)?.unwrap_or_default(),
             None => U256::ZERO,
         };
         let merged = self.spec.is_merged(parent_td, self.header.timestamp);
@@ -163,7 +159,7 @@ impl CallContext<'_> {
         {
             blob.blob_gasprice = 0;
         }
-        env
+        Ok(env)
     }
 
     fn database(&self) -> Result<CallDb<'_>, CallError> {
@@ -218,9 +214,19 @@ impl CallContext<'_> {
 
     /// Runs `request` with exactly `gas` gas.
     pub fn run(&self, request: &CallRequest, gas: u64) -> Result<CallOutcome, CallError> {
-        let env = self.env(request);
+        self.execute(self.env(request)?, self.database()?, request, gas)
+    }
+
+    /// Runs `request` with `gas` gas in `env` over `db` (a fresh copy per run: execution loads
+    /// accounts into it).
+    fn execute(
+        &self,
+        env: EvmEnv,
+        mut db: CallDb<'_>,
+        request: &CallRequest,
+        gas: u64,
+    ) -> Result<CallOutcome, CallError> {
         let chain_id = env.cfg_env.chain_id;
-        let mut db = self.database()?;
         let caller = request.from.unwrap_or_default();
         let nonce = match request.nonce {
             Some(nonce) => nonce,
@@ -258,10 +264,7 @@ impl CallContext<'_> {
                 gas_used,
             },
             ExecutionResult::Revert { output, .. } => CallOutcome::Revert { output, gas_used },
-            ExecutionResult::Halt { reason, .. } => CallOutcome::Halt {
-                reason: halt_message(&reason),
-                gas_used,
-            },
+            ExecutionResult::Halt { reason, .. } => CallOutcome::Halt { reason, gas_used },
         })
     }
 
@@ -273,7 +276,10 @@ impl CallContext<'_> {
         cap: u64,
     ) -> Result<Result<u64, CallOutcome>, CallError> {
         let mut hi = cap;
+        // The environment and the database with its overrides are the same for every run.
+        let env = self.env(request)?;
         let db = self.database()?;
+        let run = |gas: u64| self.execute(env.clone(), db.clone(), request, gas);
         let account = |address: Address| {
             revm::DatabaseRef::basic_ref(&db, address).map_err(|StateError(e)| CallError::State(e))
         };
@@ -281,10 +287,7 @@ impl CallContext<'_> {
         if request.input.is_empty()
             && let Some(to) = request.to
             && account(to)?.is_none_or(|info| info.code_hash == revm::primitives::KECCAK_EMPTY)
-            && matches!(
-                self.run(request, PLAIN_TRANSFER_GAS)?,
-                CallOutcome::Success { .. }
-            )
+            && matches!(run(PLAIN_TRANSFER_GAS)?, CallOutcome::Success { .. })
         {
             return Ok(Ok(PLAIN_TRANSFER_GAS));
         }
@@ -299,7 +302,7 @@ impl CallContext<'_> {
                 hi = allowance.to::<u64>();
             }
         }
-        let first = self.run(request, hi)?;
+        let first = run(hi)?;
         let used = match &first {
             CallOutcome::Success { gas_used, .. } => *gas_used,
             _ => return Ok(Err(first)),
@@ -308,7 +311,7 @@ impl CallContext<'_> {
         // Most calls succeed with what they used plus the 63/64 reserve: try that first.
         let optimistic = (used + 2300) * 64 / 63;
         if optimistic < hi {
-            match self.run(request, optimistic)? {
+            match run(optimistic)? {
                 CallOutcome::Success { .. } => hi = optimistic,
                 _ => lo = optimistic,
             }
@@ -318,7 +321,7 @@ impl CallContext<'_> {
                 break;
             }
             let mid = lo + (hi - lo) / 2;
-            match self.run(request, mid)? {
+            match run(mid)? {
                 CallOutcome::Success { .. } => hi = mid,
                 _ => lo = mid,
             }
@@ -408,7 +411,7 @@ fn invalid_message(invalid: &InvalidTransaction, from: Address) -> String {
 }
 
 /// geth's wording for an exceptional halt.
-fn halt_message(reason: &HaltReason) -> String {
+pub fn halt_message(reason: &HaltReason) -> String {
     match reason {
         HaltReason::OutOfGas(_) => "out of gas",
         HaltReason::OpcodeNotFound | HaltReason::NotActivated => "invalid opcode",

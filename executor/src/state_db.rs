@@ -31,6 +31,7 @@ pub enum StateAt {
 }
 
 /// The state of the chain at one point, as a revm `DatabaseRef`.
+#[derive(Clone)]
 pub struct StateSnapshot<'tx, K: TransactionKind> {
     tx: &'tx StorageTx<K>,
     at: StateAt,
