@@ -21,7 +21,7 @@ pub struct Config {
     pub max_batch_requests: u32,
     #[serde(default = "default_max_connections")]
     pub max_connections: u32,
-    /// Wall-clock limit of one eth_call (and of each run of an eth_estimateGas), in ms.
+    /// Wall-clock limit of one eth_call, or of one whole eth_estimateGas, in ms.
     #[serde(default = "default_call_timeout_ms")]
     pub call_timeout_ms: u64,
     /// The block `safe` names; unset: the ingest flag's value, else the head.

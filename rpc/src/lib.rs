@@ -166,9 +166,7 @@ where
 /// eth_call's and eth_estimateGas's parameters: the call, the block (default latest), and the
 /// optional state overrides.
 fn call_args(args: &Args) -> Result<(call::Call, BlockId, quarry_executor::StateOverrides)> {
-    let at = args
-        .optional::<BlockId>(1)?
-        .unwrap_or(BlockId::Tag(BlockTag::Latest));
+    let at = block_or_latest(args, 1)?;
     let overrides = args
         .optional::<call::Overrides>(2)?
         .map(|o| o.0)
@@ -176,12 +174,19 @@ fn call_args(args: &Args) -> Result<(call::Call, BlockId, quarry_executor::State
     Ok((args.required(0)?, at, overrides))
 }
 
+/// An optional block parameter of a state method: omitted means latest.
+fn block_or_latest(args: &Args, position: usize) -> Result<BlockId> {
+    Ok(args
+        .optional::<BlockId>(position)?
+        .unwrap_or(BlockId::Tag(BlockTag::Latest)))
+}
+
 fn index(args: &Args, position: usize) -> Result<u64> {
     args.required::<Index>(position).map(|Index(index)| index)
 }
 
 /// Every method quarry serves, answered from `node`.
-pub fn methods(
+fn methods(
     node: Node,
     pool: &ReadPool,
     call_pool: &ReadPool,
@@ -238,9 +243,7 @@ pub fn methods(
     let names = &["address", "storageSlot", "block"];
     register_snapshot(m, pool, "eth_getStorageAt", names, 2, |node, tx, args| {
         let StorageKey(slot) = args.required(1)?;
-        let at = args
-            .optional::<BlockId>(2)?
-            .unwrap_or(BlockId::Tag(BlockTag::Latest));
+        let at = block_or_latest(args, 2)?;
         node.storage_at(tx, args.required(0)?, slot, at)
     })?;
     register_snapshot(m, pool, "rollup_getInfo", &[], 0, |node, tx, _| {

@@ -13,9 +13,11 @@ use alloy_consensus::Header;
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256, Bytes, U64};
 use quarry_executor::{
-    CallContext, CallOutcome, ChainSpec, StateCache, StateOverrides, call::TX_GAS_LIMIT_CAP,
+    CallContext, CallOutcome, ChainSpec, StateCache, StateOverrides,
+    call::{HaltReason, TX_GAS_LIMIT_CAP, halt_message},
 };
 use quarry_storage::{BlockMark, Database, ReadTx};
+
 use serde::Serialize;
 use std::{
     sync::Arc,
@@ -60,7 +62,7 @@ pub struct Node {
     blocks: Arc<BlockCache>,
     /// The stored chain's rules; `None` for a database no ingest has written yet.
     spec: Option<Arc<ChainSpec>>,
-    /// The wall-clock limit of one eth_call (or of one run of an estimate).
+    /// The wall-clock limit of one eth_call or one whole eth_estimateGas.
     call_timeout: Duration,
     /// Bytecode, accounts and slots that calls read, shared between calls.
     state_cache: Arc<StateCache>,
@@ -94,7 +96,10 @@ impl Node {
     /// The block number a tag names now. `pending` is the head: quarry has no mempool.
     fn tag_number(&self, tx: &ReadTx, tag: BlockTag) -> Result<u64> {
         let mark = |configured: Option<u64>, mark: BlockMark| -> Result<u64> {
-            match configured.or(tx.meta_block(mark)?) {
+            if let Some(number) = configured {
+                return Ok(number);
+            }
+            match tx.meta_block(mark)? {
                 Some(number) => Ok(number),
                 None => Self::head(tx),
             }
@@ -108,16 +113,14 @@ impl Node {
         }
     }
 
-    /// The stored block a state method names, or geth's "header not found" errors.
-    fn state_block(&self, tx: &ReadTx, id: BlockId) -> Result<u64> {
-        match id {
-            BlockId::Tag(tag) => {
-                let number = self.tag_number(tx, tag)?;
-                match tx.canonical_hash(number)? {
-                    Some(_) => Ok(number),
-                    None => Err(RpcError::HeaderNotFound),
-                }
-            }
+    /// The stored block a state method names, and whether it is the head (whose state the
+    /// plain tables hold), or geth's "header not found" errors.
+    fn state_block(&self, tx: &ReadTx, id: BlockId) -> Result<(u64, bool)> {
+        let (head, _) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
+        let number = match id {
+            // The head is read once, here, for the most common case.
+            BlockId::Tag(BlockTag::Latest | BlockTag::Pending) => head,
+            BlockId::Tag(tag) => self.tag_number(tx, tag)?,
             BlockId::Hash {
                 hash,
                 require_canonical,
@@ -129,9 +132,14 @@ impl Node {
                 if require_canonical && tx.canonical_hash(number)? != Some(hash) {
                     return Err(RpcError::NotCanonical(hash));
                 }
-                Ok(number)
+                number
             }
+        };
+        // The canonical chain is every block from genesis to the head.
+        if number > head {
+            return Err(RpcError::HeaderNotFound);
         }
+        Ok((number, number == head))
     }
 
     /// Block `number` of the snapshot, through the cache.
@@ -290,8 +298,8 @@ impl Node {
         slot: B256,
         at: BlockId,
     ) -> Result<B256> {
-        let number = self.state_block(tx, at)?;
-        let value = if number == Self::head(tx)? {
+        let (number, is_head) = self.state_block(tx, at)?;
+        let value = if is_head {
             tx.storage(&address, &slot)?
         } else {
             tx.storage_at(&address, &slot, number)?
@@ -355,13 +363,13 @@ impl Node {
                 spec.chain_id
             )));
         }
-        let number = self.state_block(tx, at)?;
+        let (number, is_head) = self.state_block(tx, at)?;
         let header = tx.header(number)?.ok_or(RpcError::HeaderNotFound)?;
         let context = CallContext {
             spec,
             tx,
             header: &header,
-            is_head: number == Self::head(tx)?,
+            is_head,
             overrides,
             cache: &self.state_cache,
             deadline: Instant::now() + self.call_timeout,
@@ -407,11 +415,11 @@ fn call_failure(outcome: CallOutcome, estimate_cap: Option<u64>) -> RpcError {
             reason: revert_reason(&output),
             payload: output,
         },
-        CallOutcome::Halt { reason, .. } => match estimate_cap {
-            Some(cap) if reason == "out of gas" => {
+        CallOutcome::Halt { reason, .. } => match (estimate_cap, &reason) {
+            (Some(cap), HaltReason::OutOfGas(_)) => {
                 RpcError::Execution(format!("gas required exceeds allowance ({cap})"))
             }
-            _ => RpcError::Execution(reason),
+            _ => RpcError::Execution(halt_message(&reason)),
         },
         CallOutcome::Success { .. } => {
             RpcError::Internal("a successful call reported as failed".into())
