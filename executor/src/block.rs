@@ -104,12 +104,141 @@ pub fn execute_block<K: TransactionKind>(
         )));
     }
 
-    let outcome = run(spec, tx, trie, block, merged);
+    let outcome = run(spec, tx, trie, block, merged)
+        .and_then(|(executed, outputs)| check_outputs(header, &outputs).map(|()| executed));
+    finish(trie, outcome, parent_td + header.difficulty, reject)
+}
+
+/// What the builder of a new block chooses. Everything else in its header follows from the
+/// parent (difficulty, base fee, excess blob gas), from the body (roots) or from execution
+/// (gas used, receipts root, bloom, requests hash, state root). Fork fields a fork does not
+/// have yet are left out whatever the template says.
+#[derive(Debug, Clone, Default)]
+pub struct BlockTemplate {
+    pub timestamp: u64,
+    pub beneficiary: Address,
+    pub gas_limit: u64,
+    pub extra_data: Bytes,
+    /// The proof-of-work mix hash before the merge, prevrandao after it.
+    pub mix_hash: B256,
+    /// The proof-of-work nonce; zero after the merge.
+    pub nonce: alloy_primitives::B64,
+    pub parent_beacon_block_root: B256,
+    pub ommers: Vec<Header>,
+    pub transactions: Vec<TxEnvelope>,
+    pub senders: Vec<Address>,
+    pub withdrawals: Vec<alloy_eips::eip4895::Withdrawal>,
+}
+
+/// Builds the block that follows the stored head from `template`: executes it with the same
+/// code `execute_block` verifies with, fills in the header, checks it against every header and
+/// body rule, and advances `trie` to its state. On failure `trie` is left as it was.
+pub fn build_block<K: TransactionKind>(
+    spec: &ChainSpec,
+    tx: &StorageTx<K>,
+    trie: &mut StateTrie,
+    template: BlockTemplate,
+) -> Result<(SealedBlock, ExecutedBlock)> {
+    let missing = |what: &str| Error::Storage(quarry_storage::Error::Corrupt(format!("no {what}")));
+    let (parent_number, parent_hash) = tx.head()?.ok_or_else(|| missing("head"))?;
+    let parent = stored(tx.header(parent_number)?, "header", parent_number)?;
+    let parent_td = stored(
+        tx.total_difficulty(parent_number)?,
+        "total difficulty",
+        parent_number,
+    )?;
+    let timestamp = template.timestamp;
+    let merged = spec.is_merged(parent_td, timestamp);
+    let withdrawals = spec
+        .is_shanghai_active_at_timestamp(timestamp)
+        .then(|| alloy_eips::eip4895::Withdrawals::new(template.withdrawals));
+    let cancun = spec.is_cancun_active_at_timestamp(timestamp);
+    let blob_gas: u64 = template
+        .transactions
+        .iter()
+        .filter_map(|t| t.blob_gas_used())
+        .sum();
+    let header = Header {
+        parent_hash,
+        ommers_hash: calculate_ommers_root(&template.ommers),
+        beneficiary: template.beneficiary,
+        transactions_root: calculate_transaction_root(&template.transactions),
+        withdrawals_root: withdrawals
+            .as_ref()
+            .map(|w| alloy_consensus::proofs::calculate_withdrawals_root(w)),
+        difficulty: if merged {
+            U256::ZERO
+        } else {
+            verify::pow_difficulty(spec, timestamp, &parent)
+        },
+        number: parent_number + 1,
+        gas_limit: template.gas_limit,
+        timestamp,
+        extra_data: template.extra_data,
+        mix_hash: template.mix_hash,
+        nonce: if merged {
+            Default::default()
+        } else {
+            template.nonce
+        },
+        base_fee_per_gas: verify::expected_base_fee(spec, &parent),
+        blob_gas_used: cancun.then_some(blob_gas),
+        excess_blob_gas: verify::expected_excess_blob_gas(spec, timestamp, &parent),
+        parent_beacon_block_root: cancun.then_some(template.parent_beacon_block_root),
+        requests_hash: spec
+            .is_prague_active_at_timestamp(timestamp)
+            .then_some(EMPTY_REQUESTS_HASH),
+        ..Default::default()
+    };
+    let mut block = SealedBlock {
+        hash: B256::ZERO,
+        header,
+        body: StoredBody {
+            transactions: template.transactions,
+            ommers: template.ommers,
+            withdrawals,
+        },
+        senders: template.senders,
+    };
+    let number = block.header.number;
+    let reject = |invalid: Invalid| -> Error {
+        BlockError {
+            number,
+            hash: B256::ZERO,
+            invalid,
+        }
+        .into()
+    };
+    check_body(spec, tx, &block, merged).map_err(reject)?;
+    let outcome = run(spec, tx, trie, &block, merged).and_then(|(executed, outputs)| {
+        let header = &mut block.header;
+        header.gas_used = outputs.gas_used;
+        header.receipts_root = outputs.receipts_root;
+        header.logs_bloom = outputs.logs_bloom;
+        header.state_root = outputs.state_root;
+        if header.requests_hash.is_some() {
+            header.requests_hash = Some(outputs.requests_hash);
+        }
+        verify::check_header(spec, header, &parent, merged).map_err(Invalid::Rule)?;
+        Ok(executed)
+    });
+    let executed = finish(trie, outcome, parent_td + block.header.difficulty, reject)?;
+    block.hash = block.header.hash_slow();
+    Ok((block, executed))
+}
+
+/// Commits `trie` to the executed block's state, or rolls it back when the block failed.
+fn finish(
+    trie: &mut StateTrie,
+    outcome: std::result::Result<ExecutedBlock, RunError>,
+    total_difficulty: U256,
+    reject: impl Fn(Invalid) -> Error,
+) -> Result<ExecutedBlock> {
     match outcome {
         Ok(executed) => {
             trie.commit();
             Ok(ExecutedBlock {
-                total_difficulty: parent_td + header.difficulty,
+                total_difficulty,
                 ..executed
             })
         }
@@ -252,7 +381,7 @@ fn run<K: TransactionKind>(
     trie: &mut StateTrie,
     block: &SealedBlock,
     merged: bool,
-) -> std::result::Result<ExecutedBlock, RunError> {
+) -> std::result::Result<(ExecutedBlock, Outputs), RunError> {
     let header = &block.header;
     let rules = spec.at_block(merged);
     let byzantium = spec.is_byzantium_active_at_block(header.number);
@@ -339,39 +468,22 @@ fn run<K: TransactionKind>(
     let state_root = trie.root();
     state_root_time += started.elapsed();
 
-    if result.gas_used != header.gas_used {
-        return Err(Invalid::mismatch("gasUsed", header.gas_used, result.gas_used).into());
-    }
     let mut receipts = result.receipts;
     for (receipt, root) in receipts.iter_mut().zip(&post_states) {
         receipt_mut(receipt).status = Eip658Value::PostState(*root);
     }
-    let receipts_root = calculate_receipt_root(&receipts);
-    if receipts_root != header.receipts_root {
-        return Err(Invalid::mismatch("receiptsRoot", header.receipts_root, receipts_root).into());
-    }
-    let bloom = receipts.iter().fold(Bloom::ZERO, |acc, r| acc | r.bloom());
-    if bloom != header.logs_bloom {
-        return Err(Invalid::mismatch("logsBloom", header.logs_bloom, bloom).into());
-    }
-    if let Some(expected) = header.requests_hash {
-        let actual = if result.requests.is_empty() {
+    let outputs = Outputs {
+        gas_used: result.gas_used,
+        receipts_root: calculate_receipt_root(&receipts),
+        logs_bloom: receipts.iter().fold(Bloom::ZERO, |acc, r| acc | r.bloom()),
+        requests_hash: if result.requests.is_empty() {
             EMPTY_REQUESTS_HASH
         } else {
             result.requests.requests_hash()
-        };
-        if actual != expected {
-            return Err(Invalid::mismatch("requestsHash", expected, actual).into());
-        }
-    }
-    if let Some(expected) = header.blob_gas_used
-        && expected != result.blob_gas_used
-    {
-        return Err(Invalid::mismatch("blobGasUsed", expected, result.blob_gas_used).into());
-    }
-    if state_root != header.state_root {
-        return Err(Invalid::mismatch("stateRoot", header.state_root, state_root).into());
-    }
+        },
+        blob_gas_used: result.blob_gas_used,
+        state_root,
+    };
 
     let mut previous_cumulative = 0;
     let stored_receipts = receipts
@@ -398,7 +510,7 @@ fn run<K: TransactionKind>(
         })
         .collect();
 
-    Ok(ExecutedBlock {
+    let executed = ExecutedBlock {
         receipts: stored_receipts,
         accounts: bundle_changes(&bundle),
         bytecodes: bundle
@@ -408,7 +520,47 @@ fn run<K: TransactionKind>(
             .collect(),
         total_difficulty: U256::ZERO,
         state_root_time,
-    })
+    };
+    Ok((executed, outputs))
+}
+
+/// The header fields that only execution yields.
+struct Outputs {
+    gas_used: u64,
+    receipts_root: B256,
+    logs_bloom: Bloom,
+    requests_hash: B256,
+    blob_gas_used: u64,
+    state_root: B256,
+}
+
+/// Compares what execution yielded with what the header states, in geth's order.
+fn check_outputs(header: &Header, outputs: &Outputs) -> std::result::Result<(), RunError> {
+    if outputs.gas_used != header.gas_used {
+        return Err(Invalid::mismatch("gasUsed", header.gas_used, outputs.gas_used).into());
+    }
+    if outputs.receipts_root != header.receipts_root {
+        return Err(
+            Invalid::mismatch("receiptsRoot", header.receipts_root, outputs.receipts_root).into(),
+        );
+    }
+    if outputs.logs_bloom != header.logs_bloom {
+        return Err(Invalid::mismatch("logsBloom", header.logs_bloom, outputs.logs_bloom).into());
+    }
+    if let Some(expected) = header.requests_hash
+        && expected != outputs.requests_hash
+    {
+        return Err(Invalid::mismatch("requestsHash", expected, outputs.requests_hash).into());
+    }
+    if let Some(expected) = header.blob_gas_used
+        && expected != outputs.blob_gas_used
+    {
+        return Err(Invalid::mismatch("blobGasUsed", expected, outputs.blob_gas_used).into());
+    }
+    if outputs.state_root != header.state_root {
+        return Err(Invalid::mismatch("stateRoot", header.state_root, outputs.state_root).into());
+    }
+    Ok(())
 }
 
 /// The DAO fork's irregular state change, applied before the block's transactions as geth

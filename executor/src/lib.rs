@@ -13,7 +13,7 @@ pub mod state_root;
 pub mod trie;
 pub mod verify;
 
-pub use block::{ExecutedBlock, SealedBlock, execute_block};
+pub use block::{BlockTemplate, ExecutedBlock, SealedBlock, build_block, execute_block};
 pub use call::{AccountOverride, CallContext, CallError, CallOutcome, CallRequest, StateOverrides};
 pub use chain_spec::ChainSpec;
 pub use error::{BlockError, Error, Invalid, Result};

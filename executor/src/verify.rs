@@ -114,24 +114,42 @@ fn check_gas_limit(spec: &ChainSpec, header: &Header, parent: &Header) -> Result
 }
 
 fn check_base_fee(spec: &ChainSpec, header: &Header, parent: &Header) -> Result<(), String> {
-    if !spec.is_london_active_at_block(header.number) {
-        if header.base_fee_per_gas.is_some() {
-            return Err("base fee before London".into());
+    match (header.base_fee_per_gas, expected_base_fee(spec, parent)) {
+        (Some(_), None) => Err("base fee before London".into()),
+        (None, Some(_)) => Err("missing base fee".into()),
+        (Some(fee), Some(expected)) if fee != expected => {
+            Err(format!("base fee {fee} but expected {expected}"))
         }
-        return Ok(());
+        _ => Ok(()),
     }
-    let expected = if spec.is_london_active_at_block(parent.number) {
+}
+
+/// The base fee a child of `parent` must have, `None` before London.
+pub fn expected_base_fee(spec: &ChainSpec, parent: &Header) -> Option<u64> {
+    if !spec.is_london_active_at_block(parent.number + 1) {
+        return None;
+    }
+    Some(if spec.is_london_active_at_block(parent.number) {
         parent
             .next_block_base_fee(BaseFeeParams::ethereum())
             .unwrap_or(INITIAL_BASE_FEE)
     } else {
         INITIAL_BASE_FEE
-    };
-    match header.base_fee_per_gas {
-        None => Err("missing base fee".into()),
-        Some(fee) if fee != expected => Err(format!("base fee {fee} but expected {expected}")),
-        Some(_) => Ok(()),
-    }
+    })
+}
+
+/// The excess blob gas a child of `parent` at `timestamp` must have, `None` before Cancun.
+pub fn expected_excess_blob_gas(spec: &ChainSpec, timestamp: u64, parent: &Header) -> Option<u64> {
+    let params = spec.blob_params_at(timestamp)?;
+    Some(if spec.is_cancun_active_at_timestamp(parent.timestamp) {
+        params.next_block_excess_blob_gas_osaka(
+            parent.excess_blob_gas.unwrap_or_default(),
+            parent.blob_gas_used.unwrap_or_default(),
+            parent.base_fee_per_gas.unwrap_or_default(),
+        )
+    } else {
+        0
+    })
 }
 
 fn presence<T>(name: &str, value: &Option<T>, required: bool) -> Result<(), String> {
@@ -175,15 +193,7 @@ fn check_fork_fields(spec: &ChainSpec, header: &Header, parent: &Header) -> Resu
                 params.max_blob_gas_per_block()
             ));
         }
-        let expected = if spec.is_cancun_active_at_timestamp(parent.timestamp) {
-            params.next_block_excess_blob_gas_osaka(
-                parent.excess_blob_gas.unwrap_or_default(),
-                parent.blob_gas_used.unwrap_or_default(),
-                parent.base_fee_per_gas.unwrap_or_default(),
-            )
-        } else {
-            0
-        };
+        let expected = expected_excess_blob_gas(spec, t, parent).unwrap_or_default();
         let excess = header.excess_blob_gas.unwrap_or_default();
         if excess != expected {
             return Err(format!("excess blob gas {excess} but expected {expected}"));

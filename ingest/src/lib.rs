@@ -15,7 +15,7 @@ use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256};
 use alloy_rlp::Decodable;
 use quarry_executor::{
-    ChainSpec, SealedBlock, StateTrie, execute_block,
+    BlockTemplate, ChainSpec, ExecutedBlock, SealedBlock, StateTrie, build_block, execute_block,
     genesis::{GenesisState, genesis_header, genesis_state},
 };
 use quarry_storage::{BlockRecord, Database, SyncTarget, WriteTx};
@@ -365,9 +365,19 @@ impl Importer {
         stats.stages.decode += decode_start.elapsed();
         let senders_start = Instant::now();
         let spec = &self.spec;
+        let head = self.head.number;
+        // Blocks at or below the head are only compared with the stored ones, by hash.
         let recovered: Vec<Result<Decoded>> = decoded
             .into_par_iter()
-            .map(|decoded| decoded.and_then(|d| recover_senders(spec, name, d)))
+            .map(|decoded| {
+                decoded.and_then(|d| {
+                    if d.block.header.number <= head {
+                        Ok(d)
+                    } else {
+                        recover_senders(spec, name, d)
+                    }
+                })
+            })
             .collect();
         stats.stages.senders += senders_start.elapsed();
         let mut blocks = Vec::with_capacity(recovered.len());
@@ -433,29 +443,47 @@ impl Importer {
             stats.stages.execution += exec_time.saturating_sub(executed.state_root_time);
 
             let write_start = Instant::now();
-            tx.insert_block(&BlockRecord {
-                hash: block.hash,
-                header: &block.header,
-                body: &block.body,
-                senders: &block.senders,
-                receipts: &executed.receipts,
-                total_difficulty: executed.total_difficulty,
-            })?;
-            tx.apply_state_changes(number, &executed.accounts, &executed.bytecodes)?;
+            self.stage(&tx, block, &executed)?;
             stats.stages.write += write_start.elapsed();
-
             stats.blocks += 1;
-            stats.transactions += block.body.transactions.len() as u64;
-            stats.gas += block.header.gas_used;
+            stats.transactions += executed.receipts.len() as u64;
+            stats.gas += self.head.gas_used;
             staged += 1;
-            self.head = block.header;
-            self.head_hash = block.hash;
             progress.block(number, offset, stats);
         }
         let write_start = Instant::now();
         tx.commit()?;
         stats.stages.write += write_start.elapsed();
         Ok(())
+    }
+
+    /// Writes an executed block into `tx` and makes it the head.
+    fn stage(&mut self, tx: &WriteTx, block: SealedBlock, executed: &ExecutedBlock) -> Result<()> {
+        tx.insert_block(&BlockRecord {
+            hash: block.hash,
+            header: &block.header,
+            body: &block.body,
+            senders: &block.senders,
+            receipts: &executed.receipts,
+            total_difficulty: executed.total_difficulty,
+        })?;
+        tx.apply_state_changes(block.header.number, &executed.accounts, &executed.bytecodes)?;
+        self.head = block.header;
+        self.head_hash = block.hash;
+        Ok(())
+    }
+
+    /// Builds the block after the head from `template` (see `quarry_executor::build_block`) and
+    /// stages it in `tx`, which must be this importer's writer; commit `tx` to keep it.
+    pub fn build_block(&mut self, tx: &WriteTx, template: BlockTemplate) -> Result<SealedBlock> {
+        let (block, executed) = build_block(&self.spec, tx, &mut self.trie, template)?;
+        self.stage(tx, block.clone(), &executed)?;
+        Ok(block)
+    }
+
+    /// The head block's header.
+    pub fn head_header(&self) -> &Header {
+        &self.head
     }
 
     /// Commits the valid blocks staged before a failure, then reports the failure.
