@@ -4,7 +4,10 @@ use clap::{Parser, Subcommand};
 use eyre::{Context, Result, bail};
 use quarry_ingest::{ImportStats, Importer, Progress, blocktest};
 use quarry_storage::{BlockMark, Database};
-use std::{path::PathBuf, time::Instant};
+use std::{
+    path::{Path, PathBuf},
+    time::Instant,
+};
 
 #[derive(Parser)]
 #[command(
@@ -50,6 +53,34 @@ enum Command {
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
     },
+    /// Ingest the bundled dev chain (testdata/devnet) if it is not stored yet, then serve it on
+    /// 127.0.0.1:8545 with the dev API key: the one command to try quarry.
+    Dev {
+        /// The chain to run: a directory with genesis.json and chain.rlp.
+        #[arg(long, default_value = "testdata/devnet")]
+        chain: PathBuf,
+        #[arg(long, default_value = "data/devnet")]
+        datadir: PathBuf,
+        #[arg(long, default_value = "config/dev.toml")]
+        config: PathBuf,
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+    },
+    /// Generate a deterministic test chain (genesis.json and chain.rlp) signed by the dev
+    /// accounts: the bundled devnet by default, or a scale chain for benchmarks.
+    Devchain {
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = quarry_devchain::Options::default().blocks)]
+        blocks: u64,
+        /// Transactions in each block's mix (blocks 1 and 2 and fork blocks add scripted ones).
+        #[arg(long, default_value_t = quarry_devchain::Options::default().txs_per_block)]
+        txs_per_block: usize,
+        /// Seed of the mix: the same seed gives the same bytes.
+        #[arg(long, default_value_t = quarry_devchain::Options::default().seed)]
+        seed: u64,
+    },
     /// Run Ethereum BlockchainTests JSON files (or folders of them) through quarry's import path.
     Blocktest {
         #[arg(required = true)]
@@ -74,22 +105,37 @@ fn main() -> Result<()> {
             config,
             listen,
         } => serve(datadir, config, listen),
+        Command::Dev {
+            chain,
+            datadir,
+            config,
+            listen,
+        } => dev(chain, datadir, config, listen),
+        Command::Devchain {
+            out,
+            blocks,
+            txs_per_block,
+            seed,
+        } => devchain(
+            out,
+            quarry_devchain::Options {
+                blocks,
+                txs_per_block,
+                seed,
+            },
+        ),
         Command::Blocktest { paths } => run_blocktests(paths),
     }
 }
 
-fn ingest(
-    datadir: PathBuf,
-    genesis: PathBuf,
-    files: Vec<PathBuf>,
-    safe: Option<u64>,
-    finalized: Option<u64>,
-) -> Result<()> {
-    let text = std::fs::read_to_string(&genesis)
+/// Opens (or creates) the database in `datadir` for the chain of the genesis file and imports
+/// `files`, printing the summary.
+fn import(datadir: &Path, genesis: &Path, files: &[PathBuf]) -> Result<Importer> {
+    let text = std::fs::read_to_string(genesis)
         .wrap_err_with(|| format!("cannot read {}", genesis.display()))?;
     let genesis: alloy_genesis::Genesis = serde_json::from_str(&text)
         .wrap_err_with(|| format!("{} is not a valid genesis.json", genesis.display()))?;
-    let db = Database::open(&datadir)
+    let db = Database::open(datadir)
         .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
     let mut importer = Importer::open(db, &genesis)?;
     let (number, hash) = importer.head();
@@ -100,20 +146,10 @@ fn ingest(
     let started = Instant::now();
     let mut total = ImportStats::default();
     let mut progress = Progress::auto();
-    for file in &files {
+    for file in files {
         total += importer.import_file(file, &mut progress)?;
     }
-    if safe.is_some() || finalized.is_some() {
-        let tx = importer.database().writer()?;
-        for (mark, number) in [(BlockMark::Safe, safe), (BlockMark::Finalized, finalized)] {
-            if let Some(number) = number {
-                tx.put_meta_block(mark, number)?;
-            }
-        }
-        tx.commit()?;
-    }
     total.elapsed = started.elapsed();
-    let (number, hash) = importer.head();
     println!(
         "imported {} blocks ({} already stored), {} transactions, {} gas in {:.2}s: {:.0} blocks/s, {:.1} Mgas/s",
         total.blocks,
@@ -133,6 +169,27 @@ fn ingest(
         s.state_root.as_secs_f64(),
         s.write.as_secs_f64()
     );
+    Ok(importer)
+}
+
+fn ingest(
+    datadir: PathBuf,
+    genesis: PathBuf,
+    files: Vec<PathBuf>,
+    safe: Option<u64>,
+    finalized: Option<u64>,
+) -> Result<()> {
+    let importer = import(&datadir, &genesis, &files)?;
+    if safe.is_some() || finalized.is_some() {
+        let tx = importer.database().writer()?;
+        for (mark, number) in [(BlockMark::Safe, safe), (BlockMark::Finalized, finalized)] {
+            if let Some(number) = number {
+                tx.put_meta_block(mark, number)?;
+            }
+        }
+        tx.commit()?;
+    }
+    let (number, hash) = importer.head();
     println!("head: block {number} ({hash})");
     Ok(())
 }
@@ -151,12 +208,22 @@ fn serve(datadir: PathBuf, config: PathBuf, listen: Option<std::net::SocketAddr>
     }
     let db = Database::open(&datadir)
         .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
+    run_server(db, &config, None)
+}
+
+/// Serves `db` until it stops or Ctrl-C. `welcome` gives a message to print once the server
+/// listens on the address it is given.
+fn run_server(
+    db: Database,
+    config: &quarry_rpc::Config,
+    welcome: Option<&dyn Fn(std::net::SocketAddr) -> String>,
+) -> Result<()> {
     let head = db.reader()?.head()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let server = quarry_rpc::start(&config, db).await?;
+        let server = quarry_rpc::start(config, db).await?;
         match head {
             Some((number, hash)) => eprintln!("serving block 0 to {number} (head {hash})"),
             None => eprintln!("serving an empty database"),
@@ -167,6 +234,9 @@ fn serve(datadir: PathBuf, config: PathBuf, listen: Option<std::net::SocketAddr>
             config.keys.len(),
             addr = server.local_addr
         );
+        if let Some(welcome) = welcome {
+            println!("{}", welcome(server.local_addr));
+        }
         tokio::select! {
             _ = server.handle.clone().stopped() => {}
             _ = tokio::signal::ctrl_c() => {
@@ -177,6 +247,79 @@ fn serve(datadir: PathBuf, config: PathBuf, listen: Option<std::net::SocketAddr>
         }
         Ok::<_, eyre::Report>(())
     })
+}
+
+fn dev(
+    chain: PathBuf,
+    datadir: PathBuf,
+    config_path: PathBuf,
+    listen: Option<std::net::SocketAddr>,
+) -> Result<()> {
+    let mut config = quarry_rpc::Config::load(&config_path)?;
+    if let Some(listen) = listen {
+        config.listen = listen;
+    }
+    let Some(key) = config.keys.first().map(|k| k.key.clone()) else {
+        bail!("{} names no API key", config_path.display());
+    };
+    let importer = import(
+        &datadir,
+        &chain.join("genesis.json"),
+        &[chain.join("chain.rlp")],
+    )?;
+    let db = importer.database().clone();
+    drop(importer);
+    let welcome = |addr: std::net::SocketAddr| {
+        let body =
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}"#;
+        format!(
+            "\ndev chain {} in {}; API key {key}. Try:\n  \
+             curl -s http://{addr}/v3/{key} -H 'content-type: application/json' -d '{body}'\n",
+            chain.display(),
+            datadir.display(),
+        )
+    };
+    run_server(db, &config, Some(&welcome))
+}
+
+fn devchain(out: PathBuf, options: quarry_devchain::Options) -> Result<()> {
+    let mut last_report = Instant::now();
+    let summary = quarry_devchain::generate(&out, &options, &mut |s| {
+        if last_report.elapsed().as_secs() >= 2 {
+            last_report = Instant::now();
+            eprintln!(
+                "block {}/{}: {} transactions, {:.0} blocks/s",
+                s.blocks,
+                options.blocks,
+                s.transactions,
+                s.blocks as f64 / s.elapsed.as_secs_f64()
+            );
+        }
+    })
+    .wrap_err_with(|| format!("cannot generate a chain in {}", out.display()))?;
+    let secs = summary.elapsed.as_secs_f64();
+    println!(
+        "generated {} blocks, {} transactions, {} gas, {} bytes in {:.2}s: {:.0} blocks/s, {:.0} tx/s, {:.1} Mgas/s",
+        summary.blocks,
+        summary.transactions,
+        summary.gas,
+        summary.bytes,
+        secs,
+        summary.blocks as f64 / secs,
+        summary.transactions as f64 / secs,
+        summary.gas as f64 / 1e6 / secs
+    );
+    println!(
+        "stages: planning and signing {:.2}s, building {:.2}s",
+        summary.planning.as_secs_f64(),
+        summary.building.as_secs_f64()
+    );
+    println!(
+        "wrote {} and {}",
+        out.join("genesis.json").display(),
+        out.join("chain.rlp").display()
+    );
+    Ok(())
 }
 
 fn run_blocktests(paths: Vec<PathBuf>) -> Result<()> {

@@ -147,6 +147,13 @@ impl Server {
         self.http(&request.to_string())
     }
 
+    /// The result of a call that must succeed.
+    pub fn result(&self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let response = self.call(method, params);
+        assert!(response.get("error").is_none(), "{method}: {response}");
+        response["result"].clone()
+    }
+
     pub fn ws(&self) -> WsClient {
         let (socket, _) = tungstenite::connect(self.ws_url(KEY)).unwrap();
         WsClient(socket)

@@ -1,0 +1,358 @@
+//! The dev chain: `quarry devchain` is deterministic and reproduces the committed
+//! testdata/devnet byte for byte, and that chain ingests and has everything it promises
+//! (uncles, the merge, withdrawals, every transaction type, events, storage, reverts, a failed
+//! transaction), checked through `quarry serve`.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use alloy_primitives::{Address, B256, U256, keccak256};
+use alloy_sol_types::{SolCall, SolEvent};
+use quarry_devchain::{
+    CANCUN_BLOCK, Contracts, DevAccounts, MERGE_BLOCK, PRAGUE_BLOCK, SHANGHAI_BLOCK,
+    contracts::{Reverter, Store, Token},
+};
+use serde_json::{Value, json};
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::Command,
+};
+use support::{QUARRY, Server, ingested};
+
+fn devnet() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet")
+}
+
+fn generate(out: &Path, args: &[&str]) {
+    let output = Command::new(QUARRY)
+        .arg("devchain")
+        .arg("--out")
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "devchain failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// An address as quarry writes it in JSON: lowercase hex.
+fn lower(address: Address) -> Value {
+    json!(format!("{address:#x}"))
+}
+
+fn read(path: PathBuf) -> Vec<u8> {
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn generation_is_deterministic_and_reproduces_the_bundled_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second, other) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("c"),
+    );
+    generate(&first, &[]);
+    generate(&second, &[]);
+    generate(&other, &["--seed", "2"]);
+    for file in ["genesis.json", "chain.rlp"] {
+        assert_eq!(read(first.join(file)), read(second.join(file)), "{file}");
+        assert_eq!(
+            read(first.join(file)),
+            read(devnet().join(file)),
+            "testdata/devnet/{file} is not what `quarry devchain` makes; regenerate it"
+        );
+    }
+    assert_ne!(read(first.join("chain.rlp")), read(other.join("chain.rlp")));
+    assert!(!first.join("chain.rlp.partial").exists());
+}
+
+#[test]
+fn a_scale_chain_ingests() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain = dir.path().join("chain");
+    generate(
+        &chain,
+        &["--blocks", "40", "--txs-per-block", "60", "--seed", "9"],
+    );
+    let datadir = ingested(&chain);
+    let server = Server::start(&datadir, "");
+    let head = server.result("eth_getBlockByNumber", json!(["latest", false]));
+    assert_eq!(head["number"], "0x28");
+    // 60 mixed transactions a block, plus a blob transaction from Cancun on.
+    assert_eq!(head["transactions"].as_array().unwrap().len(), 61);
+}
+
+/// The devnet served once for all the checks below.
+struct Devnet {
+    server: Server,
+    contracts: Contracts,
+    accounts: DevAccounts,
+}
+
+impl Devnet {
+    fn start() -> Self {
+        let datadir = ingested(&devnet());
+        let accounts = DevAccounts::new(quarry_devchain::account_count(12)).unwrap();
+        Self {
+            server: Server::start(&datadir, ""),
+            contracts: Contracts::of(accounts.address(0)),
+            accounts,
+        }
+    }
+
+    fn block(&self, number: u64) -> Value {
+        self.server.result(
+            "eth_getBlockByNumber",
+            json!([format!("{number:#x}"), true]),
+        )
+    }
+
+    fn head(&self) -> u64 {
+        let head = self
+            .server
+            .result("eth_getBlockByNumber", json!(["latest", false]));
+        u64::from_str_radix(
+            head["number"].as_str().unwrap().trim_start_matches("0x"),
+            16,
+        )
+        .unwrap()
+    }
+
+    fn receipts(&self) -> Vec<Value> {
+        (1..=self.head())
+            .flat_map(|n| self.block(n)["transactions"].as_array().unwrap().clone())
+            .map(|tx| {
+                self.server
+                    .result("eth_getTransactionReceipt", json!([tx["hash"]]))
+            })
+            .collect()
+    }
+
+    fn call(&self, to: Address, data: Vec<u8>) -> Value {
+        let request = json!({
+            "jsonrpc": "2.0", "id": 1, "method": "eth_call",
+            "params": [{"to": to, "data": alloy_primitives::hex::encode_prefixed(data)}, "latest"],
+        });
+        self.server.http(&request.to_string())
+    }
+
+    fn storage(&self, address: Address, slot: B256, block: u64) -> U256 {
+        let value = self.server.result(
+            "eth_getStorageAt",
+            json!([address, slot, format!("{block:#x}")]),
+        );
+        value.as_str().unwrap().parse().unwrap()
+    }
+}
+
+#[test]
+fn devnet_has_every_feature_it_promises() {
+    let net = Devnet::start();
+    let head = net.head();
+    assert_eq!(head, quarry_devchain::Options::default().blocks);
+
+    // Proof of work with one and two uncles, then the merge.
+    let uncle_counts: BTreeMap<u64, usize> = (1..MERGE_BLOCK)
+        .map(|n| (n, net.block(n)["uncles"].as_array().unwrap().len()))
+        .filter(|(_, count)| *count > 0)
+        .collect();
+    assert!(uncle_counts.values().any(|&c| c == 1), "{uncle_counts:?}");
+    assert!(uncle_counts.values().any(|&c| c == 2), "{uncle_counts:?}");
+    let (&with_two, _) = uncle_counts.iter().find(|(_, c)| **c == 2).unwrap();
+    let uncle = net.server.result(
+        "eth_getUncleByBlockNumberAndIndex",
+        json!([format!("{with_two:#x}"), "0x1"]),
+    );
+    assert_eq!(uncle["miner"], lower(quarry_devchain::UNCLE_MINERS[1]));
+    assert_ne!(net.block(MERGE_BLOCK - 1)["difficulty"], "0x0");
+    assert_eq!(net.block(MERGE_BLOCK)["difficulty"], "0x0");
+    assert!(net.block(SHANGHAI_BLOCK - 1)["withdrawals"].is_null());
+    assert_eq!(
+        net.block(SHANGHAI_BLOCK)["withdrawals"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // Every transaction type, and a legacy transaction without replay protection.
+    let transactions: Vec<Value> = (1..=head)
+        .flat_map(|n| net.block(n)["transactions"].as_array().unwrap().clone())
+        .collect();
+    let types: std::collections::BTreeSet<&str> = transactions
+        .iter()
+        .map(|tx| tx["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types.into_iter().collect::<Vec<_>>(),
+        ["0x0", "0x1", "0x2", "0x3", "0x4"]
+    );
+    assert!(transactions.iter().any(|tx| tx["type"] == "0x0"
+        && tx["chainId"].is_null()
+        && (tx["v"] == "0x1b" || tx["v"] == "0x1c")));
+    let blob = transactions.iter().find(|tx| tx["type"] == "0x3").unwrap();
+    assert!(
+        u64::from_str_radix(&blob["blockNumber"].as_str().unwrap()[2..], 16).unwrap()
+            >= CANCUN_BLOCK
+    );
+
+    let receipts = net.receipts();
+    // Contract creations, at the addresses the deployer's nonces give.
+    let created: Vec<Value> = receipts
+        .iter()
+        .filter(|r| !r["contractAddress"].is_null())
+        .map(|r| r["contractAddress"].clone())
+        .collect();
+    for address in [
+        net.contracts.token,
+        net.contracts.store,
+        net.contracts.reverter,
+        net.contracts.rare_token,
+    ] {
+        assert!(created.contains(&lower(address)), "{address} not created");
+    }
+    // Failed transactions are included with status 0.
+    assert!(receipts.iter().any(|r| r["status"] == "0x0"));
+
+    // Token events with indexed topics, and the anonymous event.
+    let logs: Vec<&Value> = receipts
+        .iter()
+        .flat_map(|r| r["logs"].as_array().unwrap())
+        .collect();
+    let topic0 = |log: &Value| log["topics"][0].as_str().unwrap_or_default().to_string();
+    let transfer = Token::Transfer::SIGNATURE_HASH.to_string();
+    let approval = Token::Approval::SIGNATURE_HASH.to_string();
+    let token_logs: Vec<&&Value> = logs
+        .iter()
+        .filter(|l| l["address"] == lower(net.contracts.token))
+        .collect();
+    assert!(
+        token_logs
+            .iter()
+            .any(|l| topic0(l) == transfer && l["topics"].as_array().unwrap().len() == 3)
+    );
+    assert!(
+        token_logs
+            .iter()
+            .any(|l| topic0(l) == approval && l["topics"].as_array().unwrap().len() == 3)
+    );
+    let noted = Store::Noted::SIGNATURE_HASH.to_string();
+    let anonymous: Vec<&&Value> = logs
+        .iter()
+        .filter(|l| {
+            l["address"] == lower(net.contracts.store) && l["topics"].as_array().unwrap().len() == 1
+        })
+        .collect();
+    assert!(!anonymous.is_empty());
+    assert!(anonymous.iter().all(|l| topic0(l) != noted));
+    assert!(logs.len() > 500, "{} logs", logs.len());
+
+    // Storage: the plain variable in slot 0 and the mapping in slot 1, as of block 2.
+    let account1 = net.accounts.address(1);
+    assert_eq!(
+        net.storage(net.contracts.store, B256::ZERO, 2),
+        U256::from(42)
+    );
+    let mut key = [0u8; 64];
+    key[12..32].copy_from_slice(account1.as_slice());
+    key[63] = 1;
+    assert_eq!(
+        net.storage(net.contracts.store, keccak256(key), 2),
+        U256::from(1000)
+    );
+    assert_eq!(
+        net.storage(net.contracts.store, keccak256(key), 1),
+        U256::ZERO
+    );
+
+    // EIP-7702: account 3 runs Store's code in its own storage from the first Prague block.
+    let authority = net.accounts.address(3);
+    assert_eq!(
+        net.storage(authority, B256::ZERO, PRAGUE_BLOCK - 1),
+        U256::ZERO
+    );
+    assert_eq!(
+        net.storage(authority, B256::ZERO, PRAGUE_BLOCK),
+        U256::from(7702)
+    );
+}
+
+#[test]
+fn devnet_reverts_in_every_style() {
+    let net = Devnet::start();
+    let reverter = net.contracts.reverter;
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            Reverter::failWithReasonCall {}.abi_encode(),
+            "execution reverted: Reverter: failed on purpose",
+        ),
+        (
+            Reverter::failRequireCall { x: U256::from(3) }.abi_encode(),
+            "execution reverted: Reverter: x must exceed 10",
+        ),
+        (
+            Reverter::failAssertCall { x: U256::from(1) }.abi_encode(),
+            "execution reverted: assert(false)",
+        ),
+        (
+            Reverter::failDivideCall {
+                divisor: U256::ZERO,
+            }
+            .abi_encode(),
+            "execution reverted: division or modulo by zero",
+        ),
+        (
+            Reverter::failIndexCall {
+                index: U256::from(5),
+            }
+            .abi_encode(),
+            "execution reverted: out-of-bounds access of an array or bytesN",
+        ),
+        (
+            Reverter::failOverflowCall { x: U256::from(2) }.abi_encode(),
+            "execution reverted: arithmetic underflow or overflow",
+        ),
+        (
+            Reverter::failCustomCall {}.abi_encode(),
+            "execution reverted",
+        ),
+        (
+            Reverter::failEmptyCall {}.abi_encode(),
+            "execution reverted",
+        ),
+    ];
+    for (data, message) in cases {
+        let response = net.call(reverter, data.clone());
+        let error = &response["error"];
+        assert_eq!(error["code"], 3, "{response}");
+        assert_eq!(error["message"], message, "{response}");
+        if message == "execution reverted" && data[..4] == Reverter::failEmptyCall::SELECTOR {
+            assert_eq!(error["data"], "0x", "{response}");
+        }
+    }
+    // The custom error's payload is returned whole: selector and both arguments.
+    let response = net.call(reverter, Reverter::failCustomCall {}.abi_encode());
+    let data = response["error"]["data"].as_str().unwrap();
+    let selector = alloy_primitives::hex::encode(&keccak256("Unauthorized(address,uint256)")[..4]);
+    assert!(data.starts_with(&format!("0x{selector}")), "{data}");
+    assert!(data.ends_with(&format!("{:064x}", 42)), "{data}");
+
+    // A reverting transaction left no trace of its storage write.
+    let attempts = net.call(reverter, Reverter::attemptsCall {}.abi_encode());
+    assert_eq!(attempts["result"], format!("0x{:064x}", 0));
+    // And a view of real state: the deployer's airdropped balance is gone from its supply.
+    let balance = net.call(
+        net.contracts.token,
+        Token::balanceOfCall {
+            holder: net.accounts.address(0),
+        }
+        .abi_encode(),
+    );
+    assert!(balance["result"].as_str().unwrap().len() == 66, "{balance}");
+}
