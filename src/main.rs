@@ -81,6 +81,12 @@ enum Command {
         #[arg(long, default_value_t = quarry_devchain::Options::default().seed)]
         seed: u64,
     },
+    /// Build the eth_getLogs index of a database written before quarry had one (ingest keeps
+    /// it up to date otherwise). Resumable: each batch of blocks commits on its own.
+    IndexLogs {
+        #[arg(long)]
+        datadir: PathBuf,
+    },
     /// Run Ethereum BlockchainTests JSON files (or folders of them) through quarry's import path.
     Blocktest {
         #[arg(required = true)]
@@ -124,6 +130,7 @@ fn main() -> Result<()> {
                 seed,
             },
         ),
+        Command::IndexLogs { datadir } => index_logs(datadir),
         Command::Blocktest { paths } => run_blocktests(paths),
     }
 }
@@ -318,6 +325,32 @@ fn devchain(out: PathBuf, options: quarry_devchain::Options) -> Result<()> {
         "wrote {} and {}",
         out.join("genesis.json").display(),
         out.join("chain.rlp").display()
+    );
+    Ok(())
+}
+
+fn index_logs(datadir: PathBuf) -> Result<()> {
+    const BATCH: u64 = 1000;
+    if !datadir.join("mdbx.dat").exists() {
+        bail!("no quarry database in {}", datadir.display());
+    }
+    let db = Database::open(&datadir)
+        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
+    let head = db.reader()?.head()?.map_or(0, |(number, _)| number);
+    let started = Instant::now();
+    loop {
+        let tx = db.writer()?;
+        let before = tx.log_index_head()?;
+        let indexed = tx.build_log_index(BATCH)?;
+        tx.commit()?;
+        eprintln!("log index through block {indexed} of {head}");
+        if before == Some(indexed) || indexed >= head {
+            break;
+        }
+    }
+    println!(
+        "log index complete through block {head} in {:.2}s",
+        started.elapsed().as_secs_f64()
     );
     Ok(())
 }

@@ -24,6 +24,19 @@ pub struct Config {
     /// Wall-clock limit of one eth_call, or of one whole eth_estimateGas, in ms.
     #[serde(default = "default_call_timeout_ms")]
     pub call_timeout_ms: u64,
+    /// eth_getLogs: most logs in one answer; more is error -32005 with a range that fits.
+    #[serde(default = "default_max_logs")]
+    pub max_logs: usize,
+    /// eth_getLogs: wall-clock limit of one query, in ms; past it, error -32005.
+    #[serde(default = "default_logs_timeout_ms")]
+    pub logs_timeout_ms: u64,
+    /// eth_getLogs: most addresses plus topic entries in one filter.
+    #[serde(default = "default_max_log_params")]
+    pub max_log_params: usize,
+    /// eth_getLogs: use the log index (`false`: scan every block's bloom, the reference the
+    /// benchmark compares with).
+    #[serde(default = "default_true")]
+    pub log_index: bool,
     /// The block `safe` names; unset: the ingest flag's value, else the head.
     pub safe_block: Option<u64>,
     /// The block `finalized` names; unset: the ingest flag's value, else the head.
@@ -55,6 +68,18 @@ const fn default_max_batch() -> u32 {
 }
 const fn default_call_timeout_ms() -> u64 {
     5000
+}
+const fn default_max_logs() -> usize {
+    10_000
+}
+const fn default_logs_timeout_ms() -> u64 {
+    10_000
+}
+const fn default_max_log_params() -> usize {
+    5_000
+}
+const fn default_true() -> bool {
+    true
 }
 const fn default_max_connections() -> u32 {
     1024

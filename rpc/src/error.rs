@@ -5,6 +5,8 @@ use jsonrpsee::types::{ErrorObject, ErrorObjectOwned, error::INVALID_PARAMS_CODE
 /// geth's code for server-side failures of a valid request (`header not found`, ...).
 const SERVER_ERROR_CODE: i32 = -32000;
 const INTERNAL_ERROR_CODE: i32 = -32603;
+/// The service's code for an eth_getLogs query over its limits.
+const LIMIT_EXCEEDED_CODE: i32 = -32005;
 /// geth's code for a call that reverted.
 const REVERT_CODE: i32 = 3;
 
@@ -18,6 +20,15 @@ pub enum RpcError {
     HeaderNotFound,
     #[error("header for hash not found")]
     HeaderForHashNotFound,
+    /// eth_getLogs' `blockHash` names no stored block (geth's wording).
+    #[error("unknown block")]
+    UnknownBlock,
+    /// eth_getLogs matched more than `limit` logs; `from..=to` is a range that fits.
+    #[error("query returned more than {limit} results")]
+    TooManyLogs { from: u64, to: u64, limit: usize },
+    /// eth_getLogs ran past its time limit and stopped.
+    #[error("query timeout exceeded")]
+    LogsTimeout,
     /// EIP-1898 `requireCanonical` with a hash that is not on the canonical chain.
     #[error("hash {0} is not currently canonical")]
     NotCanonical(alloy_primitives::B256),
@@ -65,7 +76,17 @@ impl From<RpcError> for ErrorObjectOwned {
                 };
                 return ErrorObject::owned(REVERT_CODE, message, Some(payload.to_string()));
             }
+            RpcError::TooManyLogs { from, to, limit } => {
+                let data = serde_json::json!({
+                    "from": format!("{from:#x}"),
+                    "to": format!("{to:#x}"),
+                    "limit": limit,
+                });
+                return ErrorObject::owned(LIMIT_EXCEEDED_CODE, error.to_string(), Some(data));
+            }
+            RpcError::LogsTimeout => LIMIT_EXCEEDED_CODE,
             RpcError::HeaderNotFound
+            | RpcError::UnknownBlock
             | RpcError::HeaderForHashNotFound
             | RpcError::NotCanonical(_)
             | RpcError::Execution(_)

@@ -7,6 +7,7 @@ mod cache;
 mod call;
 mod config;
 mod error;
+mod logs;
 mod node;
 mod params;
 mod pool;
@@ -14,7 +15,7 @@ mod types;
 
 pub use config::{ApiKey, Config, ConfigError};
 pub use error::{Result, RpcError};
-pub use node::{BlockAt, BlockMarks, Node, Reads};
+pub use node::{BlockAt, BlockMarks, LogsConfig, Node, Reads};
 
 use jsonrpsee::{
     RpcModule,
@@ -246,6 +247,9 @@ fn methods(
         let at = block_or_latest(args, 2)?;
         node.storage_at(tx, args.required(0)?, slot, at)
     })?;
+    register_snapshot(m, pool, "eth_getLogs", &["filter"], 1, |node, tx, args| {
+        node.logs(tx, &args.required(0)?)
+    })?;
     register_snapshot(m, pool, "rollup_getInfo", &[], 0, |node, tx, _| {
         node.rollup_info(tx)
     })?;
@@ -285,7 +289,14 @@ pub async fn start(
         finalized: config.finalized_block,
     };
     let call_timeout = std::time::Duration::from_millis(config.call_timeout_ms);
-    let node = Node::new(db, marks, call_timeout).map_err(|e| ServeError::Open(e.to_string()))?;
+    let logs = LogsConfig {
+        max_results: config.max_logs,
+        timeout: std::time::Duration::from_millis(config.logs_timeout_ms),
+        max_params: config.max_log_params,
+        use_index: config.log_index,
+    };
+    let node =
+        Node::new(db, marks, call_timeout, logs).map_err(|e| ServeError::Open(e.to_string()))?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let pool = ReadPool::new("read", threads).map_err(|e| ServeError::ReadPool(e.to_string()))?;
     let call_pool =

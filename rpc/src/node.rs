@@ -6,8 +6,9 @@ use crate::call::{Call, revert_reason};
 use crate::{
     cache::{BlockCache, CachedBlock},
     error::{Result, RpcError},
+    logs::Filter,
     params::{BlockId, BlockTag},
-    types::{BlockJson, ReceiptJson, TransactionJson, TxContext},
+    types::{BlockJson, LogJson, ReceiptJson, TransactionJson, TxContext},
 };
 use alloy_consensus::Header;
 use alloy_hardforks::EthereumHardforks;
@@ -16,13 +17,16 @@ use quarry_executor::{
     CallContext, CallOutcome, ChainSpec, StateCache, StateOverrides,
     call::{HaltReason, TX_GAS_LIMIT_CAP, halt_message},
 };
-use quarry_storage::{BlockMark, Database, ReadTx};
+use quarry_storage::{BlockMark, Database, LogFilter, LogLimits, LogsOutcome, ReadTx};
 
 use serde::Serialize;
 use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
+
+/// Topic positions a log can have; a filter naming more is refused, as geth does.
+const MAX_TOPICS: usize = 4;
 
 /// eth_call and eth_estimateGas may use at most this many times the block's gas limit.
 const GAS_CAP_MULTIPLIER: u64 = 10;
@@ -66,10 +70,25 @@ pub struct Node {
     call_timeout: Duration,
     /// Bytecode, accounts and slots that calls read, shared between calls.
     state_cache: Arc<StateCache>,
+    logs: LogsConfig,
+}
+
+/// eth_getLogs' limits.
+#[derive(Debug, Clone, Copy)]
+pub struct LogsConfig {
+    pub max_results: usize,
+    pub timeout: Duration,
+    pub max_params: usize,
+    pub use_index: bool,
 }
 
 impl Node {
-    pub fn new(db: Database, marks: BlockMarks, call_timeout: Duration) -> Result<Self> {
+    pub fn new(
+        db: Database,
+        marks: BlockMarks,
+        call_timeout: Duration,
+        logs: LogsConfig,
+    ) -> Result<Self> {
         let spec = ChainSpec::stored(&db.reader()?).map_err(|e| match e {
             quarry_executor::Error::Storage(e) => RpcError::Storage(e),
             other => RpcError::Internal(other.to_string()),
@@ -81,6 +100,7 @@ impl Node {
             spec: spec.map(Arc::new),
             call_timeout,
             state_cache: Arc::default(),
+            logs,
         })
     }
 
@@ -376,6 +396,63 @@ impl Node {
             timeout: self.call_timeout,
         };
         run(&context, &header)
+    }
+
+    /// eth_getLogs: resolves the range as geth does, then runs the query within the limits.
+    pub fn logs(&self, tx: &ReadTx, filter: &Filter) -> Result<Vec<LogJson>> {
+        let count = filter.parameter_count();
+        if count > self.logs.max_params {
+            return Err(RpcError::InvalidParams(format!(
+                "too many filter parameters: {count} addresses and topics, at most {}",
+                self.logs.max_params
+            )));
+        }
+        if filter.topics.len() > MAX_TOPICS {
+            return Err(RpcError::InvalidParams(format!(
+                "exceed max topics: {} positions, at most {MAX_TOPICS}",
+                filter.topics.len()
+            )));
+        }
+        let (from, to) = match filter.block_hash {
+            Some(hash) => {
+                let number = tx.block_number(&hash)?.ok_or(RpcError::UnknownBlock)?;
+                (number, number)
+            }
+            None => {
+                let from = self.tag_number(tx, filter.from.unwrap_or(BlockTag::Latest))?;
+                let to = self.tag_number(tx, filter.to.unwrap_or(BlockTag::Latest))?;
+                if from > to {
+                    return Err(RpcError::InvalidParams("invalid block range params".into()));
+                }
+                let head = Self::head(tx)?;
+                if to > head {
+                    return Err(RpcError::InvalidParams(format!(
+                        "block range extends beyond current head block: requested {to}, head {head}"
+                    )));
+                }
+                (from, to)
+            }
+        };
+        let query = LogFilter {
+            from,
+            to,
+            addresses: filter.addresses.clone(),
+            topics: filter.topics.clone(),
+        };
+        let limits = LogLimits {
+            max_results: self.logs.max_results,
+            deadline: Instant::now() + self.logs.timeout,
+            use_index: self.logs.use_index,
+        };
+        match tx.logs(&query, limits)? {
+            LogsOutcome::Found(logs) => Ok(logs.iter().map(LogJson::located).collect()),
+            LogsOutcome::TooMany { fits_through } => Err(RpcError::TooManyLogs {
+                from,
+                to: fits_through.unwrap_or(from),
+                limit: self.logs.max_results,
+            }),
+            LogsOutcome::TimedOut => Err(RpcError::LogsTimeout),
+        }
     }
 
     pub fn rollup_info(&self, tx: &ReadTx) -> Result<RollupInfo> {

@@ -309,6 +309,21 @@ pub struct LogJson {
 }
 
 impl LogJson {
+    pub fn located(log: &quarry_storage::LocatedLog) -> Self {
+        Self {
+            address: log.log.address,
+            topics: log.log.topics().to_vec(),
+            data: log.log.data.data.clone(),
+            block_number: U64::from(log.block_number),
+            transaction_hash: log.transaction_hash,
+            transaction_index: U64::from(log.transaction_index),
+            block_hash: log.block_hash,
+            block_timestamp: U64::from(log.block_timestamp),
+            log_index: U64::from(log.log_index),
+            removed: false,
+        }
+    }
+
     pub fn new(log: &Log, tx_hash: B256, at: &TxContext, log_index: usize) -> Self {
         Self {
             address: log.address,

@@ -2,9 +2,11 @@
 //! reads and writes of blocks, receipts, bytecode, the latest state and the full state history.
 //! It knows nothing of RPC or of revm.
 
+mod logs;
 mod models;
 mod tables;
 
+pub use logs::{LocatedLog, LogFilter, LogLimits, LogsOutcome};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use tables::Table;
 
@@ -472,11 +474,19 @@ impl StorageTx<RwSync> {
         self.put(Table::BlockBodies, &key, &buf)?;
         let senders: Vec<u8> = block.senders.iter().flat_map(|a| a.0.0).collect();
         self.put(Table::Senders, &key, &senders)?;
+        let hashes: Vec<u8> = block
+            .body
+            .transactions
+            .iter()
+            .flat_map(|tx| tx.tx_hash().0)
+            .collect();
+        self.put(Table::BlockTxHashes, &key, &hashes)?;
         self.put(
             Table::Receipts,
             &key,
             &StoredReceipt::encode_list(block.receipts),
         )?;
+        self.index_block_logs(number, block.receipts)?;
         let earlier = match number.checked_sub(1) {
             Some(parent) => self.transactions_through(parent)?.unwrap_or(0),
             None => 0,

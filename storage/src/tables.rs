@@ -25,7 +25,8 @@ tables! {
     /// Chain-level facts. Key: ASCII name. Values: `chain_config`: the genesis.json `config`
     /// object as JSON; `safe_block`, `finalized_block`: a block number (u64 BE) set by
     /// `quarry ingest --safe/--finalized`; `sync_target`: while an ingest runs, the highest
-    /// block number it has read (u64 BE) then its process id (u32 BE).
+    /// block number it has read (u64 BE) then its process id (u32 BE); `log_index_head`: the
+    /// highest block through which `LogAddresses` and `LogTopics` are complete (u64 BE).
     Meta = "meta";
     /// Key: block number (u64 BE). Value: the RLP-encoded header.
     Headers = "headers";
@@ -50,6 +51,16 @@ tables! {
     TxCounts = "tx_counts";
     /// Key: block number (u64 BE). Value: RLP list of `StoredReceipt`, in transaction order.
     Receipts = "receipts";
+    /// Key: block number (u64 BE). Value: the hashes of the block's transactions, 32 bytes each,
+    /// concatenated in block order (what a log needs without decoding the body).
+    BlockTxHashes = "block_tx_hashes";
+    /// Log index by emitting contract: one entry per block holding at least one log of the
+    /// address. Key: address (20 bytes) then block number (u64 BE). Value: empty.
+    LogAddresses = "log_addresses";
+    /// Log index by topic: one entry per block where some log has the topic. Key: topic (32
+    /// bytes) then block number (u64 BE). Value: one byte, bit i set when the topic is at
+    /// position i (0-3) of some log of the block.
+    LogTopics = "log_topics";
     /// Key: code hash (32 bytes). Value: the raw bytecode.
     Bytecodes = "bytecodes";
     /// Latest state of every existing account. Key: address (20 bytes). Value: `StoredAccount`

@@ -1,0 +1,441 @@
+//! The log index (which blocks hold logs of an address, or a topic at a position) and the
+//! eth_getLogs query over it: candidate blocks from the index, then only those blocks' receipts.
+
+use crate::{Error, Result, StorageTx, StoredReceipt, Table, models::be_u64};
+use alloy_primitives::{Address, B256, Bloom, BloomInput, Log};
+use signet_libmdbx::{RwSync, TransactionKind};
+use std::{collections::BTreeMap, time::Instant};
+
+/// Meta key: the highest block through which `LogAddresses` and `LogTopics` are complete.
+const LOG_INDEX_HEAD: &str = "log_index_head";
+/// Topic positions a log can have (LOG0..LOG4).
+const MAX_TOPICS: usize = 4;
+
+/// What eth_getLogs asks for. An empty `addresses` matches any address; `topics[i]` empty
+/// matches any topic at position i (and logs with fewer than i + 1 topics fail only non-empty
+/// positions).
+#[derive(Debug, Clone, Default)]
+pub struct LogFilter {
+    pub from: u64,
+    pub to: u64,
+    pub addresses: Vec<Address>,
+    pub topics: Vec<Vec<B256>>,
+}
+
+impl LogFilter {
+    pub fn matches(&self, log: &Log) -> bool {
+        if !self.addresses.is_empty() && !self.addresses.contains(&log.address) {
+            return false;
+        }
+        let topics = log.topics();
+        self.topics.iter().enumerate().all(|(position, wanted)| {
+            wanted.is_empty()
+                || topics
+                    .get(position)
+                    .is_some_and(|topic| wanted.contains(topic))
+        })
+    }
+
+    /// Whether a block with this bloom may hold a matching log.
+    fn may_match(&self, bloom: &Bloom) -> bool {
+        let has = |input: &[u8]| bloom.contains_input(BloomInput::Raw(input));
+        (self.addresses.is_empty() || self.addresses.iter().any(|a| has(a.as_slice())))
+            && self
+                .topics
+                .iter()
+                .all(|wanted| wanted.is_empty() || wanted.iter().any(|t| has(t.as_slice())))
+    }
+
+    /// Whether the index can narrow the blocks: some address or topic is named.
+    fn is_selective(&self) -> bool {
+        !self.addresses.is_empty() || self.topics.iter().any(|t| !t.is_empty())
+    }
+}
+
+/// A matching log and where it is in the chain.
+#[derive(Debug, Clone)]
+pub struct LocatedLog {
+    pub log: Log,
+    pub block_number: u64,
+    pub block_hash: B256,
+    pub block_timestamp: u64,
+    pub transaction_hash: B256,
+    pub transaction_index: u32,
+    pub log_index: u32,
+}
+
+/// Bounds on one query.
+#[derive(Debug, Clone, Copy)]
+pub struct LogLimits {
+    pub max_results: usize,
+    pub deadline: Instant,
+    /// `false` reads every block's header bloom instead of the index (the reference scan).
+    pub use_index: bool,
+}
+
+#[derive(Debug)]
+pub enum LogsOutcome {
+    Found(Vec<LocatedLog>),
+    /// More than `max_results` logs match. `fits_through`: the last block such that the range
+    /// from the filter's `from` to it holds at most `max_results` (`None`: not even the first
+    /// matching block alone fits).
+    TooMany {
+        fits_through: Option<u64>,
+    },
+    /// The deadline passed; the query stopped.
+    TimedOut,
+}
+
+impl<K: TransactionKind> StorageTx<K> {
+    /// The highest block through which the log index is complete; `None` in a database made
+    /// before the index existed, until `build_log_index` has run.
+    pub fn log_index_head(&self) -> Result<Option<u64>> {
+        self.meta(LOG_INDEX_HEAD)?.map(|v| be_u64(&v)).transpose()
+    }
+
+    /// The transaction hashes of a block, in order.
+    pub fn transaction_hashes(&self, number: u64) -> Result<Option<Vec<B256>>> {
+        if let Some(value) = self.get(Table::BlockTxHashes, &number.to_be_bytes())? {
+            if value.len() % 32 != 0 {
+                return Err(Error::Corrupt(format!(
+                    "transaction hashes of block {number}: {} bytes",
+                    value.len()
+                )));
+            }
+            return Ok(Some(value.chunks(32).map(B256::from_slice).collect()));
+        }
+        Ok(self
+            .body(number)?
+            .map(|body| body.transactions.iter().map(|tx| *tx.tx_hash()).collect()))
+    }
+
+    /// The logs matching `filter`, in chain order, within `limits`.
+    pub fn logs(&self, filter: &LogFilter, limits: LogLimits) -> Result<LogsOutcome> {
+        if filter.topics.iter().skip(MAX_TOPICS).any(|t| !t.is_empty()) {
+            return Ok(LogsOutcome::Found(Vec::new()));
+        }
+        // The part of the range the index covers, if any.
+        let indexed_through = match (limits.use_index, self.log_index_head()?) {
+            (true, Some(head)) if head >= filter.from => Some(head.min(filter.to)),
+            _ => None,
+        };
+        let mut found = Vec::new();
+        let mut last_fitting = None;
+        let mut visit = |number: u64, found: &mut Vec<LocatedLog>| -> Result<Option<LogsOutcome>> {
+            if Instant::now() >= limits.deadline {
+                return Ok(Some(LogsOutcome::TimedOut));
+            }
+            self.block_logs(number, filter, found)?;
+            if found.len() > limits.max_results {
+                return Ok(Some(LogsOutcome::TooMany {
+                    fits_through: last_fitting,
+                }));
+            }
+            last_fitting = Some(number);
+            Ok(None)
+        };
+        if let Some(through) = indexed_through {
+            let candidates = if filter.is_selective() {
+                match self.indexed_candidates(filter, through, limits)? {
+                    Some(candidates) => candidates,
+                    None => return Ok(LogsOutcome::TimedOut),
+                }
+            } else {
+                (filter.from..=through).collect()
+            };
+            for number in candidates {
+                if let Some(end) = visit(number, &mut found)? {
+                    return Ok(end);
+                }
+            }
+        }
+        // Blocks the index does not cover: the header bloom decides which to read.
+        let unindexed = indexed_through.map_or(filter.from, |through| through + 1);
+        for number in unindexed..=filter.to {
+            let Some(header) = self.header(number)? else {
+                break;
+            };
+            if filter.may_match(&header.logs_bloom) {
+                if let Some(end) = visit(number, &mut found)? {
+                    return Ok(end);
+                }
+            } else if Instant::now() >= limits.deadline {
+                return Ok(LogsOutcome::TimedOut);
+            }
+        }
+        Ok(LogsOutcome::Found(found))
+    }
+
+    /// The blocks in `filter.from..=through` that the index says may match, in order; `None`
+    /// when the deadline passed while reading the index.
+    fn indexed_candidates(
+        &self,
+        filter: &LogFilter,
+        through: u64,
+        limits: LogLimits,
+    ) -> Result<Option<Vec<u64>>> {
+        let mut sets: Vec<Vec<u64>> = Vec::new();
+        if !filter.addresses.is_empty() {
+            let mut blocks = Vec::new();
+            for address in &filter.addresses {
+                if Instant::now() >= limits.deadline {
+                    return Ok(None);
+                }
+                self.indexed_blocks(
+                    Table::LogAddresses,
+                    address.as_slice(),
+                    None,
+                    filter.from,
+                    through,
+                    &mut blocks,
+                )?;
+            }
+            sets.push(sorted_unique(blocks));
+        }
+        for (position, wanted) in filter.topics.iter().enumerate() {
+            if wanted.is_empty() {
+                continue;
+            }
+            let mut blocks = Vec::new();
+            for topic in wanted {
+                if Instant::now() >= limits.deadline {
+                    return Ok(None);
+                }
+                self.indexed_blocks(
+                    Table::LogTopics,
+                    topic.as_slice(),
+                    Some(position),
+                    filter.from,
+                    through,
+                    &mut blocks,
+                )?;
+            }
+            sets.push(sorted_unique(blocks));
+        }
+        sets.sort_by_key(Vec::len);
+        let mut sets = sets.into_iter();
+        let Some(mut candidates) = sets.next() else {
+            return Ok(Some(Vec::new()));
+        };
+        for set in sets {
+            candidates.retain(|block| set.binary_search(block).is_ok());
+        }
+        Ok(Some(candidates))
+    }
+
+    /// Appends the blocks in `from..=to` of one index key (and, for topics, position).
+    fn indexed_blocks(
+        &self,
+        table: Table,
+        prefix: &[u8],
+        position: Option<usize>,
+        from: u64,
+        to: u64,
+        out: &mut Vec<u64>,
+    ) -> Result<()> {
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let mut seek = prefix.to_vec();
+        seek.extend_from_slice(&from.to_be_bytes());
+        let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(&seek)?;
+        while let Some((key, value)) = entry {
+            if key.len() != prefix.len() + 8 || !key.starts_with(prefix) {
+                break;
+            }
+            let block = be_u64(&key[prefix.len()..])?;
+            if block > to {
+                break;
+            }
+            let at_position = match position {
+                None => true,
+                Some(position) => value
+                    .first()
+                    .is_some_and(|mask| mask & (1 << position) != 0),
+            };
+            if at_position {
+                out.push(block);
+            }
+            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+        }
+        Ok(())
+    }
+
+    /// Appends the matching logs of one block.
+    fn block_logs(&self, number: u64, filter: &LogFilter, out: &mut Vec<LocatedLog>) -> Result<()> {
+        let Some(receipts) = self.receipts(number)? else {
+            return Ok(());
+        };
+        let mut log_index = 0u32;
+        let mut context: Option<(B256, u64, Vec<B256>)> = None;
+        for (tx_index, receipt) in receipts.iter().enumerate() {
+            for log in &receipt.logs {
+                if filter.matches(log) {
+                    if context.is_none() {
+                        context = Some(self.block_context(number)?);
+                    }
+                    if let Some((hash, timestamp, tx_hashes)) = &context {
+                        let transaction_hash = *tx_hashes.get(tx_index).ok_or_else(|| {
+                            Error::Corrupt(format!(
+                                "block {number} has more receipts than transactions"
+                            ))
+                        })?;
+                        out.push(LocatedLog {
+                            log: log.clone(),
+                            block_number: number,
+                            block_hash: *hash,
+                            block_timestamp: *timestamp,
+                            transaction_hash,
+                            transaction_index: tx_index as u32,
+                            log_index,
+                        });
+                    }
+                }
+                log_index += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hash, timestamp and transaction hashes of a stored block.
+    fn block_context(&self, number: u64) -> Result<(B256, u64, Vec<B256>)> {
+        let missing =
+            |what: &str| Error::Corrupt(format!("block {number} has receipts but no {what}"));
+        let hash = self
+            .canonical_hash(number)?
+            .ok_or_else(|| missing("hash"))?;
+        let header = self.header(number)?.ok_or_else(|| missing("header"))?;
+        let tx_hashes = self
+            .transaction_hashes(number)?
+            .ok_or_else(|| missing("transactions"))?;
+        Ok((hash, header.timestamp, tx_hashes))
+    }
+}
+
+fn sorted_unique(mut blocks: Vec<u64>) -> Vec<u64> {
+    blocks.sort_unstable();
+    blocks.dedup();
+    blocks
+}
+
+impl StorageTx<RwSync> {
+    /// Adds block `number`'s logs to the index if the index is complete up to its parent (a
+    /// database made before the index gets it from `build_log_index`).
+    pub(crate) fn index_block_logs(&self, number: u64, receipts: &[StoredReceipt]) -> Result<()> {
+        let contiguous = match number.checked_sub(1) {
+            None => true,
+            Some(parent) => self.log_index_head()? == Some(parent),
+        };
+        if !contiguous {
+            return Ok(());
+        }
+        let mut addresses = BTreeMap::new();
+        let mut topics: BTreeMap<B256, u8> = BTreeMap::new();
+        for log in receipts.iter().flat_map(|r| &r.logs) {
+            addresses.insert(log.address, ());
+            for (position, topic) in log.topics().iter().enumerate().take(MAX_TOPICS) {
+                *topics.entry(*topic).or_default() |= 1 << position;
+            }
+        }
+        let block = number.to_be_bytes();
+        let mut key = Vec::with_capacity(40);
+        for address in addresses.keys() {
+            key.clear();
+            key.extend_from_slice(address.as_slice());
+            key.extend_from_slice(&block);
+            self.put(Table::LogAddresses, &key, &[])?;
+        }
+        for (topic, positions) in &topics {
+            key.clear();
+            key.extend_from_slice(topic.as_slice());
+            key.extend_from_slice(&block);
+            self.put(Table::LogTopics, &key, &[*positions])?;
+        }
+        self.put_meta(LOG_INDEX_HEAD, &block)
+    }
+
+    /// Extends the log index by up to `max_blocks` stored blocks past its head (or from block
+    /// 0 in a database that has none). Returns the new index head.
+    pub fn build_log_index(&self, max_blocks: u64) -> Result<u64> {
+        let Some((head, _)) = self.head()? else {
+            return Ok(0);
+        };
+        let mut next = match self.log_index_head()? {
+            Some(indexed) => indexed + 1,
+            None => 0,
+        };
+        let last = head.min(next.saturating_add(max_blocks).saturating_sub(1));
+        while next <= last {
+            let receipts = self.receipts(next)?.unwrap_or_default();
+            self.index_block_logs(next, &receipts)?;
+            next += 1;
+        }
+        Ok(self.log_index_head()?.unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Database, ReceiptOutcome};
+    use alloy_primitives::LogData;
+
+    fn receipt(logs: Vec<Log>) -> StoredReceipt {
+        StoredReceipt {
+            tx_type: 2,
+            outcome: ReceiptOutcome::Status(true),
+            cumulative_gas_used: 0,
+            gas_used: 0,
+            effective_gas_price: 0,
+            contract_address: None,
+            blob_gas: None,
+            logs,
+        }
+    }
+
+    fn log(address: Address, topics: Vec<B256>) -> Log {
+        Log {
+            address,
+            data: LogData::new_unchecked(topics, Default::default()),
+        }
+    }
+
+    #[test]
+    fn the_index_finds_blocks_by_address_and_topic_position_and_only_grows_contiguously() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let (a, b) = (Address::repeat_byte(0xa), Address::repeat_byte(0xb));
+        let (t0, t1) = (B256::repeat_byte(1), B256::repeat_byte(2));
+        let tx = db.writer().unwrap();
+        tx.index_block_logs(0, &[]).unwrap();
+        tx.index_block_logs(1, &[receipt(vec![log(a, vec![t0, t1])])])
+            .unwrap();
+        tx.index_block_logs(2, &[receipt(vec![log(b, vec![t1])])])
+            .unwrap();
+        // Block 4 does not follow the index head (3 is missing): it is left for a rebuild.
+        tx.index_block_logs(4, &[receipt(vec![log(a, vec![t0])])])
+            .unwrap();
+        tx.commit().unwrap();
+
+        let r = db.reader().unwrap();
+        assert_eq!(r.log_index_head().unwrap(), Some(2));
+        let limits = LogLimits {
+            max_results: 10,
+            deadline: Instant::now() + std::time::Duration::from_secs(60),
+            use_index: true,
+        };
+        let candidates = |addresses: Vec<Address>, topics: Vec<Vec<B256>>| {
+            let filter = LogFilter {
+                from: 0,
+                to: 2,
+                addresses,
+                topics,
+            };
+            r.indexed_candidates(&filter, 2, limits).unwrap().unwrap()
+        };
+        assert_eq!(candidates(vec![a], vec![]), vec![1]);
+        assert_eq!(candidates(vec![a, b], vec![]), vec![1, 2]);
+        assert_eq!(candidates(vec![], vec![vec![], vec![t1]]), vec![1]);
+        assert_eq!(candidates(vec![], vec![vec![t1]]), vec![2]);
+        assert_eq!(candidates(vec![b], vec![vec![t0]]), Vec::<u64>::new());
+        assert_eq!(candidates(vec![], vec![vec![t0, t1]]), vec![1, 2]);
+    }
+}
