@@ -28,15 +28,17 @@ rows = []
 for i in range(1, runs + 1):
     text = open(f"{work}/out{i}").read()
     m = re.search(r"imported (\d+) blocks .*?, (\d+) transactions, (\d+) gas in ([\d.]+)s", text)
-    s = dict((k, float(v)) for k, v in re.findall(r"(decode|senders|execution|state root|write) ([\d.]+)s", text))
+    s = dict((k, float(v)) for k, v in re.findall(r"(read|decode|senders|execution|state root|write) ([\d.]+)s", text))
     rows.append((int(m.group(1)), int(m.group(3)), float(m.group(4)), s))
 blocks, gas = rows[0][0], rows[0][1]
 total = statistics.median(r[2] for r in rows)
 print(f"\nmedian of {runs} runs: {blocks} blocks, {gas} gas in {total:.3f}s: "
       f"{blocks/total:.0f} blocks/s, {gas/1e6/total:.1f} Mgas/s")
-for stage in ["decode", "senders", "execution", "state root", "write"]:
+for stage in ["read", "decode", "senders", "execution", "state root", "write"]:
     t = statistics.median(r[3][stage] for r in rows)
     print(f"  {stage:<11} {t:8.4f}s  {100*t/total:5.1f}% of wall time")
+other = statistics.median(r[2] - sum(r[3].values()) for r in rows)
+print(f"  {'other':<11} {other:8.4f}s  {100*other/total:5.1f}% of wall time (progress, batching, freeing memory)")
 core = statistics.median(r[3]["senders"] + r[3]["execution"] for r in rows)
 print(f"  total / (sender recovery + execution) = {total/core:.2f}x (goal: 1.5x or less)")
 PY

@@ -169,7 +169,8 @@ fn import(datadir: &Path, genesis: &Path, files: &[PathBuf]) -> Result<Importer>
     );
     let s = total.stages;
     println!(
-        "stages: decode {:.4}s, senders {:.4}s, execution {:.4}s, state root {:.4}s, write {:.4}s",
+        "stages: read {:.4}s, decode {:.4}s, senders {:.4}s, execution {:.4}s, state root {:.4}s, write {:.4}s",
+        s.read.as_secs_f64(),
         s.decode.as_secs_f64(),
         s.senders.as_secs_f64(),
         s.execution.as_secs_f64(),

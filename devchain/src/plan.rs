@@ -338,7 +338,7 @@ impl<'a> Planner<'a> {
     /// range stays under eth_getLogs' 10,000 results).
     fn mix(&mut self, out: &mut Vec<Unsigned>, fees: Fees) {
         let c = self.contracts;
-        let signer = self.sender();
+        let mut signer = self.sender();
         // One transaction in ten thousand goes to the rare token.
         let roll = match self.rng.below(10) {
             0 => self.rng.below(1000),
@@ -346,17 +346,11 @@ impl<'a> Planner<'a> {
         };
         let amount = U256::from(1 + self.rng.below(1_000_000));
         let (to, input, gas): (TxKind, Bytes, u64) = match roll {
-            // A rare token transfer.
-            0 => (
-                TxKind::Call(c.rare_token),
-                Token::transferCall {
-                    to: self.holder(),
-                    value: amount,
-                }
-                .abi_encode()
-                .into(),
-                80_000,
-            ),
+            // A rare token transfer, from the deployer, who holds the rare supply.
+            0 => {
+                signer = 0;
+                self.token_transfer(c.rare_token, amount)
+            }
             1..50 => {
                 let to = self.holder();
                 let value = U256::from(self.rng.below(GWEI as u64));
@@ -368,16 +362,7 @@ impl<'a> Planner<'a> {
                 out.push(tx);
                 return;
             }
-            50..100 => (
-                TxKind::Call(c.token),
-                Token::transferCall {
-                    to: self.holder(),
-                    value: amount,
-                }
-                .abi_encode()
-                .into(),
-                80_000,
-            ),
+            50..100 => self.token_transfer(c.token, amount),
             100..110 => (
                 TxKind::Call(c.token),
                 Token::airdropCall {
@@ -439,6 +424,15 @@ impl<'a> Planner<'a> {
             _ => (TxKind::Create, store_creation(), 400_000),
         };
         out.push(self.eip1559(signer, to, U256::ZERO, input, gas, fees));
+    }
+
+    /// A call of `token.transfer(holder, amount)`: its target, input and gas limit.
+    fn token_transfer(&mut self, token: Address, amount: U256) -> (TxKind, Bytes, u64) {
+        let call = Token::transferCall {
+            to: self.holder(),
+            value: amount,
+        };
+        (TxKind::Call(token), call.abi_encode().into(), 80_000)
     }
 
     /// Senders rotate over the dev accounts other than the deployer.

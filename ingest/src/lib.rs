@@ -95,6 +95,8 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// How long each stage took, summed over an import.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StageTimes {
+    /// Reading raw blocks from the file (and decompressing).
+    pub read: Duration,
     pub decode: Duration,
     pub senders: Duration,
     pub execution: Duration,
@@ -120,6 +122,7 @@ impl std::ops::AddAssign for ImportStats {
         self.transactions += other.transactions;
         self.gas += other.gas;
         self.elapsed += other.elapsed;
+        self.stages.read += other.stages.read;
         self.stages.decode += other.stages.decode;
         self.stages.senders += other.stages.senders;
         self.stages.execution += other.stages.execution;
@@ -313,6 +316,7 @@ impl Importer {
         loop {
             let mut raw = Vec::with_capacity(BATCH_BLOCKS);
             let mut approx_txs = 0;
+            let read_start = Instant::now();
             while raw.len() < BATCH_BLOCKS && approx_txs < BATCH_TXS {
                 match blocks.next() {
                     Some(Ok(block)) => {
@@ -326,13 +330,17 @@ impl Importer {
                     None => break,
                 }
             }
+            stats.stages.read += read_start.elapsed();
             if raw.is_empty() {
                 break;
             }
             let (decoded, decode_error) = self.decode_batch(name, raw, &mut stats);
             let target = decoded.last().map(|d| d.block.header.number);
             if target.is_some_and(|target| target > self.head.number) {
+                // A commit of its own: part of the cost of writing.
+                let announce_start = Instant::now();
                 self.announce_target(target)?;
+                stats.stages.write += announce_start.elapsed();
             }
             self.execute_batch(name, decoded, &mut stats, progress)?;
             if let Some(err) = decode_error {
