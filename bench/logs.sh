@@ -20,15 +20,19 @@ fi
 work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
-start() { # name, extra config line
+start() { # name, extra config line; runs in this shell so that the trap can stop it
   printf 'listen = "127.0.0.1:0"\n%s\n[[keys]]\nkey = "bench"\n' "$2" > "$work/$1.toml"
   ./target/release/quarry serve --datadir "$datadir" --config "$work/$1.toml" > "$work/$1.out" 2>/dev/null &
   pids+=($!)
+}
+address() { # name
   for _ in $(seq 100); do grep -q listening "$work/$1.out" && break; sleep 0.1; done
   sed -n 's|listening on http://\([^/]*\)/.*|\1|p' "$work/$1.out"
 }
-index=$(start index "")
-scan=$(start scan "log_index = false")
+start index ""
+start scan "log_index = false"
+index=$(address index)
+scan=$(address scan)
 python3 - "$index" "$scan" "${RUNS:-10}" "${SCAN_RUNS:-3}" <<'PY'
 import http.client, json, statistics, sys, time
 index, scan, runs, scan_runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

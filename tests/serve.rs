@@ -25,6 +25,17 @@ const METHODS: &[&str] = &[
     "rollup_getInfo",
     "eth_call",
     "eth_estimateGas",
+    "eth_chainId",
+    "net_version",
+    "eth_blockNumber",
+    "eth_syncing",
+    "eth_getBalance",
+    "eth_getCode",
+    "eth_getTransactionCount",
+    "eth_getTransactionByHash",
+    "eth_getBlockReceipts",
+    "eth_getBlockTransactionCountByHash",
+    "eth_getBlockTransactionCountByNumber",
 ];
 
 fn server() -> Server {
@@ -535,6 +546,10 @@ fn syncing_follows_a_live_ingest_announcement() {
         pid: std::process::id(),
     }));
     assert_eq!(syncing(), true);
+    // eth_syncing reports the same, as geth's progress object.
+    let progress = server.call("eth_syncing", json!([]))["result"].clone();
+    assert_eq!(progress["highestBlock"], "0x36", "{progress}");
+    assert_eq!(progress["currentBlock"], "0x5", "{progress}");
     let mut exited = std::process::Command::new("true").spawn().unwrap();
     let dead = exited.id();
     exited.wait().unwrap();
@@ -545,4 +560,5 @@ fn syncing_follows_a_live_ingest_announcement() {
     assert_eq!(syncing(), false);
     announce(None);
     assert_eq!(syncing(), false);
+    assert_eq!(server.call("eth_syncing", json!([]))["result"], false);
 }

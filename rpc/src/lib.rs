@@ -132,8 +132,8 @@ where
     )
 }
 
-/// Registers the by-number and by-hash twins of a method: two parameters, the first naming the
-/// block (`methods[0]` by number or tag, `methods[1]` by hash).
+/// Registers the by-number and by-hash twins of a method: all parameters required, the first
+/// naming the block (`methods[0]` by number or tag, `methods[1]` by hash).
 fn register_by_block<R, F>(
     module: &mut RpcModule<Node>,
     pool: &ReadPool,
@@ -151,7 +151,7 @@ where
         pool,
         by_number,
         number_names,
-        2,
+        number_names.len(),
         move |node, reads, args| by_tag(node, reads, BlockAt::Tag(args.required(0)?), args),
     )?;
     register(
@@ -159,7 +159,7 @@ where
         pool,
         by_hash,
         hash_names,
-        2,
+        hash_names.len(),
         move |node, reads, args| handler(node, reads, BlockAt::Hash(args.required(0)?), args),
     )
 }
@@ -270,6 +270,88 @@ fn methods(
             node.estimate_gas(tx, &call, at, &overrides)
         },
     )?;
+    register(
+        m,
+        pool,
+        "eth_getTransactionByHash",
+        &["transactionHash"],
+        1,
+        |node, reads, args| node.transaction_by_hash(reads, args.required(0)?),
+    )?;
+    register(
+        m,
+        pool,
+        "eth_getBlockReceipts",
+        &["block"],
+        1,
+        |node, reads, args| {
+            let at = match args.required::<BlockId>(0)? {
+                BlockId::Tag(tag) => BlockAt::Tag(tag),
+                BlockId::Hash { hash, .. } => BlockAt::Hash(hash),
+            };
+            node.block_receipts(reads, at)
+        },
+    )?;
+    register_by_block(
+        m,
+        pool,
+        [
+            ("eth_getBlockTransactionCountByNumber", &["blockNumber"]),
+            ("eth_getBlockTransactionCountByHash", &["blockHash"]),
+        ],
+        |node, reads, at, _| node.block_transaction_count(reads, at),
+    )?;
+    register_by_block(
+        m,
+        pool,
+        [
+            ("eth_getUncleCountByBlockNumber", &["blockNumber"]),
+            ("eth_getUncleCountByBlockHash", &["blockHash"]),
+        ],
+        |node, reads, at, _| node.uncle_count(reads, at),
+    )?;
+    let account_names = &["address", "block"];
+    register_snapshot(
+        m,
+        pool,
+        "eth_getBalance",
+        account_names,
+        1,
+        |node, tx, args| node.balance(tx, args.required(0)?, block_or_latest(args, 1)?),
+    )?;
+    register_snapshot(
+        m,
+        pool,
+        "eth_getCode",
+        account_names,
+        1,
+        |node, tx, args| node.code(tx, args.required(0)?, block_or_latest(args, 1)?),
+    )?;
+    register_snapshot(
+        m,
+        pool,
+        "eth_getTransactionCount",
+        account_names,
+        1,
+        |node, tx, args| node.transaction_count(tx, args.required(0)?, block_or_latest(args, 1)?),
+    )?;
+    register_snapshot(m, pool, "eth_blockNumber", &[], 0, |node, tx, _| {
+        node.block_number(tx)
+    })?;
+    register_snapshot(m, pool, "eth_syncing", &[], 0, |node, tx, _| {
+        node.syncing(tx)
+    })?;
+    // The chain id is fixed for the database: answered inline.
+    m.register_method("eth_chainId", |params, node, _| {
+        Args::parse(&params, &[], 0)?;
+        Ok::<_, ErrorObjectOwned>(node.chain_id()?)
+    })
+    .map_err(|_| ServeError::Register("eth_chainId".into()))?;
+    m.register_method("net_version", |params, node, _| {
+        Args::parse(&params, &[], 0)?;
+        Ok::<_, ErrorObjectOwned>(node.chain_id()?.to::<u64>().to_string())
+    })
+    .map_err(|_| ServeError::Register("net_version".into()))?;
     // Reads nothing, so it runs inline: the cheapest call, the benchmarks' ceiling.
     m.register_method("web3_clientVersion", |params, _, _| {
         Args::parse(&params, &[], 0)?;

@@ -11,13 +11,16 @@ use crate::{
     types::{BlockJson, LogJson, ReceiptJson, TransactionJson, TxContext},
 };
 use alloy_consensus::Header;
+use alloy_consensus::constants::KECCAK_EMPTY;
 use alloy_hardforks::EthereumHardforks;
-use alloy_primitives::{Address, B256, Bytes, U64};
+use alloy_primitives::{Address, B256, Bytes, U64, U256};
 use quarry_executor::{
     CallContext, CallOutcome, ChainSpec, StateCache, StateOverrides,
     call::{HaltReason, TX_GAS_LIMIT_CAP, halt_message},
 };
-use quarry_storage::{BlockMark, Database, LogFilter, LogLimits, LogsOutcome, ReadTx};
+use quarry_storage::{
+    BlockMark, Database, LogFilter, LogLimits, LogsOutcome, ReadTx, StoredAccount,
+};
 
 use serde::Serialize;
 use std::{
@@ -310,6 +313,170 @@ impl Node {
         ))))
     }
 
+    /// The account `address` after block `at` (`None`: it does not exist).
+    fn account_at(
+        &self,
+        tx: &ReadTx,
+        address: Address,
+        at: BlockId,
+    ) -> Result<Option<StoredAccount>> {
+        let (number, is_head) = self.state_block(tx, at)?;
+        Ok(if is_head {
+            tx.account(&address)?
+        } else {
+            tx.account_at(&address, number)?
+        })
+    }
+
+    /// eth_getBalance: zero for an account that does not exist.
+    pub fn balance(&self, tx: &ReadTx, address: Address, at: BlockId) -> Result<U256> {
+        Ok(self
+            .account_at(tx, address, at)?
+            .map_or(U256::ZERO, |account| account.balance))
+    }
+
+    /// eth_getTransactionCount: the account's nonce.
+    pub fn transaction_count(&self, tx: &ReadTx, address: Address, at: BlockId) -> Result<U64> {
+        Ok(U64::from(
+            self.account_at(tx, address, at)?
+                .map_or(0, |account| account.nonce),
+        ))
+    }
+
+    /// eth_getCode: `0x` for an account without code (an EIP-7702 account shows its
+    /// delegation designator).
+    pub fn code(&self, tx: &ReadTx, address: Address, at: BlockId) -> Result<Bytes> {
+        let Some(account) = self.account_at(tx, address, at)? else {
+            return Ok(Bytes::new());
+        };
+        if account.code_hash == KECCAK_EMPTY || account.code_hash.is_zero() {
+            return Ok(Bytes::new());
+        }
+        tx.bytecode(&account.code_hash)?.ok_or_else(|| {
+            RpcError::Storage(quarry_storage::Error::Corrupt(format!(
+                "no bytecode stored for code hash {}",
+                account.code_hash
+            )))
+        })
+    }
+
+    pub fn chain_id(&self) -> Result<U64> {
+        Ok(U64::from(
+            self.spec.as_ref().ok_or(RpcError::NoChain)?.chain_id,
+        ))
+    }
+
+    pub fn block_number(&self, tx: &ReadTx) -> Result<U64> {
+        Ok(U64::from(Self::head(tx)?))
+    }
+
+    /// eth_syncing: `false`, or geth's progress object while a live ingest is importing
+    /// towards a block above the head.
+    pub fn syncing(&self, tx: &ReadTx) -> Result<Syncing> {
+        let head = Self::head(tx)?;
+        Ok(match tx.sync_target()? {
+            Some(target) if target.block > head && process_alive(target.pid) => Syncing::Progress {
+                starting_block: U64::from(head),
+                current_block: U64::from(head),
+                highest_block: U64::from(target.block),
+            },
+            _ => Syncing::Done(false),
+        })
+    }
+
+    /// eth_getTransactionByHash.
+    pub fn transaction_by_hash(
+        &self,
+        reads: &Reads,
+        hash: B256,
+    ) -> Result<Option<Option<TransactionJson>>> {
+        let (block, index) = match reads {
+            Reads::Cache => match self.blocks.by_transaction(&hash) {
+                Some(found) => found,
+                None => return Ok(None),
+            },
+            Reads::Snapshot(tx) => {
+                let Some(location) = tx.tx_location(&hash)? else {
+                    return Ok(Some(None));
+                };
+                let Some(block) = self.stored_block(tx, location.block_number)? else {
+                    return Ok(Some(None));
+                };
+                (block, location.index as usize)
+            }
+        };
+        let Some(transaction) = block.body.transactions.get(index) else {
+            return Ok(Some(None));
+        };
+        let at = TxContext::new(&block.header, block.hash, index);
+        Ok(Some(Some(TransactionJson::new(
+            transaction,
+            block.sender(index)?,
+            &at,
+        ))))
+    }
+
+    /// eth_getBlockReceipts: every receipt of the block, `null` for a block not stored.
+    pub fn block_receipts(
+        &self,
+        reads: &Reads,
+        at: BlockAt,
+    ) -> Result<Option<Option<Vec<ReceiptJson>>>> {
+        let Some(block) = self.find_block(reads, at)? else {
+            return Ok(None);
+        };
+        let Some(block) = block else {
+            return Ok(Some(None));
+        };
+        let receipts = match reads {
+            Reads::Cache => match block.loaded_receipts() {
+                Some(receipts) => receipts,
+                None => return Ok(None),
+            },
+            Reads::Snapshot(tx) => block.receipts(tx)?,
+        };
+        let mut first_log_index = 0;
+        let mut out = Vec::with_capacity(receipts.list.len());
+        for (index, ((transaction, receipt), bloom)) in block
+            .body
+            .transactions
+            .iter()
+            .zip(&receipts.list)
+            .zip(&receipts.blooms)
+            .enumerate()
+        {
+            let at = TxContext::new(&block.header, block.hash, index);
+            out.push(ReceiptJson::new(
+                receipt,
+                *bloom,
+                transaction,
+                block.sender(index)?,
+                &at,
+                first_log_index,
+            ));
+            first_log_index += receipt.logs.len();
+        }
+        Ok(Some(Some(out)))
+    }
+
+    /// eth_getBlockTransactionCountBy*: `null` for a block not stored.
+    pub fn block_transaction_count(
+        &self,
+        reads: &Reads,
+        at: BlockAt,
+    ) -> Result<Option<Option<U64>>> {
+        Ok(self
+            .find_block(reads, at)?
+            .map(|block| block.map(|block| U64::from(block.body.transactions.len()))))
+    }
+
+    /// eth_getUncleCountBy*: `null` for a block not stored.
+    pub fn uncle_count(&self, reads: &Reads, at: BlockAt) -> Result<Option<Option<U64>>> {
+        Ok(self
+            .find_block(reads, at)?
+            .map(|block| block.map(|block| U64::from(block.body.ommers.len()))))
+    }
+
     /// The 32-byte value of `slot` of `address` after block `at`.
     pub fn storage_at(
         &self,
@@ -508,6 +675,19 @@ fn call_failure(outcome: CallOutcome, estimate_cap: Option<u64>) -> RpcError {
 /// announcement behind).
 fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// eth_syncing's answer: `false`, or geth's progress object.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Syncing {
+    Done(bool),
+    #[serde(rename_all = "camelCase")]
+    Progress {
+        starting_block: U64,
+        current_block: U64,
+        highest_block: U64,
+    },
 }
 
 /// `rollup_getInfo`'s object, numbers as JSON numbers as l2geth writes them.

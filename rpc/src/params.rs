@@ -45,7 +45,7 @@ impl Args {
             let missing = values.len();
             return Err(RpcError::InvalidParams(format!(
                 "missing value for required argument {missing} ({})",
-                names[missing]
+                names.get(missing).copied().unwrap_or("argument")
             )));
         }
         Ok(Self { values, names })
