@@ -36,6 +36,11 @@ const METHODS: &[&str] = &[
     "eth_getBlockReceipts",
     "eth_getBlockTransactionCountByHash",
     "eth_getBlockTransactionCountByNumber",
+    "debug_getRawHeader",
+    "debug_getRawBlock",
+    "debug_getRawReceipts",
+    "debug_getRawTransaction",
+    "eth_blobBaseFee",
 ];
 
 fn server() -> Server {

@@ -15,7 +15,7 @@ mod types;
 
 pub use config::{ApiKey, Config, ConfigError};
 pub use error::{Result, RpcError};
-pub use node::{BlockAt, BlockMarks, LogsConfig, Node, Reads};
+pub use node::{BlockAt, BlockMarks, LogsConfig, Node, RawPart, Reads};
 
 use jsonrpsee::{
     RpcModule,
@@ -182,6 +182,14 @@ fn block_or_latest(args: &Args, position: usize) -> Result<BlockId> {
         .unwrap_or(BlockId::Tag(BlockTag::Latest)))
 }
 
+/// A block named by number, tag or hash, for methods that read a block (not state).
+fn block_at(id: BlockId) -> BlockAt {
+    match id {
+        BlockId::Tag(tag) => BlockAt::Tag(tag),
+        BlockId::Hash { hash, .. } => BlockAt::Hash(hash),
+    }
+}
+
 fn index(args: &Args, position: usize) -> Result<u64> {
     args.required::<Index>(position).map(|Index(index)| index)
 }
@@ -284,13 +292,7 @@ fn methods(
         "eth_getBlockReceipts",
         &["block"],
         1,
-        |node, reads, args| {
-            let at = match args.required::<BlockId>(0)? {
-                BlockId::Tag(tag) => BlockAt::Tag(tag),
-                BlockId::Hash { hash, .. } => BlockAt::Hash(hash),
-            };
-            node.block_receipts(reads, at)
-        },
+        |node, reads, args| node.block_receipts(reads, block_at(args.required(0)?)),
     )?;
     register_by_block(
         m,
@@ -309,6 +311,23 @@ fn methods(
             ("eth_getUncleCountByBlockHash", &["blockHash"]),
         ],
         |node, reads, at, _| node.uncle_count(reads, at),
+    )?;
+    for (method, part) in [
+        ("debug_getRawHeader", RawPart::Header),
+        ("debug_getRawBlock", RawPart::Block),
+        ("debug_getRawReceipts", RawPart::Receipts),
+    ] {
+        register(m, pool, method, &["block"], 1, move |node, reads, args| {
+            node.raw_block(reads, block_at(args.required(0)?), part)
+        })?;
+    }
+    register_snapshot(
+        m,
+        pool,
+        "debug_getRawTransaction",
+        &["transactionHash"],
+        1,
+        |node, tx, args| node.raw_transaction(tx, args.required(0)?),
     )?;
     let account_names = &["address", "block"];
     register_snapshot(
@@ -337,6 +356,9 @@ fn methods(
     )?;
     register_snapshot(m, pool, "eth_blockNumber", &[], 0, |node, tx, _| {
         node.block_number(tx)
+    })?;
+    register_snapshot(m, pool, "eth_blobBaseFee", &[], 0, |node, tx, _| {
+        node.blob_base_fee(tx)
     })?;
     register_snapshot(m, pool, "eth_syncing", &[], 0, |node, tx, _| {
         node.syncing(tx)

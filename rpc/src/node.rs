@@ -12,6 +12,7 @@ use crate::{
 };
 use alloy_consensus::Header;
 use alloy_consensus::constants::KECCAK_EMPTY;
+use alloy_eips::eip2718::Encodable2718;
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256, Bytes, U64, U256};
 use quarry_executor::{
@@ -370,6 +371,23 @@ impl Node {
         Ok(U64::from(Self::head(tx)?))
     }
 
+    /// eth_blobBaseFee: the blob base fee of the head block, as geth answers (`null` before
+    /// Cancun).
+    pub fn blob_base_fee(&self, tx: &ReadTx) -> Result<Option<alloy_primitives::U128>> {
+        let spec = self.spec.as_ref().ok_or(RpcError::NoChain)?;
+        let head = Self::head(tx)?;
+        let header = tx.header(head)?.ok_or(RpcError::HeaderNotFound)?;
+        let (Some(excess), Some(params)) = (
+            header.excess_blob_gas,
+            spec.blob_params_at(header.timestamp),
+        ) else {
+            return Ok(None);
+        };
+        Ok(Some(alloy_primitives::U128::from(
+            params.calc_blob_fee(excess),
+        )))
+    }
+
     /// eth_syncing: `false`, or geth's progress object while a live ingest is importing
     /// towards a block above the head.
     pub fn syncing(&self, tx: &ReadTx) -> Result<Syncing> {
@@ -457,6 +475,60 @@ impl Node {
             first_log_index += receipt.logs.len();
         }
         Ok(Some(Some(out)))
+    }
+
+    /// debug_getRawHeader, debug_getRawBlock and debug_getRawReceipts: the block's consensus
+    /// encodings, `null` for a block not stored.
+    pub fn raw_block(
+        &self,
+        reads: &Reads,
+        at: BlockAt,
+        part: RawPart,
+    ) -> Result<Option<Option<serde_json::Value>>> {
+        let Some(block) = self.find_block(reads, at)? else {
+            return Ok(None);
+        };
+        let Some(block) = block else {
+            return Ok(Some(None));
+        };
+        let hex = |bytes: Vec<u8>| serde_json::Value::String(Bytes::from(bytes).to_string());
+        let value = match part {
+            RawPart::Header => hex(alloy_rlp::encode(&block.header)),
+            RawPart::Block => {
+                let full = alloy_consensus::Block::new(block.header.clone(), block.body.clone());
+                hex(alloy_rlp::encode(&full))
+            }
+            RawPart::Receipts => {
+                let receipts = match reads {
+                    Reads::Cache => match block.loaded_receipts() {
+                        Some(receipts) => receipts,
+                        None => return Ok(None),
+                    },
+                    Reads::Snapshot(tx) => block.receipts(tx)?,
+                };
+                let mut encoded = Vec::with_capacity(receipts.list.len());
+                for (receipt, bloom) in receipts.list.iter().zip(&receipts.blooms) {
+                    encoded.push(hex(consensus_receipt(receipt, *bloom)?.encoded_2718()));
+                }
+                serde_json::Value::Array(encoded)
+            }
+        };
+        Ok(Some(Some(value)))
+    }
+
+    /// debug_getRawTransaction: the transaction's EIP-2718 encoding.
+    pub fn raw_transaction(&self, tx: &ReadTx, hash: B256) -> Result<Option<Bytes>> {
+        let Some(location) = tx.tx_location(&hash)? else {
+            return Ok(None);
+        };
+        let Some(block) = self.stored_block(tx, location.block_number)? else {
+            return Ok(None);
+        };
+        Ok(block
+            .body
+            .transactions
+            .get(location.index as usize)
+            .map(|transaction| transaction.encoded_2718().into()))
     }
 
     /// eth_getBlockTransactionCountBy*: `null` for a block not stored.
@@ -675,6 +747,42 @@ fn call_failure(outcome: CallOutcome, estimate_cap: Option<u64>) -> RpcError {
 /// announcement behind).
 fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Which consensus encoding of a block debug_getRaw* returns.
+#[derive(Debug, Clone, Copy)]
+pub enum RawPart {
+    Header,
+    Block,
+    Receipts,
+}
+
+/// A stored receipt as the chain encodes it (what the receipts root commits to).
+fn consensus_receipt(
+    receipt: &quarry_storage::StoredReceipt,
+    bloom: alloy_primitives::Bloom,
+) -> Result<alloy_consensus::ReceiptEnvelope> {
+    let tx_type = alloy_consensus::TxType::try_from(receipt.tx_type).map_err(|_| {
+        RpcError::Storage(quarry_storage::Error::Corrupt(format!(
+            "receipt of unknown transaction type {}",
+            receipt.tx_type
+        )))
+    })?;
+    let status = match receipt.outcome {
+        quarry_storage::ReceiptOutcome::PostState(root) => {
+            alloy_consensus::Eip658Value::PostState(root)
+        }
+        quarry_storage::ReceiptOutcome::Status(ok) => alloy_consensus::Eip658Value::Eip658(ok),
+    };
+    let inner = alloy_consensus::Receipt {
+        status,
+        cumulative_gas_used: receipt.cumulative_gas_used,
+        logs: receipt.logs.clone(),
+    };
+    Ok(alloy_consensus::ReceiptEnvelope::from_typed(
+        tx_type,
+        alloy_consensus::ReceiptWithBloom::new(inner, bloom),
+    ))
 }
 
 /// eth_syncing's answer: `false`, or geth's progress object.
