@@ -4,7 +4,7 @@
 
 use crate::call::{Call, revert_reason};
 use crate::{
-    cache::{BlockCache, CachedBlock},
+    cache::{BlockCache, BlockReceipts, CachedBlock},
     error::{Result, RpcError},
     logs::Filter,
     params::{BlockId, BlockTag},
@@ -268,32 +268,34 @@ impl Node {
         ))))
     }
 
+    /// The block holding transaction `hash` and its index there: `Some(None)` when it is not
+    /// stored, `None` when only the cache was asked and it cannot tell.
+    fn locate_transaction(&self, reads: &Reads, hash: B256) -> Result<Option<Option<TxInBlock>>> {
+        match reads {
+            Reads::Cache => Ok(self.blocks.by_transaction(&hash).map(Some)),
+            Reads::Snapshot(tx) => {
+                let Some(location) = tx.tx_location(&hash)? else {
+                    return Ok(Some(None));
+                };
+                let block = self.stored_block(tx, location.block_number)?;
+                Ok(Some(block.map(|block| (block, location.index as usize))))
+            }
+        }
+    }
+
     pub fn transaction_receipt(
         &self,
         reads: &Reads,
         hash: B256,
     ) -> Result<Option<Option<ReceiptJson>>> {
-        let (block, index) = match reads {
-            Reads::Cache => match self.blocks.by_transaction(&hash) {
-                Some(found) => found,
-                None => return Ok(None),
-            },
-            Reads::Snapshot(tx) => {
-                let Some(location) = tx.tx_location(&hash)? else {
-                    return Ok(Some(None));
-                };
-                let Some(block) = self.stored_block(tx, location.block_number)? else {
-                    return Ok(Some(None));
-                };
-                (block, location.index as usize)
-            }
+        let Some(found) = self.locate_transaction(reads, hash)? else {
+            return Ok(None);
         };
-        let receipts = match reads {
-            Reads::Cache => match block.loaded_receipts() {
-                Some(receipts) => receipts,
-                None => return Ok(None),
-            },
-            Reads::Snapshot(tx) => block.receipts(tx)?,
+        let Some((block, index)) = found else {
+            return Ok(Some(None));
+        };
+        let Some(receipts) = receipts_of(reads, &block)? else {
+            return Ok(None);
         };
         let (Some(transaction), Some(receipt), Some(bloom)) = (
             block.body.transactions.get(index),
@@ -408,20 +410,11 @@ impl Node {
         reads: &Reads,
         hash: B256,
     ) -> Result<Option<Option<TransactionJson>>> {
-        let (block, index) = match reads {
-            Reads::Cache => match self.blocks.by_transaction(&hash) {
-                Some(found) => found,
-                None => return Ok(None),
-            },
-            Reads::Snapshot(tx) => {
-                let Some(location) = tx.tx_location(&hash)? else {
-                    return Ok(Some(None));
-                };
-                let Some(block) = self.stored_block(tx, location.block_number)? else {
-                    return Ok(Some(None));
-                };
-                (block, location.index as usize)
-            }
+        let Some(found) = self.locate_transaction(reads, hash)? else {
+            return Ok(None);
+        };
+        let Some((block, index)) = found else {
+            return Ok(Some(None));
         };
         let Some(transaction) = block.body.transactions.get(index) else {
             return Ok(Some(None));
@@ -446,12 +439,8 @@ impl Node {
         let Some(block) = block else {
             return Ok(Some(None));
         };
-        let receipts = match reads {
-            Reads::Cache => match block.loaded_receipts() {
-                Some(receipts) => receipts,
-                None => return Ok(None),
-            },
-            Reads::Snapshot(tx) => block.receipts(tx)?,
+        let Some(receipts) = receipts_of(reads, &block)? else {
+            return Ok(None);
         };
         let mut first_log_index = 0;
         let mut out = Vec::with_capacity(receipts.list.len());
@@ -499,12 +488,8 @@ impl Node {
                 hex(alloy_rlp::encode(&full))
             }
             RawPart::Receipts => {
-                let receipts = match reads {
-                    Reads::Cache => match block.loaded_receipts() {
-                        Some(receipts) => receipts,
-                        None => return Ok(None),
-                    },
-                    Reads::Snapshot(tx) => block.receipts(tx)?,
+                let Some(receipts) = receipts_of(reads, &block)? else {
+                    return Ok(None);
                 };
                 let mut encoded = Vec::with_capacity(receipts.list.len());
                 for (receipt, bloom) in receipts.list.iter().zip(&receipts.blooms) {
@@ -518,16 +503,16 @@ impl Node {
 
     /// debug_getRawTransaction: the transaction's EIP-2718 encoding.
     pub fn raw_transaction(&self, tx: &ReadTx, hash: B256) -> Result<Option<Bytes>> {
-        let Some(location) = tx.tx_location(&hash)? else {
-            return Ok(None);
-        };
-        let Some(block) = self.stored_block(tx, location.block_number)? else {
+        let Some((block, index)) = self
+            .locate_transaction(&Reads::Snapshot(tx), hash)?
+            .flatten()
+        else {
             return Ok(None);
         };
         Ok(block
             .body
             .transactions
-            .get(location.index as usize)
+            .get(index)
             .map(|transaction| transaction.encoded_2718().into()))
     }
 
@@ -747,6 +732,17 @@ fn call_failure(outcome: CallOutcome, estimate_cap: Option<u64>) -> RpcError {
 /// announcement behind).
 fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// A stored block and the index of one of its transactions.
+type TxInBlock = (Arc<CachedBlock>, usize);
+
+/// A block's receipts: `None` when only the cache was asked and they are not loaded yet.
+fn receipts_of<'b>(reads: &Reads, block: &'b CachedBlock) -> Result<Option<&'b BlockReceipts>> {
+    match reads {
+        Reads::Cache => Ok(block.loaded_receipts()),
+        Reads::Snapshot(tx) => block.receipts(tx).map(Some),
+    }
 }
 
 /// Which consensus encoding of a block debug_getRaw* returns.
