@@ -399,3 +399,41 @@ fn readme_examples_answer_as_shown() {
     }
     assert!(checked >= 12, "only {checked} README examples checked");
 }
+
+/// eth_feeHistory over the dev chain's last blocks: shapes, the next block's fees, and tips
+/// that grow with the percentile.
+#[test]
+fn fee_history_covers_the_requested_blocks() {
+    let net = Devnet::start();
+    let head = net.head();
+    let history = net
+        .server
+        .result("eth_feeHistory", json!(["0x4", "latest", [10, 50, 90]]));
+    assert_eq!(history["oldestBlock"], format!("{:#x}", head - 3));
+    let base_fees = history["baseFeePerGas"].as_array().unwrap();
+    assert_eq!(base_fees.len(), 5);
+    assert_eq!(base_fees[3], net.block(head)["baseFeePerGas"]);
+    assert_eq!(history["gasUsedRatio"].as_array().unwrap().len(), 4);
+    assert_eq!(history["baseFeePerBlobGas"].as_array().unwrap().len(), 5);
+    let rewards = history["reward"].as_array().unwrap();
+    assert_eq!(rewards.len(), 4);
+    for row in rewards {
+        let tips: Vec<u128> = row
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                u128::from_str_radix(t.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+            })
+            .collect();
+        assert_eq!(tips.len(), 3);
+        assert!(tips.windows(2).all(|w| w[0] <= w[1]), "{tips:?}");
+    }
+    // Without percentiles there is no reward field; a bad percentile names the parameter.
+    let plain = net.server.result("eth_feeHistory", json!([1, "latest"]));
+    assert!(plain.get("reward").is_none());
+    let bad = net
+        .server
+        .call("eth_feeHistory", json!(["0x1", "latest", [50, 10]]));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+}

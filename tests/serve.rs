@@ -41,6 +41,7 @@ const METHODS: &[&str] = &[
     "debug_getRawReceipts",
     "debug_getRawTransaction",
     "eth_blobBaseFee",
+    "eth_feeHistory",
 ];
 
 fn server() -> Server {

@@ -357,6 +357,15 @@ fn methods(
     register_snapshot(m, pool, "eth_blockNumber", &[], 0, |node, tx, _| {
         node.block_number(tx)
     })?;
+    let fee_names = &["blockCount", "newestBlock", "rewardPercentiles"];
+    register_snapshot(m, pool, "eth_feeHistory", fee_names, 2, |node, tx, args| {
+        let params::BlockCount(count) = args.required(0)?;
+        let percentiles = args
+            .optional::<params::Percentiles>(2)?
+            .map(|p| p.0)
+            .unwrap_or_default();
+        node.fee_history(tx, count, args.required(1)?, &percentiles)
+    })?;
     register_snapshot(m, pool, "eth_blobBaseFee", &[], 0, |node, tx, _| {
         node.blob_base_fee(tx)
     })?;

@@ -11,10 +11,10 @@ use crate::{
     types::{BlockJson, LogJson, ReceiptJson, TransactionJson, TxContext},
 };
 use alloy_consensus::Header;
-use alloy_consensus::constants::KECCAK_EMPTY;
+use alloy_consensus::{Transaction as _, constants::KECCAK_EMPTY};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_hardforks::EthereumHardforks;
-use alloy_primitives::{Address, B256, Bytes, U64, U256};
+use alloy_primitives::{Address, B256, Bytes, U64, U128, U256};
 use quarry_executor::{
     CallContext, CallOutcome, ChainSpec, StateCache, StateOverrides,
     call::{HaltReason, TX_GAS_LIMIT_CAP, halt_message},
@@ -371,6 +371,83 @@ impl Node {
 
     pub fn block_number(&self, tx: &ReadTx) -> Result<U64> {
         Ok(U64::from(Self::head(tx)?))
+    }
+
+    /// eth_feeHistory with geth's rules: up to `MAX_FEE_HISTORY` blocks ending at `newest`,
+    /// base fees (and blob base fees) including the block after it, and per block the
+    /// effective tips at the given percentiles of gas used.
+    pub fn fee_history(
+        &self,
+        tx: &ReadTx,
+        count: u64,
+        newest: BlockTag,
+        percentiles: &[f64],
+    ) -> Result<FeeHistory> {
+        let spec = self.spec.as_ref().ok_or(RpcError::NoChain)?;
+        let newest = self.tag_number(tx, newest)?;
+        if newest > Self::head(tx)? {
+            return Err(RpcError::HeaderNotFound);
+        }
+        let count = count.min(MAX_FEE_HISTORY).min(newest + 1);
+        let oldest = newest + 1 - count;
+        let mut history = FeeHistory {
+            oldest_block: U64::from(oldest),
+            reward: (!percentiles.is_empty()).then(Vec::new),
+            base_fee_per_gas: Vec::new(),
+            gas_used_ratio: Vec::new(),
+            base_fee_per_blob_gas: Vec::new(),
+            blob_gas_used_ratio: Vec::new(),
+        };
+        if count == 0 {
+            return Ok(history);
+        }
+        let mut last = None;
+        for number in oldest..=newest {
+            let block = self
+                .stored_block(tx, number)?
+                .ok_or(RpcError::HeaderNotFound)?;
+            let header = &block.header;
+            history
+                .base_fee_per_gas
+                .push(U128::from(header.base_fee_per_gas.unwrap_or_default()));
+            history
+                .gas_used_ratio
+                .push(GoFloat(header.gas_used as f64 / header.gas_limit as f64));
+            let blob_params = spec.blob_params_at(header.timestamp);
+            history.base_fee_per_blob_gas.push(U128::from(
+                match (header.excess_blob_gas, blob_params) {
+                    (Some(excess), Some(params)) => params.calc_blob_fee(excess),
+                    _ => 0,
+                },
+            ));
+            history
+                .blob_gas_used_ratio
+                .push(GoFloat(match (header.blob_gas_used, blob_params) {
+                    (Some(used), Some(params)) if params.max_blob_gas_per_block() > 0 => {
+                        used as f64 / params.max_blob_gas_per_block() as f64
+                    }
+                    _ => 0.0,
+                }));
+            if let Some(rewards) = history.reward.as_mut() {
+                let receipts = block.receipts(tx)?;
+                rewards.push(block_rewards(&block, &receipts.list, percentiles));
+            }
+            last = Some(block);
+        }
+        if let Some(block) = last {
+            let header = &block.header;
+            history.base_fee_per_gas.push(U128::from(
+                quarry_executor::verify::expected_base_fee(spec, header).unwrap_or_default(),
+            ));
+            let next_blob_fee =
+                quarry_executor::verify::expected_excess_blob_gas(spec, header.timestamp, header)
+                    .zip(spec.blob_params_at(header.timestamp))
+                    .map_or(0, |(excess, params)| params.calc_blob_fee(excess));
+            history
+                .base_fee_per_blob_gas
+                .push(U128::from(next_blob_fee));
+        }
+        Ok(history)
     }
 
     /// eth_blobBaseFee: the blob base fee of the head block, as geth answers (`null` before
@@ -734,6 +811,96 @@ fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// eth_feeHistory answers at most this many blocks, as geth's default.
+const MAX_FEE_HISTORY: u64 = 1024;
+
+/// eth_feeHistory's answer, in geth's field order.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeeHistory {
+    oldest_block: U64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reward: Option<Vec<Vec<U128>>>,
+    base_fee_per_gas: Vec<U128>,
+    gas_used_ratio: Vec<GoFloat>,
+    base_fee_per_blob_gas: Vec<U128>,
+    blob_gas_used_ratio: Vec<GoFloat>,
+}
+
+/// A float written as Go's encoding/json writes it (geth's ratios): integral values without a
+/// fraction (`0`, `1`), exponents below 1e-6 with two digits (`1e-07`).
+#[derive(Debug, Clone, Copy)]
+pub struct GoFloat(pub f64);
+
+impl Serialize for GoFloat {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        let x = self.0;
+        if x.fract() == 0.0 && x.abs() < 1e21 {
+            return serializer.serialize_i64(x as i64);
+        }
+        if x.abs() >= 1e-6 && x.abs() < 1e21 {
+            return serializer.serialize_f64(x);
+        }
+        let text = format!("{x:e}");
+        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+        let (sign, digits) = match exponent.strip_prefix('-') {
+            Some(digits) => ("-", digits),
+            None => ("+", exponent),
+        };
+        let go = format!("{mantissa}e{sign}{digits:0>2}");
+        let raw =
+            serde_json::value::RawValue::from_string(go).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
+
+/// The effective tips at `percentiles` of a block's gas used, as geth's fee oracle computes
+/// them: transactions sorted by tip, each weighing its gas used.
+fn block_rewards(
+    block: &CachedBlock,
+    receipts: &[quarry_storage::StoredReceipt],
+    percentiles: &[f64],
+) -> Vec<U128> {
+    let base_fee = block.header.base_fee_per_gas;
+    let mut tips: Vec<(u128, u64)> = block
+        .body
+        .transactions
+        .iter()
+        .zip(receipts)
+        .map(|(transaction, receipt)| {
+            let tip = match base_fee {
+                Some(base_fee) => transaction
+                    .effective_tip_per_gas(base_fee)
+                    .unwrap_or_default(),
+                None => transaction
+                    .max_priority_fee_per_gas()
+                    .unwrap_or_else(|| transaction.max_fee_per_gas()),
+            };
+            (tip, receipt.gas_used)
+        })
+        .collect();
+    if tips.is_empty() {
+        return vec![U128::ZERO; percentiles.len()];
+    }
+    tips.sort_by_key(|&(tip, _)| tip);
+    let mut index = 0;
+    let mut gas_so_far = tips[0].1;
+    percentiles
+        .iter()
+        .map(|p| {
+            let threshold = (block.header.gas_used as f64 * p / 100.0) as u64;
+            while gas_so_far < threshold && index < tips.len() - 1 {
+                index += 1;
+                gas_so_far += tips[index].1;
+            }
+            U128::from(tips[index].0)
+        })
+        .collect()
+}
+
 /// A stored block and the index of one of its transactions.
 type TxInBlock = (Arc<CachedBlock>, usize);
 
@@ -817,4 +984,19 @@ struct RollupContext {
     index: Option<u64>,
     queue_index: Option<u64>,
     verified_index: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GoFloat;
+
+    #[test]
+    fn floats_are_written_as_go_writes_them() {
+        let json = |x: f64| serde_json::to_string(&GoFloat(x)).unwrap();
+        assert_eq!(json(0.0), "0");
+        assert_eq!(json(1.0), "1");
+        assert_eq!(json(0.00072868), "0.00072868");
+        assert_eq!(json(0.5), "0.5");
+        assert_eq!(json(1.5e-7), "1.5e-07");
+    }
 }

@@ -163,6 +163,46 @@ impl FromArg for Index {
     }
 }
 
+/// eth_feeHistory's block count: a hex quantity or a plain number, as geth accepts.
+pub struct BlockCount(pub u64);
+
+impl FromArg for BlockCount {
+    fn from_arg(value: &Value) -> Result<Self, String> {
+        match value {
+            Value::Number(n) => n
+                .as_u64()
+                .map(BlockCount)
+                .ok_or_else(|| format!("invalid block count {n}")),
+            other => parse_quantity(as_str(other, "a block count")?).map(BlockCount),
+        }
+    }
+}
+
+/// eth_feeHistory's reward percentiles: numbers from 0 to 100, non-decreasing.
+pub struct Percentiles(pub Vec<f64>);
+
+impl FromArg for Percentiles {
+    fn from_arg(value: &Value) -> Result<Self, String> {
+        let Value::Array(items) = value else {
+            return Err(format!(
+                "expected an array of numbers, found {}",
+                json_kind(value)
+            ));
+        };
+        let mut out: Vec<f64> = Vec::with_capacity(items.len());
+        for item in items {
+            let p = item
+                .as_f64()
+                .ok_or_else(|| format!("expected a number, found {}", json_kind(item)))?;
+            if !(0.0..=100.0).contains(&p) || out.last().is_some_and(|&last| p < last) {
+                return Err(format!("invalid reward percentile: {p}"));
+            }
+            out.push(p);
+        }
+        Ok(Percentiles(out))
+    }
+}
+
 /// A storage slot, read as leniently as geth: up to 32 bytes of hex, odd lengths allowed,
 /// left-padded with zeros. Longer keys are an error, never truncated.
 pub struct StorageKey(pub B256);
