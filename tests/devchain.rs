@@ -98,7 +98,10 @@ struct Devnet {
 impl Devnet {
     fn start() -> Self {
         let datadir = ingested(&devnet());
-        let accounts = DevAccounts::new(quarry_devchain::account_count(12)).unwrap();
+        let accounts = DevAccounts::new(quarry_devchain::account_count(
+            quarry_devchain::Options::default().txs_per_block,
+        ))
+        .unwrap();
         Self {
             server: Server::start(&datadir, ""),
             contracts: Contracts::of(accounts.address(0)),

@@ -83,7 +83,10 @@ fn filter_rules_match_the_receipts_with_and_without_the_index() {
     let logs = all_logs(&indexed);
     assert!(logs.len() > 500);
     let head = number(&logs.last().unwrap()["blockNumber"]);
-    let accounts = DevAccounts::new(quarry_devchain::account_count(12)).unwrap();
+    let accounts = DevAccounts::new(quarry_devchain::account_count(
+        quarry_devchain::Options::default().txs_per_block,
+    ))
+    .unwrap();
     let c = Contracts::of(accounts.address(0));
     let transfer = Token::Transfer::SIGNATURE_HASH;
     let approval = Token::Approval::SIGNATURE_HASH;

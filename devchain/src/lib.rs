@@ -3,7 +3,7 @@
 //! withdrawals, and the output files (`genesis.json`, `chain.rlp`) that `quarry ingest` reads.
 //! Blocks are built by quarry-executor's `build_block`, the code ingest verifies them with.
 //!
-//! The fork schedule is fixed (see [`Layout`]): proof of work with uncles up to block 11, the
+//! The fork schedule is fixed (see the `*_BLOCK` constants): proof of work with uncles up to block 11, the
 //! merge at block 12, Shanghai at 16, Cancun at 20, Prague at 24 and Osaka at 28.
 
 pub mod accounts;
@@ -98,13 +98,6 @@ impl Default for Options {
             seed: 1,
         }
     }
-}
-
-/// Fixed facts of a chain that the planner needs.
-pub struct Layout {
-    pub chain_id: u64,
-    pub txs_per_block: usize,
-    pub prague_block: u64,
 }
 
 /// What a generation produced and where its time went.
@@ -222,12 +215,7 @@ pub fn generate(
     let scratch = tempfile::tempdir().map_err(io(&std::env::temp_dir()))?;
     let mut importer = Importer::open(Database::open(scratch.path())?, &genesis)?;
     let spec = importer.spec().clone();
-    let layout = Layout {
-        chain_id: CHAIN_ID,
-        txs_per_block: options.txs_per_block,
-        prague_block: PRAGUE_BLOCK,
-    };
-    let mut planner = Planner::new(&accounts, &layout, options.seed);
+    let mut planner = Planner::new(&accounts, options.txs_per_block, options.seed);
 
     let chain_path = out.join("chain.rlp");
     let partial_path = out.join("chain.rlp.partial");

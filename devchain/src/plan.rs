@@ -2,7 +2,7 @@
 //! its tests look for, and the seeded mix that fills the rest (and makes the scale chains).
 
 use crate::{
-    Layout, Result,
+    CHAIN_ID, PRAGUE_BLOCK, Result,
     accounts::{DevAccounts, Rng},
     contracts::{Reverter, Store, Token, reverter_creation, store_creation, token_creation},
 };
@@ -55,7 +55,7 @@ struct Unsigned {
 /// Chooses every block's transactions, tracking nonces so that each one is valid.
 pub struct Planner<'a> {
     accounts: &'a DevAccounts,
-    layout: &'a Layout,
+    txs_per_block: usize,
     rng: Rng,
     nonces: Vec<u64>,
     contracts: Contracts,
@@ -71,10 +71,10 @@ pub struct Fees {
 }
 
 impl<'a> Planner<'a> {
-    pub fn new(accounts: &'a DevAccounts, layout: &'a Layout, seed: u64) -> Self {
+    pub fn new(accounts: &'a DevAccounts, txs_per_block: usize, seed: u64) -> Self {
         Self {
             accounts,
-            layout,
+            txs_per_block,
             rng: Rng::new(seed),
             nonces: vec![0; accounts.len()],
             contracts: Contracts::of(accounts.address(0)),
@@ -95,14 +95,14 @@ impl<'a> Planner<'a> {
             2 => self.first_uses(&mut unsigned, fees),
             _ => {}
         }
-        if number == self.layout.prague_block {
+        if number == PRAGUE_BLOCK {
             self.delegation(&mut unsigned, fees)?;
         }
         if fees.cancun {
             self.blob(&mut unsigned, fees);
         }
         if number > 2 {
-            for _ in 0..self.layout.txs_per_block {
+            for _ in 0..self.txs_per_block {
                 self.mix(&mut unsigned, fees);
             }
         }
@@ -132,7 +132,7 @@ impl<'a> Planner<'a> {
         );
         out.push(legacy);
         let store = TxEip2930 {
-            chain_id: self.layout.chain_id,
+            chain_id: CHAIN_ID,
             nonce: self.take_nonce(0),
             gas_price: gas_price(fees),
             gas_limit: 400_000,
@@ -269,14 +269,14 @@ impl<'a> Planner<'a> {
         const AUTHORITY: usize = 3;
         const SPONSOR: usize = 4;
         let authorization = Authorization {
-            chain_id: U256::from(self.layout.chain_id),
+            chain_id: U256::from(CHAIN_ID),
             address: self.contracts.store,
             nonce: self.nonces[AUTHORITY],
         };
         let signed = self.accounts.authorize(AUTHORITY, authorization)?;
         self.nonces[AUTHORITY] += 1;
         let tx = TxEip7702 {
-            chain_id: self.layout.chain_id,
+            chain_id: CHAIN_ID,
             nonce: self.take_nonce(SPONSOR),
             gas_limit: 120_000,
             max_fee_per_gas: max_fee(fees),
@@ -310,7 +310,7 @@ impl<'a> Planner<'a> {
             })
             .collect();
         let tx = TxEip4844 {
-            chain_id: self.layout.chain_id,
+            chain_id: CHAIN_ID,
             nonce: self.take_nonce(signer),
             gas_limit: 21_000,
             max_fee_per_gas: max_fee(fees),
@@ -480,7 +480,7 @@ impl<'a> Planner<'a> {
         fees: Fees,
     ) -> Unsigned {
         let tx = TxLegacy {
-            chain_id: Some(self.layout.chain_id),
+            chain_id: Some(CHAIN_ID),
             nonce: self.take_nonce(signer),
             gas_price: gas_price(fees),
             gas_limit: gas,
@@ -502,7 +502,7 @@ impl<'a> Planner<'a> {
         fees: Fees,
     ) -> Unsigned {
         let tx = TxEip2930 {
-            chain_id: self.layout.chain_id,
+            chain_id: CHAIN_ID,
             nonce: self.take_nonce(signer),
             gas_price: gas_price(fees),
             gas_limit: 30_000,
@@ -530,7 +530,7 @@ impl<'a> Planner<'a> {
         fees: Fees,
     ) -> Unsigned {
         let tx = TxEip1559 {
-            chain_id: self.layout.chain_id,
+            chain_id: CHAIN_ID,
             nonce: self.take_nonce(signer),
             gas_limit: gas,
             max_fee_per_gas: max_fee(fees),
