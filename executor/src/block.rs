@@ -87,12 +87,7 @@ pub fn execute_block<K: TransactionKind>(
             parent_hash.map_or("no stored parent".into(), |h| h.to_string()),
         )));
     }
-    let parent = stored(tx.header(parent_number)?, "header", parent_number)?;
-    let parent_td = stored(
-        tx.total_difficulty(parent_number)?,
-        "total difficulty",
-        parent_number,
-    )?;
+    let (parent, parent_td) = stored_parent(tx, parent_number)?;
     let merged = spec.is_merged(parent_td, header.timestamp);
 
     verify::check_header(spec, header, &parent, merged)
@@ -141,23 +136,13 @@ pub fn build_block<K: TransactionKind>(
 ) -> Result<(SealedBlock, ExecutedBlock)> {
     let missing = |what: &str| Error::Storage(quarry_storage::Error::Corrupt(format!("no {what}")));
     let (parent_number, parent_hash) = tx.head()?.ok_or_else(|| missing("head"))?;
-    let parent = stored(tx.header(parent_number)?, "header", parent_number)?;
-    let parent_td = stored(
-        tx.total_difficulty(parent_number)?,
-        "total difficulty",
-        parent_number,
-    )?;
+    let (parent, parent_td) = stored_parent(tx, parent_number)?;
     let timestamp = template.timestamp;
     let merged = spec.is_merged(parent_td, timestamp);
     let withdrawals = spec
         .is_shanghai_active_at_timestamp(timestamp)
         .then(|| alloy_eips::eip4895::Withdrawals::new(template.withdrawals));
     let cancun = spec.is_cancun_active_at_timestamp(timestamp);
-    let blob_gas: u64 = template
-        .transactions
-        .iter()
-        .filter_map(|t| t.blob_gas_used())
-        .sum();
     let header = Header {
         parent_hash,
         ommers_hash: calculate_ommers_root(&template.ommers),
@@ -182,7 +167,7 @@ pub fn build_block<K: TransactionKind>(
             template.nonce
         },
         base_fee_per_gas: verify::expected_base_fee(spec, &parent),
-        blob_gas_used: cancun.then_some(blob_gas),
+        blob_gas_used: cancun.then_some(0),
         excess_blob_gas: verify::expected_excess_blob_gas(spec, timestamp, &parent),
         parent_beacon_block_root: cancun.then_some(template.parent_beacon_block_root),
         requests_hash: spec
@@ -216,6 +201,9 @@ pub fn build_block<K: TransactionKind>(
         header.receipts_root = outputs.receipts_root;
         header.logs_bloom = outputs.logs_bloom;
         header.state_root = outputs.state_root;
+        if header.blob_gas_used.is_some() {
+            header.blob_gas_used = Some(outputs.blob_gas_used);
+        }
         if header.requests_hash.is_some() {
             header.requests_hash = Some(outputs.requests_hash);
         }
@@ -250,6 +238,13 @@ fn finish(
             })
         }
     }
+}
+
+/// The stored header of block `number` and the total difficulty through it.
+fn stored_parent<K: TransactionKind>(tx: &StorageTx<K>, number: u64) -> Result<(Header, U256)> {
+    let header = stored(tx.header(number)?, "header", number)?;
+    let td = stored(tx.total_difficulty(number)?, "total difficulty", number)?;
+    Ok((header, td))
 }
 
 fn stored<T>(value: Option<T>, what: &str, number: u64) -> Result<T> {
