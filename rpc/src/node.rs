@@ -20,7 +20,7 @@ use quarry_executor::{
     call::{HaltReason, TX_GAS_LIMIT_CAP, halt_message},
 };
 use quarry_storage::{
-    BlockMark, Database, LogFilter, LogLimits, LogsOutcome, ReadTx, StoredAccount,
+    BlockMark, Database, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS, ReadTx, StoredAccount,
 };
 
 use serde::Serialize;
@@ -28,9 +28,6 @@ use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
-
-/// Topic positions a log can have; a filter naming more is refused, as geth does.
-const MAX_TOPICS: usize = 4;
 
 /// eth_call and eth_estimateGas may use at most this many times the block's gas limit.
 const GAS_CAP_MULTIPLIER: u64 = 10;
@@ -708,6 +705,7 @@ impl Node {
                 self.logs.max_params
             )));
         }
+        // A filter naming more positions than a log can have is refused, as geth does.
         if filter.topics.len() > MAX_TOPICS {
             return Err(RpcError::InvalidParams(format!(
                 "exceed max topics: {} positions, at most {MAX_TOPICS}",

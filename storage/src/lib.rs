@@ -6,7 +6,7 @@ mod logs;
 mod models;
 mod tables;
 
-pub use logs::{LocatedLog, LogFilter, LogLimits, LogsOutcome};
+pub use logs::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use tables::Table;
 

@@ -9,7 +9,7 @@ use std::{collections::BTreeMap, time::Instant};
 /// Meta key: the highest block through which `LogAddresses` and `LogTopics` are complete.
 const LOG_INDEX_HEAD: &str = "log_index_head";
 /// Topic positions a log can have (LOG0..LOG4).
-const MAX_TOPICS: usize = 4;
+pub const MAX_TOPICS: usize = 4;
 
 /// What eth_getLogs asks for. An empty `addresses` matches any address; `topics[i]` empty
 /// matches any topic at position i (and logs with fewer than i + 1 topics fail only non-empty
