@@ -440,3 +440,63 @@ fn fee_history_covers_the_requested_blocks() {
         .call("eth_feeHistory", json!(["0x1", "latest", [50, 10]]));
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
 }
+
+fn quantity(value: &Value) -> u128 {
+    u128::from_str_radix(value.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+/// eth_maxPriorityFeePerGas and eth_gasPrice follow the dev chain's tips: every EIP-1559
+/// transaction tips 1 gwei and legacy ones tip more, so the three lowest tips of each block,
+/// and their 60th percentile, are 1 gwei; the gas price adds the head's base fee.
+#[test]
+fn fee_suggestions_follow_the_chains_tips() {
+    let net = Devnet::start();
+    let tip = quantity(&net.server.result("eth_maxPriorityFeePerGas", json!([])));
+    assert_eq!(tip, 1_000_000_000);
+    let base_fee = quantity(&net.block(net.head())["baseFeePerGas"]);
+    let price = quantity(&net.server.result("eth_gasPrice", json!([])));
+    assert_eq!(price, tip + base_fee);
+}
+
+/// eth_createAccessList lists the slots a call touches (even the called contract's, whose
+/// address geth excludes only as an entry of its own), and reports a revert in `error`.
+#[test]
+fn access_lists_name_the_touched_slots() {
+    let net = Devnet::start();
+    let sender = net.accounts.address(0);
+    let key = net.accounts.address(5);
+    let put = Store::putCall {
+        key,
+        value: U256::from(9),
+    };
+    let result = net.server.result(
+        "eth_createAccessList",
+        json!([{"from": sender, "to": net.contracts.store, "data": alloy_primitives::hex::encode_prefixed(put.abi_encode())}]),
+    );
+    let mapping_slot = keccak256([key.into_word().0, B256::with_last_byte(1).0].concat());
+    assert_eq!(
+        result["accessList"],
+        json!([{"address": lower(net.contracts.store), "storageKeys": [mapping_slot]}]),
+        "{result}"
+    );
+    assert!(result.get("error").is_none(), "{result}");
+    // The gas used is what the call uses with that list: estimating with it agrees.
+    let used = quantity(&result["gasUsed"]);
+    let with_list = net.server.result(
+        "eth_estimateGas",
+        json!([{"from": sender, "to": net.contracts.store, "data": alloy_primitives::hex::encode_prefixed(put.abi_encode()), "accessList": result["accessList"]}]),
+    );
+    assert!(quantity(&with_list) >= used, "{with_list} < {used}");
+    // A plain transfer touches nothing.
+    let transfer = net.server.result(
+        "eth_createAccessList",
+        json!([{"from": sender, "to": key, "value": "0x1"}]),
+    );
+    assert_eq!(transfer, json!({"accessList": [], "gasUsed": "0x5208"}));
+    // A revert still answers, with the list and geth's bare error.
+    let reverted = net.server.result(
+        "eth_createAccessList",
+        json!([{"to": net.contracts.reverter, "data": alloy_primitives::hex::encode_prefixed(Reverter::failWithReasonCall {}.abi_encode())}]),
+    );
+    assert_eq!(reverted["error"], "execution reverted", "{reverted}");
+}

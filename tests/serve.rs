@@ -42,6 +42,7 @@ const METHODS: &[&str] = &[
     "debug_getRawTransaction",
     "eth_blobBaseFee",
     "eth_feeHistory",
+    "eth_createAccessList",
 ];
 
 fn server() -> Server {

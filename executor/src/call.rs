@@ -7,6 +7,7 @@ use crate::{
     state_db::{StateAt, StateCache, StateError, StateSnapshot},
 };
 use alloy_consensus::Header;
+use alloy_eips::eip2930::AccessListItem;
 use alloy_eips::{eip2930::AccessList, eip7702::SignedAuthorization};
 use alloy_evm::{EthEvmFactory, Evm, EvmEnv, EvmFactory};
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
@@ -20,9 +21,17 @@ use revm::{
         result::{EVMError, ExecutionResult, InvalidTransaction},
     },
     database::CacheDB,
-    interpreter::{InstructionResult, Interpreter, interpreter_types::InterpreterTypes},
+    interpreter::{
+        InstructionResult, Interpreter,
+        interpreter::EthInterpreter,
+        interpreter_types::{InputsTr, Jumps},
+    },
+    precompile::{PrecompileSpecId, Precompiles},
 };
-use std::{collections::HashMap, time::Instant};
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
+    time::Instant,
+};
 
 /// The gas of a plain value transfer.
 const PLAIN_TRANSFER_GAS: u64 = 21_000;
@@ -112,24 +121,114 @@ pub struct CallContext<'a> {
     pub timeout: std::time::Duration,
 }
 
-/// Stops execution once the deadline has passed: every frame halts at its next step, so the
-/// whole call unwinds at once.
-struct Deadline {
-    at: Instant,
+/// Watches a call as it runs: stops it once the deadline has passed (every frame halts at its
+/// next step, so the whole call unwinds at once) and, for eth_createAccessList, records what
+/// it touches.
+struct CallInspector<'t> {
+    deadline: Instant,
     steps: u32,
     expired: bool,
+    access: Option<&'t mut AccessListTracer>,
 }
 
-impl<CTX, INTR: InterpreterTypes> Inspector<CTX, INTR> for Deadline {
-    fn step(&mut self, interp: &mut Interpreter<INTR>, _context: &mut CTX) {
+impl<CTX> Inspector<CTX, EthInterpreter> for CallInspector<'_> {
+    fn step(&mut self, interp: &mut Interpreter<EthInterpreter>, _context: &mut CTX) {
         self.steps = self.steps.wrapping_add(1);
-        if !self.expired && self.steps.is_multiple_of(4096) && Instant::now() >= self.at {
+        if !self.expired && self.steps.is_multiple_of(4096) && Instant::now() >= self.deadline {
             self.expired = true;
         }
         if self.expired {
             interp.halt(InstructionResult::OutOfGas);
+            return;
+        }
+        if let Some(access) = self.access.as_mut() {
+            access.step(interp);
         }
     }
+}
+
+/// geth's access-list tracer: the storage slots each contract reads or writes, and the
+/// accounts whose balance or code is read or that are called, except the excluded ones
+/// (sender, recipient, precompiles, authorities). The list only grows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct AccessListTracer {
+    excluded: HashSet<Address>,
+    list: BTreeMap<Address, BTreeSet<B256>>,
+}
+
+impl AccessListTracer {
+    fn new(excluded: HashSet<Address>, start: &AccessList) -> Self {
+        let mut tracer = Self {
+            excluded,
+            list: BTreeMap::new(),
+        };
+        for item in start.iter() {
+            tracer.add_address(item.address);
+            for slot in &item.storage_keys {
+                tracer.add_slot(item.address, *slot);
+            }
+        }
+        tracer
+    }
+
+    fn add_address(&mut self, address: Address) {
+        if !self.excluded.contains(&address) {
+            self.list.entry(address).or_default();
+        }
+    }
+
+    /// Slots are kept even for excluded accounts, as geth does.
+    fn add_slot(&mut self, address: Address, slot: B256) {
+        self.list.entry(address).or_default().insert(slot);
+    }
+
+    fn step(&mut self, interp: &Interpreter<EthInterpreter>) {
+        use revm::bytecode::opcode::*;
+        let stack_address = |depth: usize| {
+            interp
+                .stack
+                .peek(depth)
+                .ok()
+                .map(|word| Address::from_word(B256::from(word)))
+        };
+        match interp.bytecode.opcode() {
+            SLOAD | SSTORE => {
+                if let Ok(slot) = interp.stack.peek(0) {
+                    self.add_slot(interp.input.target_address(), B256::from(slot));
+                }
+            }
+            EXTCODECOPY | EXTCODEHASH | EXTCODESIZE | BALANCE | SELFDESTRUCT => {
+                if let Some(address) = stack_address(0) {
+                    self.add_address(address);
+                }
+            }
+            CALL | CALLCODE | DELEGATECALL | STATICCALL if interp.stack.len() >= 5 => {
+                if let Some(address) = stack_address(1) {
+                    self.add_address(address);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn access_list(&self) -> AccessList {
+        AccessList(
+            self.list
+                .iter()
+                .map(|(address, slots)| AccessListItem {
+                    address: *address,
+                    storage_keys: slots.iter().copied().collect(),
+                })
+                .collect(),
+        )
+    }
+}
+
+/// What eth_createAccessList found: the list, and how the call ended when run with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessListOutcome {
+    pub access_list: AccessList,
+    pub outcome: CallOutcome,
 }
 
 type CallDb<'a> = CacheDB<StateSnapshot<'a, signet_libmdbx::RoSync>>;
@@ -214,17 +313,18 @@ impl CallContext<'_> {
 
     /// Runs `request` with exactly `gas` gas.
     pub fn run(&self, request: &CallRequest, gas: u64) -> Result<CallOutcome, CallError> {
-        self.execute(self.env(request)?, self.database()?, request, gas)
+        self.execute(self.env(request)?, self.database()?, request, gas, None)
     }
 
     /// Runs `request` with `gas` gas in `env` over `db` (a fresh copy per run: execution loads
-    /// accounts into it).
+    /// accounts into it), recording accesses with `access` when given.
     fn execute(
         &self,
         env: EvmEnv,
         mut db: CallDb<'_>,
         request: &CallRequest,
         gas: u64,
+        access: Option<&mut AccessListTracer>,
     ) -> Result<CallOutcome, CallError> {
         let chain_id = env.cfg_env.chain_id;
         let caller = request.from.unwrap_or_default();
@@ -236,10 +336,11 @@ impl CallContext<'_> {
         };
         let tx = tx_env(request, caller, nonce, gas, chain_id);
         let base_fee = env.block_env.basefee;
-        let inspector = Deadline {
-            at: self.deadline,
+        let inspector = CallInspector {
+            deadline: self.deadline,
             steps: 0,
             expired: false,
+            access,
         };
         let mut evm = EthEvmFactory::default().create_evm_with_inspector(db, env, inspector);
         let result = evm.transact(tx);
@@ -258,14 +359,64 @@ impl CallContext<'_> {
             other => CallError::Invalid(other.to_string()),
         })?;
         let gas_used = result.result.tx_gas_used();
-        Ok(match result.result {
+        let outcome = match result.result {
             ExecutionResult::Success { output, .. } => CallOutcome::Success {
                 output: output.into_data(),
                 gas_used,
             },
             ExecutionResult::Revert { output, .. } => CallOutcome::Revert { output, gas_used },
             ExecutionResult::Halt { reason, .. } => CallOutcome::Halt { reason, gas_used },
-        })
+        };
+        Ok(outcome)
+    }
+
+    /// geth's eth_createAccessList: runs `request` with `gas` gas and the access list found so
+    /// far until a run touches nothing new; the outcome is that last run's.
+    pub fn create_access_list(
+        &self,
+        request: &CallRequest,
+        gas: u64,
+    ) -> Result<AccessListOutcome, CallError> {
+        let env = self.env(request)?;
+        let db = self.database()?;
+        let caller = request.from.unwrap_or_default();
+        let recipient = match request.to {
+            Some(to) => to,
+            None => {
+                let nonce = match request.nonce {
+                    Some(nonce) => nonce,
+                    None => revm::DatabaseRef::basic_ref(&db, caller)
+                        .map_err(|StateError(e)| CallError::State(e))?
+                        .map_or(0, |info| info.nonce),
+                };
+                caller.create(nonce)
+            }
+        };
+        let mut excluded: HashSet<Address> = [caller, recipient].into();
+        let precompiles = Precompiles::new(PrecompileSpecId::from_spec_id(env.cfg_env.spec));
+        excluded.extend(precompiles.addresses().copied());
+        for authorization in request.authorization_list.iter().flatten() {
+            if let Ok(authority) = authorization.recover_authority() {
+                excluded.insert(authority);
+            }
+        }
+        let mut previous =
+            AccessListTracer::new(excluded, &request.access_list.clone().unwrap_or_default());
+        let mut request = request.clone();
+        loop {
+            let access_list = previous.access_list();
+            request.access_list = Some(access_list.clone());
+            let mut tracer = AccessListTracer::new(previous.excluded.clone(), &access_list);
+            let outcome =
+                self.execute(env.clone(), db.clone(), &request, gas, Some(&mut tracer))?;
+            if tracer == previous {
+                return Ok(AccessListOutcome {
+                    access_list,
+                    outcome,
+                });
+            }
+            previous = tracer;
+        }
     }
 
     /// geth's eth_estimateGas: the least gas (within 1.5%) with which the call succeeds,
@@ -279,7 +430,7 @@ impl CallContext<'_> {
         // The environment and the database with its overrides are the same for every run.
         let env = self.env(request)?;
         let db = self.database()?;
-        let run = |gas: u64| self.execute(env.clone(), db.clone(), request, gas);
+        let run = |gas: u64| self.execute(env.clone(), db.clone(), request, gas, None);
         let account = |address: Address| {
             revm::DatabaseRef::basic_ref(&db, address).map_err(|StateError(e)| CallError::State(e))
         };

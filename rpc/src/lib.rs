@@ -278,6 +278,14 @@ fn methods(
             node.estimate_gas(tx, &call, at, &overrides)
         },
     )?;
+    register_snapshot(
+        m,
+        call_pool,
+        "eth_createAccessList",
+        &["transaction", "block"],
+        1,
+        |node, tx, args| node.create_access_list(tx, &args.required(0)?, block_or_latest(args, 1)?),
+    )?;
     register(
         m,
         pool,
@@ -365,6 +373,17 @@ fn methods(
             .map(|p| p.0)
             .unwrap_or_default();
         node.fee_history(tx, count, args.required(1)?, &percentiles)
+    })?;
+    register_snapshot(
+        m,
+        pool,
+        "eth_maxPriorityFeePerGas",
+        &[],
+        0,
+        |node, tx, _| node.suggest_tip(tx),
+    )?;
+    register_snapshot(m, pool, "eth_gasPrice", &[], 0, |node, tx, _| {
+        node.gas_price(tx)
     })?;
     register_snapshot(m, pool, "eth_blobBaseFee", &[], 0, |node, tx, _| {
         node.blob_base_fee(tx)

@@ -11,7 +11,7 @@ use crate::{
     types::{BlockJson, LogJson, ReceiptJson, TransactionJson, TxContext},
 };
 use alloy_consensus::Header;
-use alloy_consensus::{Transaction as _, constants::KECCAK_EMPTY};
+use alloy_consensus::constants::KECCAK_EMPTY;
 use alloy_eips::eip2718::Encodable2718;
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256, Bytes, U64, U128, U256};
@@ -25,7 +25,7 @@ use quarry_storage::{
 
 use serde::Serialize;
 use std::{
-    sync::Arc,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -72,6 +72,16 @@ pub struct Node {
     /// Bytecode, accounts and slots that calls read, shared between calls.
     state_cache: Arc<StateCache>,
     logs: LogsConfig,
+    /// The last tip suggestion and the head it was computed at.
+    last_tip: Arc<Mutex<TipSuggestion>>,
+}
+
+/// geth's fee oracle remembers its last answer: it is returned again while the head has not
+/// moved, and stands in for blocks that give no sample.
+#[derive(Debug, Clone, Copy)]
+struct TipSuggestion {
+    head: Option<B256>,
+    tip: u128,
 }
 
 /// eth_getLogs' limits.
@@ -102,6 +112,10 @@ impl Node {
             call_timeout,
             state_cache: Arc::default(),
             logs,
+            last_tip: Arc::new(Mutex::new(TipSuggestion {
+                head: None,
+                tip: DEFAULT_TIP,
+            })),
         })
     }
 
@@ -464,6 +478,40 @@ impl Node {
         )))
     }
 
+    /// eth_maxPriorityFeePerGas: geth's fee oracle over the last `TIP_BLOCKS` blocks (more
+    /// when blocks give fewer than two samples): the three lowest effective tips of each
+    /// block, ignoring tips under 2 wei and the miner's own transactions, at the 60th
+    /// percentile, at most 500 gwei.
+    pub fn suggest_tip(&self, tx: &ReadTx) -> Result<U128> {
+        let Some((head, head_hash)) = tx.head()? else {
+            return Err(RpcError::HeaderNotFound);
+        };
+        let last = *self.last_tip.lock().map_err(|_| poisoned())?;
+        if last.head == Some(head_hash) {
+            return Ok(U128::from(last.tip));
+        }
+        let tip = suggest_tip(head, last.tip, |number| {
+            let block = self
+                .stored_block(tx, number)?
+                .ok_or(RpcError::HeaderNotFound)?;
+            lowest_tips(&block)
+        })?;
+        *self.last_tip.lock().map_err(|_| poisoned())? = TipSuggestion {
+            head: Some(head_hash),
+            tip,
+        };
+        Ok(U128::from(tip))
+    }
+
+    /// eth_gasPrice: the suggested tip plus the head's base fee, as geth answers.
+    pub fn gas_price(&self, tx: &ReadTx) -> Result<U128> {
+        let tip = self.suggest_tip(tx)?;
+        let header = tx
+            .header(Self::head(tx)?)?
+            .ok_or(RpcError::HeaderNotFound)?;
+        Ok(tip.saturating_add(U128::from(header.base_fee_per_gas.unwrap_or_default())))
+    }
+
     /// eth_syncing: `false`, or geth's progress object while a live ingest is importing
     /// towards a block above the head.
     pub fn syncing(&self, tx: &ReadTx) -> Result<Syncing> {
@@ -666,6 +714,42 @@ impl Node {
         })
     }
 
+    /// eth_createAccessList: geth's access list for `call` at block `at`, and the gas the call
+    /// uses with it. A call that reverts or halts still answers, with geth's `error`.
+    pub fn create_access_list(
+        &self,
+        tx: &ReadTx,
+        call: &Call,
+        at: BlockId,
+    ) -> Result<AccessListJson> {
+        self.with_call_context(
+            tx,
+            call,
+            at,
+            &StateOverrides::default(),
+            |context, header| {
+                let cap = header.gas_limit.saturating_mul(GAS_CAP_MULTIPLIER);
+                let gas = call.request.gas.map_or(cap, |gas| gas.min(cap));
+                let found = context.create_access_list(&call.request, gas)?;
+                let (gas_used, error) = match &found.outcome {
+                    CallOutcome::Success { gas_used, .. } => (*gas_used, None),
+                    // geth reports the bare error here, without the revert reason.
+                    CallOutcome::Revert { gas_used, .. } => {
+                        (*gas_used, Some("execution reverted".to_string()))
+                    }
+                    CallOutcome::Halt { reason, gas_used } => {
+                        (*gas_used, Some(halt_message(reason)))
+                    }
+                };
+                Ok(AccessListJson {
+                    access_list: found.access_list,
+                    error,
+                    gas_used: U64::from(gas_used),
+                })
+            },
+        )
+    }
+
     fn with_call_context<T>(
         &self,
         tx: &ReadTx,
@@ -809,6 +893,16 @@ fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// eth_createAccessList's answer, in geth's field order.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessListJson {
+    access_list: alloy_eips::eip2930::AccessList,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    gas_used: U64,
+}
+
 /// eth_feeHistory answers at most this many blocks, as geth's default.
 const MAX_FEE_HISTORY: u64 = 1024;
 
@@ -869,15 +963,10 @@ fn block_rewards(
         .iter()
         .zip(receipts)
         .map(|(transaction, receipt)| {
-            let tip = match base_fee {
-                Some(base_fee) => transaction
-                    .effective_tip_per_gas(base_fee)
-                    .unwrap_or_default(),
-                None => transaction
-                    .max_priority_fee_per_gas()
-                    .unwrap_or_else(|| transaction.max_fee_per_gas()),
-            };
-            (tip, receipt.gas_used)
+            (
+                effective_tip(transaction, base_fee).unwrap_or_default(),
+                receipt.gas_used,
+            )
         })
         .collect();
     if tips.is_empty() {
@@ -898,6 +987,87 @@ fn block_rewards(
         })
         .collect()
 }
+
+/// What a transaction pays its block's miner per gas: `None` when its fee cap is under the
+/// base fee.
+fn effective_tip(
+    transaction: &impl alloy_consensus::Transaction,
+    base_fee: Option<u64>,
+) -> Option<u128> {
+    match base_fee {
+        Some(base_fee) => transaction.effective_tip_per_gas(base_fee),
+        None => Some(
+            transaction
+                .max_priority_fee_per_gas()
+                .unwrap_or_else(|| transaction.max_fee_per_gas()),
+        ),
+    }
+}
+
+/// geth's fee-oracle suggestion from the blocks below `head` (the genesis block is never
+/// sampled): `lowest_tips` gives a block's samples, `last` is the previous suggestion, which
+/// stands in for a block without samples.
+fn suggest_tip(
+    head: u64,
+    last: u128,
+    mut lowest_tips: impl FnMut(u64) -> Result<Vec<u128>>,
+) -> Result<u128> {
+    // geth asks for the blocks in parallel; they are read here newest first, the order geth's
+    // answers arrive in when every block takes as long.
+    let oldest = head.saturating_sub(TIP_BLOCKS as u64 - 1).max(1);
+    let mut pending: std::collections::VecDeque<u64> = (oldest..=head).rev().collect();
+    let mut next = oldest - 1;
+    let mut samples = Vec::new();
+    while let Some(number) = pending.pop_front() {
+        let mut tips = lowest_tips(number)?;
+        if tips.is_empty() {
+            tips.push(last);
+        }
+        // A block with a single sample widens the window, up to twice the blocks.
+        if tips.len() == 1 && samples.len() + 1 + pending.len() < TIP_BLOCKS * 2 && next > 0 {
+            pending.push_back(next);
+            next -= 1;
+        }
+        samples.extend(tips);
+    }
+    samples.sort_unstable();
+    Ok(samples
+        .get(samples.len().saturating_sub(1) * TIP_PERCENTILE / 100)
+        .copied()
+        .unwrap_or(last)
+        .min(MAX_TIP))
+}
+
+/// The fee oracle's samples from one block: its lowest effective tips (at most
+/// `TIP_SAMPLES`), from transactions not sent by the block's miner.
+fn lowest_tips(block: &CachedBlock) -> Result<Vec<u128>> {
+    let base_fee = block.header.base_fee_per_gas;
+    let mut tips = Vec::with_capacity(block.body.transactions.len());
+    for (index, transaction) in block.body.transactions.iter().enumerate() {
+        let Some(tip) = effective_tip(transaction, base_fee) else {
+            continue;
+        };
+        if tip >= TIP_IGNORE_UNDER && block.sender(index)? != block.header.beneficiary {
+            tips.push(tip);
+        }
+    }
+    tips.sort_unstable();
+    tips.truncate(TIP_SAMPLES);
+    Ok(tips)
+}
+
+fn poisoned() -> RpcError {
+    RpcError::Internal("the fee oracle's lock was poisoned".into())
+}
+
+/// geth's fee oracle defaults (`--gpo.*`).
+const TIP_BLOCKS: usize = 20;
+const TIP_PERCENTILE: usize = 60;
+const TIP_SAMPLES: usize = 3;
+const TIP_IGNORE_UNDER: u128 = 2;
+const MAX_TIP: u128 = 500_000_000_000;
+/// geth's starting suggestion: its default miner tip, 0.001 gwei.
+const DEFAULT_TIP: u128 = 1_000_000;
 
 /// A stored block and the index of one of its transactions.
 type TxInBlock = (Arc<CachedBlock>, usize);
@@ -986,7 +1156,51 @@ struct RollupContext {
 
 #[cfg(test)]
 mod tests {
-    use super::GoFloat;
+    use super::{GoFloat, MAX_TIP, suggest_tip};
+    use std::cell::RefCell;
+
+    const GWEI: u128 = 1_000_000_000;
+
+    /// The suggestion over a chain whose blocks give `tips(number)`, and the blocks it read.
+    fn suggestion(head: u64, last: u128, tips: impl Fn(u64) -> Vec<u128>) -> (u128, Vec<u64>) {
+        let read = RefCell::new(Vec::new());
+        let tip = suggest_tip(head, last, |number| {
+            read.borrow_mut().push(number);
+            Ok(tips(number))
+        })
+        .unwrap();
+        (tip, read.into_inner())
+    }
+
+    #[test]
+    fn the_tip_is_the_60th_percentile_of_the_last_20_blocks() {
+        // 60 samples of 1, 2 and 3 gwei: index 59 * 60 / 100 = 35 is a 2 gwei sample.
+        let (tip, read) = suggestion(100, GWEI, |_| vec![GWEI, 2 * GWEI, 3 * GWEI]);
+        assert_eq!(tip, 2 * GWEI);
+        assert_eq!(read, (81..=100).rev().collect::<Vec<_>>());
+        // Newer blocks with higher tips move it.
+        // Samples 81, 81, 81, 82, ...: index 35 is block 81 + 35 / 3.
+        let (tip, _) = suggestion(100, GWEI, |n| vec![n as u128 * GWEI; 3]);
+        assert_eq!(tip, 92 * GWEI);
+    }
+
+    #[test]
+    fn empty_blocks_stand_in_the_last_suggestion_and_widen_the_window() {
+        let (tip, read) = suggestion(100, 7, |_| Vec::new());
+        assert_eq!(tip, 7);
+        // Each single-sample block asks for one more, up to twice the 20 blocks.
+        assert_eq!(read.len(), 40);
+        assert_eq!(read.last(), Some(&61));
+        // The genesis block is never sampled, and a chain of only genesis keeps the last tip.
+        let (_, read) = suggestion(5, 7, |_| Vec::new());
+        assert_eq!(read, vec![5, 4, 3, 2, 1]);
+        assert_eq!(suggestion(0, 7, |_| vec![GWEI]).0, 7);
+    }
+
+    #[test]
+    fn the_tip_is_capped_at_500_gwei() {
+        assert_eq!(suggestion(30, GWEI, |_| vec![10_000 * GWEI]).0, MAX_TIP);
+    }
 
     #[test]
     fn floats_are_written_as_go_writes_them() {
