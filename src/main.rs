@@ -21,6 +21,25 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum KeysAction {
+    /// Issue a new key and print it (it is shown only this once; only its hash is stored).
+    Add {
+        #[arg(long)]
+        plan: quarry_rpc::Plan,
+        /// Who the key is for.
+        #[arg(long, default_value = "")]
+        name: String,
+        /// Limit the key to this network (repeat for several); default: every network.
+        #[arg(long = "network")]
+        networks: Vec<String>,
+    },
+    /// List the keys: id, plan, name, networks, created and revoked times.
+    List,
+    /// Revoke a key by its id; a running server refuses it within a second.
+    Revoke { id: String },
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// Execute, verify and store a chain: genesis.json plus files of concatenated RLP blocks
     /// (plain or gzip). Re-running continues from the stored head.
@@ -44,9 +63,11 @@ enum Command {
     /// Answer JSON-RPC over HTTP (POST /v3/<API_KEY>) and WebSocket (/ws/v3/<API_KEY>) from a
     /// database that `quarry ingest` wrote (and may still be writing).
     Serve {
+        /// The database to serve on any host; omit it when the config declares [[networks]].
         #[arg(long)]
-        datadir: PathBuf,
-        /// TOML config: API keys, limits, listen address (see config/dev.toml).
+        datadir: Option<PathBuf>,
+        /// TOML config: networks, API keys, plans, limits, listen address (see
+        /// config/dev.toml and config/service.toml).
         #[arg(long)]
         config: PathBuf,
         /// Listen address, overriding the config's `listen`.
@@ -80,6 +101,14 @@ enum Command {
         /// Seed of the mix: the same seed gives the same bytes.
         #[arg(long, default_value_t = quarry_devchain::Options::default().seed)]
         seed: u64,
+    },
+    /// Manage API keys in a key store file (the config's `keys_file`).
+    Keys {
+        /// The key store (JSON; created on the first `add`).
+        #[arg(long)]
+        store: PathBuf,
+        #[command(subcommand)]
+        action: KeysAction,
     },
     /// Build the eth_getLogs index of a database written before quarry had one (ingest keeps
     /// it up to date otherwise). Resumable: each batch of blocks commits on its own.
@@ -131,6 +160,7 @@ fn main() -> Result<()> {
             },
         ),
         Command::IndexLogs { datadir } => index_logs(datadir),
+        Command::Keys { store, action } => keys(&store, action),
         Command::Blocktest { paths } => run_blocktests(paths),
     }
 }
@@ -202,10 +232,23 @@ fn ingest(
     Ok(())
 }
 
-fn serve(datadir: PathBuf, config: PathBuf, listen: Option<std::net::SocketAddr>) -> Result<()> {
+fn serve(
+    datadir: Option<PathBuf>,
+    config: PathBuf,
+    listen: Option<std::net::SocketAddr>,
+) -> Result<()> {
     let mut config = quarry_rpc::Config::load(&config)?;
     if let Some(listen) = listen {
         config.listen = listen;
+    }
+    let Some(datadir) = datadir else {
+        if config.networks.is_empty() {
+            bail!("give --datadir, or declare [[networks]] in the config");
+        }
+        return run_server(None, &config, None);
+    };
+    if !config.networks.is_empty() {
+        bail!("the config declares [[networks]]: serve them without --datadir");
     }
     if !datadir.join("mdbx.dat").exists() {
         bail!(
@@ -216,17 +259,20 @@ fn serve(datadir: PathBuf, config: PathBuf, listen: Option<std::net::SocketAddr>
     }
     let db = Database::open(&datadir)
         .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
-    run_server(db, &config, None)
+    run_server(Some(db), &config, None)
 }
 
 /// Serves `db` until it stops or Ctrl-C. `welcome` gives a message to print once the server
 /// listens on the address it is given.
 fn run_server(
-    db: Database,
+    db: Option<Database>,
     config: &quarry_rpc::Config,
     welcome: Option<&dyn Fn(std::net::SocketAddr) -> String>,
 ) -> Result<()> {
-    let head = db.reader()?.head()?;
+    let head = match &db {
+        Some(db) => db.reader()?.head()?,
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -234,12 +280,13 @@ fn run_server(
         let server = quarry_rpc::start(config, db).await?;
         match head {
             Some((number, hash)) => eprintln!("serving block 0 to {number} (head {hash})"),
-            None => eprintln!("serving an empty database"),
+            None if config.networks.is_empty() => eprintln!("serving an empty database"),
+            None => eprintln!("serving networks {}", server.networks.join(", ")),
         }
         // Scripts wait for this line; it names the real port when the config asked for 0.
         println!(
             "listening on http://{addr}/v3/<API_KEY> and ws://{addr}/ws/v3/<API_KEY> ({} keys)",
-            config.keys.len(),
+            server.keys,
             addr = server.local_addr
         );
         if let Some(welcome) = welcome {
@@ -287,7 +334,51 @@ fn dev(
             datadir.display(),
         )
     };
-    run_server(db, &config, Some(&welcome))
+    run_server(Some(db), &config, Some(&welcome))
+}
+
+fn keys(store: &Path, action: KeysAction) -> Result<()> {
+    use quarry_rpc::keys::KeyFile;
+    let mut file = KeyFile::load(store)?;
+    match action {
+        KeysAction::Add {
+            plan,
+            name,
+            networks,
+        } => {
+            let networks = (!networks.is_empty()).then_some(networks);
+            let (key, record) = file.add(plan, name, networks)?;
+            file.save(store)?;
+            eprintln!(
+                "added {} ({} plan); the key is shown only now:",
+                record.id,
+                plan.name()
+            );
+            println!("{key}");
+        }
+        KeysAction::List => {
+            println!("id\tplan\tname\tnetworks\tcreated\trevoked");
+            for key in &file.keys {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    key.id,
+                    key.plan.name(),
+                    key.name,
+                    key.networks
+                        .as_ref()
+                        .map_or("all".to_string(), |n| n.join(",")),
+                    key.created,
+                    key.revoked.map_or("-".to_string(), |t| t.to_string()),
+                );
+            }
+        }
+        KeysAction::Revoke { id } => {
+            let record = file.revoke(&id)?.clone();
+            file.save(store)?;
+            eprintln!("revoked {} ({})", record.id, record.name);
+        }
+    }
+    Ok(())
 }
 
 fn devchain(out: PathBuf, options: quarry_devchain::Options) -> Result<()> {

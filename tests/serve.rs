@@ -5,11 +5,10 @@
 
 mod support;
 
-use alloy_consensus::{Block, Header, TxEnvelope};
+use alloy_consensus::Header;
 use alloy_primitives::B256;
-use alloy_rlp::Decodable;
 use serde_json::{Value, json};
-use support::{KEY, Server, fixtures, ingested, io_cases, mismatch};
+use support::{KEY, Server, chain_blocks, fixtures, ingested, io_cases, mismatch, partial_datadir};
 
 /// The methods quarry serves that have rpc-compat fixtures.
 const METHODS: &[&str] = &[
@@ -412,16 +411,6 @@ fn block_parameters_and_tags() {
     );
 }
 
-fn chain_blocks() -> Vec<Block<TxEnvelope>> {
-    let bytes = std::fs::read(fixtures().join("chain.rlp")).unwrap();
-    let mut rest = bytes.as_slice();
-    let mut blocks = Vec::new();
-    while !rest.is_empty() {
-        blocks.push(Block::<TxEnvelope>::decode(&mut rest).unwrap());
-    }
-    blocks
-}
-
 /// The runner's comparison must be able to fail: these differences are all mismatches.
 #[test]
 fn the_fixture_comparison_catches_differences() {
@@ -449,29 +438,6 @@ fn the_fixture_comparison_catches_differences() {
     let mut receipt = expected.clone();
     receipt["result"]["totalDifficulty"] = json!("0x1");
     assert!(mismatch(&expected, &receipt).is_some());
-}
-
-/// A datadir holding blocks 0..=`last` of the fixture chain, ingested with the real binary.
-fn partial_datadir(last: u64) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let mut prefix = Vec::new();
-    for block in chain_blocks().iter().filter(|b| b.header.number <= last) {
-        alloy_rlp::Encodable::encode(block, &mut prefix);
-    }
-    let file = dir.path().join("prefix.rlp");
-    std::fs::write(&file, prefix).unwrap();
-    let status = std::process::Command::new(support::QUARRY)
-        .arg("ingest")
-        .arg("--datadir")
-        .arg(dir.path().join("data"))
-        .arg("--genesis")
-        .arg(fixtures().join("genesis.json"))
-        .arg(&file)
-        .output()
-        .unwrap()
-        .status;
-    assert!(status.success());
-    dir
 }
 
 /// `quarry serve` keeps answering while `quarry ingest` appends to its datadir from another

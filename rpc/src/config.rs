@@ -1,8 +1,13 @@
-//! `quarry serve`'s TOML configuration: where to listen, the API keys, request limits, and
-//! optionally the blocks that `safe` and `finalized` name.
+//! `quarry serve`'s TOML configuration: where to listen, the networks and their host names,
+//! the API keys and their plans' limits, request limits, partner forwarding, and optionally
+//! the blocks that `safe` and `finalized` name.
 
 use serde::Deserialize;
-use std::{collections::HashSet, net::SocketAddr, path::Path};
+use std::{
+    collections::HashSet,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,8 +46,25 @@ pub struct Config {
     pub safe_block: Option<u64>,
     /// The block `finalized` names; unset: the ingest flag's value, else the head.
     pub finalized_block: Option<u64>,
+    /// Keys written in the config itself (the operator's own); `quarry keys` manages the
+    /// others in `keys_file`.
     #[serde(default)]
     pub keys: Vec<ApiKey>,
+    /// The key store that `quarry keys` writes (only hashes of keys). Re-read while serving:
+    /// added and revoked keys take effect within a second or two.
+    pub keys_file: Option<PathBuf>,
+    /// The networks served, each on its own host names. None: the one `--datadir`, on any host.
+    #[serde(default)]
+    pub networks: Vec<NetworkConfig>,
+    /// Rate limits and daily quotas per plan.
+    #[serde(default)]
+    pub plans: Plans,
+    /// How long a forward to a partner may take before quarry's own error is returned, in ms.
+    #[serde(default = "default_forward_timeout_ms")]
+    pub forward_timeout_ms: u64,
+    /// Most reads waiting for the read pool; past it a read is refused as overload.
+    #[serde(default = "default_max_queued_reads")]
+    pub max_queued_reads: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -52,6 +74,124 @@ pub struct ApiKey {
     /// Who the key belongs to, for the operator's own reference.
     #[serde(default)]
     pub name: String,
+    /// Config keys are the operator's own: `custom` unless set.
+    #[serde(default = "default_config_key_plan")]
+    pub plan: Plan,
+    /// The networks the key may use (by name); unset: all.
+    pub networks: Option<Vec<String>>,
+}
+
+/// One served network.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    pub name: String,
+    /// Host names (without port) whose requests this network answers.
+    pub hosts: Vec<String>,
+    pub datadir: PathBuf,
+    /// Checked against the chain stored in `datadir` at start.
+    pub chain_id: Option<u64>,
+    /// The served network this one is a rollup of: rollup_getInfo's ethContext is its head.
+    pub rollup_of: Option<String>,
+    /// A partner JSON-RPC endpoint (full URL, key included) that growth and custom keys'
+    /// eth_getBlockByNumber, eth_getUncleByBlockHashAndIndex and eth_getTransactionReceipt go
+    /// to when this network cannot answer them.
+    pub partner_url: Option<String>,
+}
+
+/// What a key may do, by plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Plan {
+    Free,
+    Growth,
+    Custom,
+}
+
+impl Plan {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Free => "free",
+            Self::Growth => "growth",
+            Self::Custom => "custom",
+        }
+    }
+
+    /// Whether requests may go to a partner during an outage (the spec: Growth and Custom).
+    pub fn may_forward(self) -> bool {
+        !matches!(self, Self::Free)
+    }
+}
+
+impl std::str::FromStr for Plan {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "free" => Ok(Self::Free),
+            "growth" => Ok(Self::Growth),
+            "custom" => Ok(Self::Custom),
+            other => Err(format!(
+                "unknown plan {other:?}: use free, growth or custom"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plans {
+    #[serde(default = "PlanLimits::free")]
+    pub free: PlanLimits,
+    #[serde(default = "PlanLimits::growth")]
+    pub growth: PlanLimits,
+    #[serde(default)]
+    pub custom: PlanLimits,
+}
+
+impl Default for Plans {
+    fn default() -> Self {
+        Self {
+            free: PlanLimits::free(),
+            growth: PlanLimits::growth(),
+            custom: PlanLimits::default(),
+        }
+    }
+}
+
+impl Plans {
+    pub fn limits(&self, plan: Plan) -> &PlanLimits {
+        match plan {
+            Plan::Free => &self.free,
+            Plan::Growth => &self.growth,
+            Plan::Custom => &self.custom,
+        }
+    }
+}
+
+/// A plan's limits per key; unset means unlimited.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanLimits {
+    pub requests_per_second: Option<u32>,
+    /// Counted per UTC day.
+    pub requests_per_day: Option<u64>,
+}
+
+impl PlanLimits {
+    fn free() -> Self {
+        Self {
+            requests_per_second: Some(10),
+            requests_per_day: Some(100_000),
+        }
+    }
+
+    fn growth() -> Self {
+        Self {
+            requests_per_second: Some(100),
+            requests_per_day: Some(5_000_000),
+        }
+    }
 }
 
 fn default_listen() -> SocketAddr {
@@ -83,6 +223,15 @@ const fn default_true() -> bool {
 }
 const fn default_max_connections() -> u32 {
     1024
+}
+const fn default_forward_timeout_ms() -> u64 {
+    5000
+}
+const fn default_max_queued_reads() -> usize {
+    16_384
+}
+const fn default_config_key_plan() -> Plan {
+    Plan::Custom
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +276,48 @@ impl Config {
                 return Err(format!(
                     "keys[{i}]: key {} is listed twice",
                     redact(&key.key)
+                ));
+            }
+            for network in key.networks.iter().flatten() {
+                if !config.networks.iter().any(|n| &n.name == network) {
+                    return Err(format!("keys[{i}]: no network is named {network:?}"));
+                }
+            }
+        }
+        let mut names = HashSet::new();
+        let mut hosts = HashSet::new();
+        for (i, network) in config.networks.iter().enumerate() {
+            if !names.insert(network.name.as_str()) {
+                return Err(format!(
+                    "networks[{i}]: the name {:?} is used twice",
+                    network.name
+                ));
+            }
+            if network.hosts.is_empty() {
+                return Err(format!("networks[{i}] ({}): no hosts", network.name));
+            }
+            for host in &network.hosts {
+                if !hosts.insert(host.to_ascii_lowercase()) {
+                    return Err(format!(
+                        "networks[{i}] ({}): host {host:?} belongs to two networks",
+                        network.name
+                    ));
+                }
+            }
+            if let Some(l1) = &network.rollup_of
+                && (l1 == &network.name || !config.networks.iter().any(|n| &n.name == l1))
+            {
+                return Err(format!(
+                    "networks[{i}] ({}): rollup_of names no other network: {l1:?}",
+                    network.name
+                ));
+            }
+            if let Some(url) = &network.partner_url
+                && !(url.starts_with("http://") || url.starts_with("https://"))
+            {
+                return Err(format!(
+                    "networks[{i}] ({}): partner_url must be an http:// or https:// URL",
+                    network.name
                 ));
             }
         }

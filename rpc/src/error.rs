@@ -46,6 +46,9 @@ pub enum RpcError {
     NoChain,
     #[error(transparent)]
     Storage(#[from] quarry_storage::Error),
+    /// Too many reads are waiting already.
+    #[error("server overloaded: too many requests waiting, try again")]
+    Overloaded,
     /// A blocking task panicked or was cancelled.
     #[error("internal error: {0}")]
     Internal(String),
@@ -93,6 +96,10 @@ impl From<RpcError> for ErrorObjectOwned {
             | RpcError::NoChain => SERVER_ERROR_CODE,
             RpcError::Storage(e) => {
                 tracing::error!("storage error while answering a request: {e}");
+                INTERNAL_ERROR_CODE
+            }
+            RpcError::Overloaded => {
+                tracing::warn!("refused a read: the read pool is full");
                 INTERNAL_ERROR_CODE
             }
             RpcError::Internal(e) => {

@@ -2,20 +2,26 @@
 //! listener), API keys and routing, request limits, the methods' parameters and JSON shapes, and
 //! the one place where errors become JSON-RPC errors.
 
-mod auth;
 mod cache;
 mod call;
+mod calls;
 mod config;
 mod error;
+mod gate;
+pub mod keys;
+mod limits;
 mod logs;
+mod metrics;
 mod node;
 mod params;
 mod pool;
+mod service;
 mod types;
 
-pub use config::{ApiKey, Config, ConfigError};
+pub use config::{ApiKey, Config, ConfigError, NetworkConfig, Plan};
 pub use error::{Result, RpcError};
 pub use node::{BlockAt, BlockMarks, LogsConfig, Node, RawPart, Reads};
+pub use service::Networks;
 
 use jsonrpsee::{
     RpcModule,
@@ -48,6 +54,9 @@ pub enum ServeError {
 pub struct RunningServer {
     pub local_addr: SocketAddr,
     pub handle: ServerHandle,
+    /// How many keys were live at start.
+    pub keys: usize,
+    pub networks: Vec<String>,
 }
 
 /// Serializes an answer on the thread that produced it.
@@ -61,7 +70,7 @@ fn to_raw(method: &str, value: &impl Serialize) -> Result<Box<RawValue>> {
 /// answer it is sent at once. Otherwise the request goes to the read pool, where `handler` runs
 /// again with a database snapshot and must answer; database reads never run on async threads.
 fn register<R, F>(
-    module: &mut RpcModule<Node>,
+    module: &mut RpcModule<Networks>,
     pool: &ReadPool,
     method: &'static str,
     names: &'static [&'static str],
@@ -74,10 +83,11 @@ where
 {
     let pool = pool.clone();
     module
-        .register_async_method(method, move |params, node, _| {
+        .register_async_method(method, move |params, networks, extensions| {
             let handler = handler.clone();
             let pool = pool.clone();
             async move {
+                let node = networks.of(&extensions)?;
                 let args = Args::parse(&params, names, required)?;
                 if let Some(answer) = handler(&node, &Reads::Cache, &args)? {
                     return Ok(to_raw(method, &answer)?);
@@ -93,7 +103,7 @@ where
                         }
                     });
                     let _ = reply.send(answer);
-                });
+                })?;
                 match answer.await {
                     Ok(answer) => answer.map_err(ErrorObjectOwned::from),
                     Err(_) => Err(ErrorObjectOwned::from(RpcError::Internal(format!(
@@ -108,7 +118,7 @@ where
 
 /// Registers a method that always reads the database (state, the head).
 fn register_snapshot<R, F>(
-    module: &mut RpcModule<Node>,
+    module: &mut RpcModule<Networks>,
     pool: &ReadPool,
     method: &'static str,
     names: &'static [&'static str],
@@ -135,7 +145,7 @@ where
 /// Registers the by-number and by-hash twins of a method: all parameters required, the first
 /// naming the block (`methods[0]` by number or tag, `methods[1]` by hash).
 fn register_by_block<R, F>(
-    module: &mut RpcModule<Node>,
+    module: &mut RpcModule<Networks>,
     pool: &ReadPool,
     methods: [(&'static str, &'static [&'static str]); 2],
     handler: F,
@@ -196,11 +206,11 @@ fn index(args: &Args, position: usize) -> Result<u64> {
 
 /// Every method quarry serves, answered from `node`.
 fn methods(
-    node: Node,
+    networks: Networks,
     pool: &ReadPool,
     call_pool: &ReadPool,
-) -> std::result::Result<RpcModule<Node>, ServeError> {
-    let mut module = RpcModule::new(node);
+) -> std::result::Result<RpcModule<Networks>, ServeError> {
+    let mut module = RpcModule::new(networks);
     let m = &mut module;
     register_by_block(
         m,
@@ -392,14 +402,14 @@ fn methods(
         node.syncing(tx)
     })?;
     // The chain id is fixed for the database: answered inline.
-    m.register_method("eth_chainId", |params, node, _| {
+    m.register_method("eth_chainId", |params, networks, extensions| {
         Args::parse(&params, &[], 0)?;
-        Ok::<_, ErrorObjectOwned>(node.chain_id()?)
+        Ok::<_, ErrorObjectOwned>(networks.of(extensions)?.chain_id()?)
     })
     .map_err(|_| ServeError::Register("eth_chainId".into()))?;
-    m.register_method("net_version", |params, node, _| {
+    m.register_method("net_version", |params, networks, extensions| {
         Args::parse(&params, &[], 0)?;
-        Ok::<_, ErrorObjectOwned>(node.chain_id()?.to::<u64>().to_string())
+        Ok::<_, ErrorObjectOwned>(networks.of(extensions)?.chain_id()?.to::<u64>().to_string())
     })
     .map_err(|_| ServeError::Register("net_version".into()))?;
     // Reads nothing, so it runs inline: the cheapest call, the benchmarks' ceiling.
@@ -411,10 +421,52 @@ fn methods(
     Ok(module)
 }
 
-/// Starts the server on `config.listen` (port 0 picks a free port) and returns at once.
+/// The networks a config serves: its `[[networks]]`, or else `default_db` on any host.
+fn open_networks(
+    config: &Config,
+    default_db: Option<Database>,
+) -> std::result::Result<Vec<service::Network>, ServeError> {
+    if config.networks.is_empty() {
+        let db = default_db.ok_or_else(|| {
+            ServeError::Open("no database given and no [[networks]] in the config".into())
+        })?;
+        return Ok(vec![service::Network {
+            name: "default".into(),
+            hosts: Vec::new(),
+            partner_url: None,
+            db,
+        }]);
+    }
+    config
+        .networks
+        .iter()
+        .map(|network| {
+            let db = Database::open(&network.datadir).map_err(|e| {
+                ServeError::Open(format!(
+                    "network {}: cannot open {}: {e}",
+                    network.name,
+                    network.datadir.display()
+                ))
+            })?;
+            Ok(service::Network {
+                name: network.name.clone(),
+                hosts: network
+                    .hosts
+                    .iter()
+                    .map(|h| h.to_ascii_lowercase())
+                    .collect(),
+                partner_url: network.partner_url.clone(),
+                db,
+            })
+        })
+        .collect()
+}
+
+/// Starts the server on `config.listen` (port 0 picks a free port) and returns at once. It
+/// serves the config's networks, or `default_db` on any host when the config declares none.
 pub async fn start(
     config: &Config,
-    db: Database,
+    default_db: Option<Database>,
 ) -> std::result::Result<RunningServer, ServeError> {
     let marks = BlockMarks {
         safe: config.safe_block,
@@ -427,14 +479,42 @@ pub async fn start(
         max_params: config.max_log_params,
         use_index: config.log_index,
     };
-    let node =
-        Node::new(db, marks, call_timeout, logs).map_err(|e| ServeError::Open(e.to_string()))?;
+    let networks = open_networks(config, default_db)?;
+    let mut nodes = Vec::with_capacity(networks.len());
+    for (i, network) in networks.iter().enumerate() {
+        let l1 = config
+            .networks
+            .get(i)
+            .and_then(|n| n.rollup_of.as_ref())
+            .and_then(|l1| networks.iter().find(|n| &n.name == l1))
+            .map(|n| n.db.clone());
+        let node = Node::new(network.db.clone(), marks, call_timeout, logs, l1)
+            .map_err(|e| ServeError::Open(format!("network {}: {e}", network.name)))?;
+        if let Some(expected) = config.networks.get(i).and_then(|n| n.chain_id) {
+            let stored = node
+                .chain_id()
+                .map_err(|e| ServeError::Open(format!("network {}: {e}", network.name)))?;
+            if stored.to::<u64>() != expected {
+                return Err(ServeError::Open(format!(
+                    "network {}: the config says chain id {expected}, {} holds chain {stored}",
+                    network.name,
+                    config.networks[i].datadir.display()
+                )));
+            }
+        }
+        nodes.push(std::sync::Arc::new(node));
+    }
+    let service = std::sync::Arc::new(
+        service::Service::new(config, networks).map_err(|e| ServeError::Open(e.to_string()))?,
+    );
+    service.watch();
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let pool = ReadPool::new("read", threads).map_err(|e| ServeError::ReadPool(e.to_string()))?;
-    let call_pool =
-        ReadPool::new("call", threads).map_err(|e| ServeError::ReadPool(e.to_string()))?;
-    let module = methods(node, &pool, &call_pool)?;
-    let auth = auth::AuthLayer::new(config.keys.iter().map(|k| k.key.clone()));
+    let pool = ReadPool::new("read", threads, config.max_queued_reads)
+        .map_err(|e| ServeError::ReadPool(e.to_string()))?;
+    let call_pool = ReadPool::new("call", threads, config.max_queued_reads)
+        .map_err(|e| ServeError::ReadPool(e.to_string()))?;
+    let module = methods(Networks(nodes), &pool, &call_pool)?;
+    let method_names: Vec<&'static str> = module.method_names().collect();
     let server_config = ServerConfig::builder()
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(config.max_response_bytes)
@@ -443,7 +523,13 @@ pub async fn start(
         .build();
     let server = Server::builder()
         .set_config(server_config)
-        .set_http_middleware(tower::ServiceBuilder::new().layer(auth))
+        .set_http_middleware(
+            tower::ServiceBuilder::new().layer(gate::GateLayer::new(service.clone())),
+        )
+        .set_rpc_middleware(
+            jsonrpsee::core::middleware::RpcServiceBuilder::new()
+                .layer(calls::CallLayer::new(service.clone(), method_names)),
+        )
         .build(config.listen)
         .await
         .map_err(|source| ServeError::Bind {
@@ -455,5 +541,10 @@ pub async fn start(
         source,
     })?;
     let handle = server.start(module);
-    Ok(RunningServer { local_addr, handle })
+    Ok(RunningServer {
+        local_addr,
+        handle,
+        keys: service.keys.len(),
+        networks: service.networks.iter().map(|n| n.name.clone()).collect(),
+    })
 }

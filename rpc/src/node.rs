@@ -72,6 +72,8 @@ pub struct Node {
     /// Bytecode, accounts and slots that calls read, shared between calls.
     state_cache: Arc<StateCache>,
     logs: LogsConfig,
+    /// The network this one is a rollup of: rollup_getInfo's ethContext is its head.
+    l1: Option<Database>,
     /// The last tip suggestion and the head it was computed at.
     last_tip: Arc<Mutex<TipSuggestion>>,
 }
@@ -99,6 +101,7 @@ impl Node {
         marks: BlockMarks,
         call_timeout: Duration,
         logs: LogsConfig,
+        l1: Option<Database>,
     ) -> Result<Self> {
         let spec = ChainSpec::stored(&db.reader()?).map_err(|e| match e {
             quarry_executor::Error::Storage(e) => RpcError::Storage(e),
@@ -112,6 +115,7 @@ impl Node {
             call_timeout,
             state_cache: Arc::default(),
             logs,
+            l1,
             last_tip: Arc::new(Mutex::new(TipSuggestion {
                 head: None,
                 tip: DEFAULT_TIP,
@@ -840,7 +844,20 @@ impl Node {
 
     pub fn rollup_info(&self, tx: &ReadTx) -> Result<RollupInfo> {
         let head = Self::head(tx)?;
-        let timestamp = tx.header(head)?.map_or(0, |h| h.timestamp);
+        let eth_context = match &self.l1 {
+            Some(l1) => {
+                let l1 = l1.reader()?;
+                let l1_head = Self::head(&l1)?;
+                EthContext {
+                    block_number: l1_head,
+                    timestamp: l1.header(l1_head)?.map_or(0, |h| h.timestamp),
+                }
+            }
+            None => EthContext {
+                block_number: head,
+                timestamp: tx.header(head)?.map_or(0, |h| h.timestamp),
+            },
+        };
         let syncing = tx
             .sync_target()?
             .is_some_and(|target| target.block > head && process_alive(target.pid));
@@ -853,10 +870,7 @@ impl Node {
         Ok(RollupInfo {
             mode: "verifier",
             syncing,
-            eth_context: EthContext {
-                block_number: head,
-                timestamp,
-            },
+            eth_context,
             rollup_context: RollupContext {
                 index: last_index(head)?,
                 // Deposit (L1-to-L2) transactions cannot be ingested: none is ever queued.
@@ -889,7 +903,7 @@ fn call_failure(outcome: CallOutcome, estimate_cap: Option<u64>) -> RpcError {
 
 /// Whether the process that announced a sync target still runs (a killed ingest leaves its
 /// announcement behind).
-fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 

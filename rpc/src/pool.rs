@@ -20,6 +20,8 @@ struct Queue {
 #[derive(Clone)]
 pub struct ReadPool {
     queue: Arc<Queue>,
+    /// Most jobs waiting; past it the pool is overloaded and refuses more.
+    max_queued: usize,
 }
 
 impl std::fmt::Debug for ReadPool {
@@ -30,7 +32,7 @@ impl std::fmt::Debug for ReadPool {
 
 impl ReadPool {
     /// `threads` threads named `quarry-<name>-<i>`.
-    pub fn new(name: &str, threads: usize) -> std::io::Result<Self> {
+    pub fn new(name: &str, threads: usize, max_queued: usize) -> std::io::Result<Self> {
         let queue = Arc::new(Queue::default());
         for i in 0..threads.max(1) {
             let queue = queue.clone();
@@ -38,16 +40,24 @@ impl ReadPool {
                 .name(format!("quarry-{name}-{i}"))
                 .spawn(move || work(&queue))?;
         }
-        Ok(Self { queue })
+        Ok(Self { queue, max_queued })
     }
 
-    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
-        self.queue
-            .jobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push_back(Box::new(job));
+    /// Queues `job`, or refuses it when `max_queued` jobs are already waiting.
+    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) -> crate::Result<()> {
+        {
+            let mut jobs = self
+                .queue
+                .jobs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if jobs.len() >= self.max_queued {
+                return Err(crate::RpcError::Overloaded);
+            }
+            jobs.push_back(Box::new(job));
+        }
         self.queue.ready.notify_one();
+        Ok(())
     }
 }
 

@@ -61,6 +61,40 @@ pub fn ingested(folder: &Path) -> PathBuf {
     datadir
 }
 
+/// The fixture chain's blocks, decoded from chain.rlp.
+pub fn chain_blocks() -> Vec<alloy_consensus::Block<alloy_consensus::TxEnvelope>> {
+    let bytes = std::fs::read(fixtures().join("chain.rlp")).unwrap();
+    let mut rest = bytes.as_slice();
+    let mut blocks = Vec::new();
+    while !rest.is_empty() {
+        blocks.push(alloy_rlp::Decodable::decode(&mut rest).unwrap());
+    }
+    blocks
+}
+
+/// A fresh datadir (in `<dir>/data`) holding the fixture chain up to block `last` only.
+pub fn partial_datadir(last: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut prefix = Vec::new();
+    for block in chain_blocks().iter().filter(|b| b.header.number <= last) {
+        alloy_rlp::Encodable::encode(block, &mut prefix);
+    }
+    let file = dir.path().join("prefix.rlp");
+    std::fs::write(&file, prefix).unwrap();
+    let status = Command::new(QUARRY)
+        .arg("ingest")
+        .arg("--datadir")
+        .arg(dir.path().join("data"))
+        .arg("--genesis")
+        .arg(fixtures().join("genesis.json"))
+        .arg(&file)
+        .output()
+        .unwrap()
+        .status;
+    assert!(status.success());
+    dir
+}
+
 /// A `quarry serve` process, killed when dropped.
 pub struct Server {
     child: Child,
@@ -71,17 +105,27 @@ pub struct Server {
 impl Server {
     /// Serves `datadir` with one key, `KEY`, and `extra` appended to the TOML config.
     pub fn start(datadir: &Path, extra: &str) -> Self {
+        Self::launch(
+            Some(datadir),
+            &format!("{extra}\n[[keys]]\nkey = \"{KEY}\"\n"),
+        )
+    }
+
+    /// Serves what `config` declares (its `[[networks]]`), listening on a free port.
+    pub fn with_config(config: &str) -> Self {
+        Self::launch(None, config)
+    }
+
+    fn launch(datadir: Option<&Path>, config_text: &str) -> Self {
         let config_dir = tempfile::tempdir().unwrap();
         let config = config_dir.path().join("quarry.toml");
-        std::fs::write(
-            &config,
-            format!("listen = \"127.0.0.1:0\"\n{extra}\n[[keys]]\nkey = \"{KEY}\"\n"),
-        )
-        .unwrap();
-        let mut child = Command::new(QUARRY)
-            .arg("serve")
-            .arg("--datadir")
-            .arg(datadir)
+        std::fs::write(&config, format!("listen = \"127.0.0.1:0\"\n{config_text}")).unwrap();
+        let mut command = Command::new(QUARRY);
+        command.arg("serve");
+        if let Some(datadir) = datadir {
+            command.arg("--datadir").arg(datadir);
+        }
+        let mut child = command
             .arg("--config")
             .arg(&config)
             .stdout(Stdio::piped())
@@ -155,8 +199,7 @@ impl Server {
     }
 
     pub fn ws(&self) -> WsClient {
-        let (socket, _) = tungstenite::connect(self.ws_url(KEY)).unwrap();
-        WsClient(socket)
+        WsClient::connect(&self.ws_url(KEY))
     }
 }
 
@@ -172,6 +215,11 @@ pub struct WsClient(
 );
 
 impl WsClient {
+    pub fn connect(url: &str) -> Self {
+        let (socket, _) = tungstenite::connect(url).unwrap();
+        Self(socket)
+    }
+
     /// Sends one text message and returns the one text reply, parsed.
     pub fn exchange(&mut self, body: &str) -> serde_json::Value {
         self.0

@@ -1,0 +1,331 @@
+//! The call layer, run for every JSON-RPC call (each call of a batch on its own): a key
+//! revoked while its WebSocket is open is refused, the key's plan limits are applied, the
+//! three forwardable methods go to the network's partner when this node cannot answer them,
+//! and every call is counted and logged (key id, never the key).
+
+use crate::{
+    limits::Refusal,
+    metrics::Outcome,
+    service::{Caller, Service},
+};
+use jsonrpsee::{
+    BatchResponseBuilder, MethodResponse, ResponsePayload,
+    core::middleware::{Batch, BatchEntry, Notification, RpcServiceT},
+    types::{ErrorObject, ErrorObjectOwned, Request},
+};
+use serde_json::value::RawValue;
+use std::{
+    sync::{Arc, atomic::Ordering},
+    time::{Duration, Instant},
+};
+
+/// The methods the spec allows to be forwarded to a partner.
+const FORWARDABLE: [&str; 3] = [
+    "eth_getUncleByBlockHashAndIndex",
+    "eth_getBlockByNumber",
+    "eth_getTransactionReceipt",
+];
+
+/// The code quarry answers with when it cannot answer (storage, internal, overload).
+const OUTAGE_CODE: i32 = -32603;
+const LIMIT_CODE: i32 = -32005;
+
+/// Marks a response that carries a rate or quota refusal: the gate makes it an HTTP 429.
+#[derive(Debug, Clone)]
+pub struct RateLimited {
+    pub retry_after: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct CallLayer {
+    service: Arc<Service>,
+    /// The served methods' names: metrics count others as "unknown".
+    methods: Arc<[&'static str]>,
+}
+
+impl CallLayer {
+    pub fn new(service: Arc<Service>, methods: Vec<&'static str>) -> Self {
+        Self {
+            service,
+            methods: methods.into(),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for CallLayer {
+    type Service = Calls<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Calls {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Calls<S> {
+    inner: S,
+    layer: CallLayer,
+}
+
+fn refusal_error(refusal: &Refusal) -> ErrorObjectOwned {
+    let retry = refusal.retry_after().as_secs_f64();
+    match refusal {
+        Refusal::Rate {
+            allowed_per_second, ..
+        } => ErrorObject::owned(
+            LIMIT_CODE,
+            format!(
+                "request rate exceeded: this key may make {allowed_per_second} requests per second"
+            ),
+            Some(serde_json::json!({
+                "allowed_rps": allowed_per_second,
+                "backoff_seconds": retry,
+            })),
+        ),
+        Refusal::Daily {
+            allowed_per_day, ..
+        } => ErrorObject::owned(
+            LIMIT_CODE,
+            "daily request count exceeded, request rate limited",
+            Some(serde_json::json!({
+                "allowed_per_day": allowed_per_day,
+                "backoff_seconds": retry,
+            })),
+        ),
+    }
+}
+
+/// Why quarry could not answer a call itself: an error of the outage kind, or `null` for a
+/// block or transaction while the network is still syncing towards it.
+fn needs_partner(response: &MethodResponse, syncing: bool) -> bool {
+    match response.as_error_code() {
+        Some(code) => code == OUTAGE_CODE,
+        None => syncing && response.as_json().get().ends_with(r#""result":null}"#),
+    }
+}
+
+/// The partner's answer to one call: its result or its error. `Err`: it gave none.
+fn ask_partner(
+    url: &str,
+    timeout: Duration,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<Result<Box<RawValue>, ErrorObjectOwned>, String> {
+    #[derive(serde::Deserialize)]
+    struct Reply {
+        result: Option<Box<RawValue>>,
+        error: Option<ErrorObjectOwned>,
+    }
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": params.map_or(Ok(serde_json::Value::Array(vec![])), |p| serde_json::from_str(p.get())).map_err(|e| e.to_string())?,
+    });
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut response = agent
+        .post(url)
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let text = response
+        .body_mut()
+        .read_to_string()
+        .map_err(|e| e.to_string())?;
+    let reply: Reply = serde_json::from_str(&text)
+        .map_err(|e| format!("HTTP {status}, not a JSON-RPC answer: {e}"))?;
+    match (reply.result, reply.error) {
+        (_, Some(error)) => Ok(Err(error)),
+        (Some(result), None) => Ok(Ok(result)),
+        (None, None) => serde_json::value::to_raw_value(&serde_json::Value::Null)
+            .map(Ok)
+            .map_err(|e| e.to_string()),
+    }
+}
+
+impl<S> Calls<S>
+where
+    S: RpcServiceT<MethodResponse = MethodResponse> + Send + Sync + Clone + 'static,
+{
+    fn method_label(&self, method: &str) -> &'static str {
+        self.layer
+            .methods
+            .iter()
+            .find(|m| **m == method)
+            .copied()
+            .unwrap_or("unknown")
+    }
+
+    async fn answer(&self, request: Request<'_>) -> MethodResponse {
+        let service = &self.layer.service;
+        let Some(caller) = request.extensions().get::<Caller>().cloned() else {
+            return self.inner.call(request).await;
+        };
+        let started = Instant::now();
+        let method = self.method_label(request.method_name());
+        let id = request.id().into_owned();
+        let network = caller.network;
+        let finish = |response: MethodResponse, outcome: Outcome| {
+            let took = started.elapsed();
+            service.metrics.call(network, method, outcome, took);
+            tracing::debug!(
+                network = %service.networks[network].name,
+                method,
+                key = %caller.grant.id,
+                outcome = ?outcome,
+                micros = took.as_micros() as u64,
+                "call"
+            );
+            response
+        };
+        // A WebSocket outlives the check at its upgrade.
+        if !service.keys.is_live(&caller.grant) {
+            let error = ErrorObject::owned(-32600, "invalid API key: revoked", None::<()>);
+            return finish(MethodResponse::error(id, error), Outcome::Revoked);
+        }
+        let limits = service.plans.limits(caller.grant.plan);
+        if let Err(refusal) = service.limiter.admit(&caller.grant.id, limits) {
+            service
+                .metrics
+                .refusal(network, matches!(refusal, Refusal::Daily { .. }));
+            tracing::info!(key = %caller.grant.id, reason = refusal.reason(), "call refused by the key's plan limits");
+            let mut response = MethodResponse::error(id, refusal_error(&refusal));
+            response.extensions_mut().insert(RateLimited {
+                retry_after: refusal.retry_after(),
+            });
+            return finish(response, Outcome::RateLimited);
+        }
+        let partner = service.networks[network]
+            .partner_url
+            .clone()
+            .filter(|_| caller.grant.plan.may_forward() && FORWARDABLE.contains(&method));
+        let params = partner
+            .as_ref()
+            .and_then(|_| request.params.as_ref().map(|p| p.clone().into_owned()));
+        let response = self.inner.call(request).await;
+        let Some(url) = partner else {
+            let outcome = if response.is_error() {
+                Outcome::Error
+            } else {
+                Outcome::Ok
+            };
+            return finish(response, outcome);
+        };
+        let syncing = service.metrics.status[network]
+            .syncing
+            .load(Ordering::Relaxed);
+        if !needs_partner(&response, syncing) {
+            let outcome = if response.is_error() {
+                Outcome::Error
+            } else {
+                Outcome::Ok
+            };
+            return finish(response, outcome);
+        }
+        let timeout = service.forward_timeout;
+        let asked = tokio::task::spawn_blocking(move || {
+            ask_partner(&url, timeout, method, params.as_deref())
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|answer| answer);
+        service.metrics.forward(network, method, asked.is_ok());
+        let max = service.max_response_bytes as usize;
+        match asked {
+            Ok(answer) => {
+                tracing::info!(network = %service.networks[network].name, method, key = %caller.grant.id, "answered by the partner");
+                let forwarded = match answer {
+                    Ok(result) => {
+                        MethodResponse::response(id, ResponsePayload::success(result), max)
+                    }
+                    Err(error) => MethodResponse::error(id, error),
+                };
+                finish(forwarded, Outcome::Forwarded)
+            }
+            Err(why) => {
+                tracing::warn!(network = %service.networks[network].name, method, "the partner did not answer: {why}");
+                let outcome = if response.is_error() {
+                    Outcome::Error
+                } else {
+                    Outcome::Ok
+                };
+                finish(response, outcome)
+            }
+        }
+    }
+}
+
+impl<S> RpcServiceT for Calls<S>
+where
+    S: RpcServiceT<
+            MethodResponse = MethodResponse,
+            BatchResponse = MethodResponse,
+            NotificationResponse = MethodResponse,
+        > + Send
+        + Sync
+        + Clone
+        + 'static,
+{
+    type MethodResponse = MethodResponse;
+    type NotificationResponse = MethodResponse;
+    type BatchResponse = MethodResponse;
+
+    fn call<'a>(&self, request: Request<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
+        let this = self.clone();
+        async move { this.answer(request).await }
+    }
+
+    /// Each call of a batch goes through `answer`, as a single call would.
+    fn batch<'a>(&self, batch: Batch<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
+        let this = self.clone();
+        async move {
+            let mut responses = BatchResponseBuilder::new_with_limit(
+                this.layer.service.max_response_bytes as usize,
+            );
+            let mut limited = None;
+            let mut got_notification = false;
+            for entry in batch {
+                let response = match entry {
+                    Ok(BatchEntry::Call(request)) => this.answer(request).await,
+                    Ok(BatchEntry::Notification(notification)) => {
+                        got_notification = true;
+                        this.inner.notification(notification).await;
+                        continue;
+                    }
+                    Err(error) => {
+                        let (error, id) = error.into_parts();
+                        MethodResponse::error(id, error)
+                    }
+                };
+                if let Some(refusal) = response.extensions().get::<RateLimited>() {
+                    limited = Some(refusal.clone());
+                }
+                if let Err(too_big) = responses.append(response) {
+                    return too_big;
+                }
+            }
+            if responses.is_empty() && got_notification {
+                return MethodResponse::notification();
+            }
+            let mut response = MethodResponse::from_batch(responses.finish());
+            if let Some(limited) = limited {
+                response.extensions_mut().insert(limited);
+            }
+            response
+        }
+    }
+
+    fn notification<'a>(
+        &self,
+        notification: Notification<'a>,
+    ) -> impl Future<Output = MethodResponse> + Send + 'a {
+        self.inner.notification(notification)
+    }
+}

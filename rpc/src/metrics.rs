@@ -1,0 +1,259 @@
+//! What `/metrics` shows, in Prometheus' text format: calls by network, method and outcome,
+//! their latency, forwards to partners, rate-limit refusals, and each network's head.
+
+use std::{
+    collections::HashMap,
+    fmt::Write,
+    sync::{
+        Mutex, PoisonError,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+/// How a call ended, as counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Error,
+    /// Answered by the network's partner.
+    Forwarded,
+    RateLimited,
+    /// The key was revoked while its WebSocket stayed open.
+    Revoked,
+}
+
+impl Outcome {
+    const ALL: [Self; 5] = [
+        Self::Ok,
+        Self::Error,
+        Self::Forwarded,
+        Self::RateLimited,
+        Self::Revoked,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Forwarded => "forwarded",
+            Self::RateLimited => "rate_limited",
+            Self::Revoked => "revoked",
+        }
+    }
+}
+
+/// Latency bucket bounds, in seconds.
+const BUCKETS: [f64; 12] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5, 10.0,
+];
+
+#[derive(Debug, Default)]
+struct Series {
+    outcomes: [u64; Outcome::ALL.len()],
+    buckets: [u64; BUCKETS.len()],
+    seconds: f64,
+    count: u64,
+}
+
+/// A network's head and sync state, as last read by the server's watcher.
+#[derive(Debug, Default)]
+pub struct NetworkStatus {
+    pub head: AtomicU64,
+    pub has_head: AtomicBool,
+    pub syncing: AtomicBool,
+}
+
+#[derive(Debug)]
+pub struct Metrics {
+    networks: Vec<String>,
+    /// Per network: per method.
+    calls: Vec<Mutex<HashMap<String, Series>>>,
+    /// Per network: (method, answered) -> count.
+    forwards: Vec<Mutex<HashMap<(String, bool), u64>>>,
+    /// Per network: [rate, daily].
+    refusals: Vec<[AtomicU64; 2]>,
+    pub status: Vec<NetworkStatus>,
+}
+
+impl Metrics {
+    pub fn new(networks: Vec<String>) -> Self {
+        let n = networks.len();
+        Self {
+            networks,
+            calls: (0..n).map(|_| Mutex::default()).collect(),
+            forwards: (0..n).map(|_| Mutex::default()).collect(),
+            refusals: (0..n).map(|_| Default::default()).collect(),
+            status: (0..n).map(|_| NetworkStatus::default()).collect(),
+        }
+    }
+
+    /// Counts one call; `method` must be a served method's name (or "unknown"), so the
+    /// number of series stays bounded.
+    pub fn call(&self, network: usize, method: &str, outcome: Outcome, took: Duration) {
+        let Some(calls) = self.calls.get(network) else {
+            return;
+        };
+        let mut calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let series = match calls.get_mut(method) {
+            Some(series) => series,
+            None => calls.entry(method.to_string()).or_default(),
+        };
+        let slot = Outcome::ALL.iter().position(|o| *o == outcome).unwrap_or(0);
+        series.outcomes[slot] += 1;
+        let seconds = took.as_secs_f64();
+        if let Some(bucket) = BUCKETS.iter().position(|bound| seconds <= *bound) {
+            series.buckets[bucket] += 1;
+        }
+        series.seconds += seconds;
+        series.count += 1;
+    }
+
+    pub fn forward(&self, network: usize, method: &str, answered: bool) {
+        if let Some(forwards) = self.forwards.get(network) {
+            *forwards
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry((method.to_string(), answered))
+                .or_default() += 1;
+        }
+    }
+
+    pub fn refusal(&self, network: usize, daily: bool) {
+        if let Some(counts) = self.refusals.get(network) {
+            counts[usize::from(daily)].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The Prometheus text exposition of everything counted so far.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP quarry_requests_total JSON-RPC calls by network, method and outcome.\n# TYPE quarry_requests_total counter\n");
+        let snapshot: Vec<Vec<(String, Series)>> = self
+            .calls
+            .iter()
+            .map(|calls| {
+                let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut rows: Vec<(String, Series)> = calls
+                    .iter()
+                    .map(|(method, s)| {
+                        (
+                            method.clone(),
+                            Series {
+                                outcomes: s.outcomes,
+                                buckets: s.buckets,
+                                seconds: s.seconds,
+                                count: s.count,
+                            },
+                        )
+                    })
+                    .collect();
+                rows.sort_by(|a, b| a.0.cmp(&b.0));
+                rows
+            })
+            .collect();
+        for (network, rows) in self.networks.iter().zip(&snapshot) {
+            for (method, series) in rows {
+                for (outcome, count) in Outcome::ALL.iter().zip(series.outcomes) {
+                    if count > 0 {
+                        let _ = writeln!(
+                            out,
+                            "quarry_requests_total{{network=\"{network}\",method=\"{method}\",outcome=\"{}\"}} {count}",
+                            outcome.label()
+                        );
+                    }
+                }
+            }
+        }
+        out.push_str("# HELP quarry_request_duration_seconds Time to answer a call, from the key check to the answer.\n# TYPE quarry_request_duration_seconds histogram\n");
+        for (network, rows) in self.networks.iter().zip(&snapshot) {
+            for (method, series) in rows {
+                let labels = format!("network=\"{network}\",method=\"{method}\"");
+                let mut cumulative = 0;
+                for (bound, count) in BUCKETS.iter().zip(series.buckets) {
+                    cumulative += count;
+                    let _ = writeln!(
+                        out,
+                        "quarry_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
+                    );
+                }
+                let _ = writeln!(
+                    out,
+                    "quarry_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}\nquarry_request_duration_seconds_sum{{{labels}}} {}\nquarry_request_duration_seconds_count{{{labels}}} {}",
+                    series.count, series.seconds, series.count
+                );
+            }
+        }
+        out.push_str("# HELP quarry_forwards_total Calls sent to a network's partner, by whether the partner answered.\n# TYPE quarry_forwards_total counter\n");
+        for (network, forwards) in self.networks.iter().zip(&self.forwards) {
+            let forwards = forwards.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut rows: Vec<_> = forwards.iter().collect();
+            rows.sort();
+            for ((method, answered), count) in rows {
+                let result = if *answered { "answered" } else { "failed" };
+                let _ = writeln!(
+                    out,
+                    "quarry_forwards_total{{network=\"{network}\",method=\"{method}\",result=\"{result}\"}} {count}"
+                );
+            }
+        }
+        out.push_str("# HELP quarry_rate_limited_total Calls refused for a key's rate or daily quota.\n# TYPE quarry_rate_limited_total counter\n");
+        for (network, counts) in self.networks.iter().zip(&self.refusals) {
+            for (reason, count) in ["rate", "daily"].iter().zip(counts) {
+                let _ = writeln!(
+                    out,
+                    "quarry_rate_limited_total{{network=\"{network}\",reason=\"{reason}\"}} {}",
+                    count.load(Ordering::Relaxed)
+                );
+            }
+        }
+        out.push_str("# HELP quarry_head_block The highest block ingested, per network.\n# TYPE quarry_head_block gauge\n");
+        for (network, status) in self.networks.iter().zip(&self.status) {
+            let _ = writeln!(
+                out,
+                "quarry_head_block{{network=\"{network}\"}} {}",
+                status.head.load(Ordering::Relaxed)
+            );
+        }
+        out.push_str("# HELP quarry_syncing Whether an ingest is importing towards a block above the head.\n# TYPE quarry_syncing gauge\n");
+        for (network, status) in self.networks.iter().zip(&self.status) {
+            let _ = writeln!(
+                out,
+                "quarry_syncing{{network=\"{network}\"}} {}",
+                u8::from(status.syncing.load(Ordering::Relaxed))
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exposition_counts_calls_latency_forwards_and_refusals() {
+        let metrics = Metrics::new(vec!["main".into(), "side".into()]);
+        metrics.call(0, "eth_call", Outcome::Ok, Duration::from_micros(300));
+        metrics.call(0, "eth_call", Outcome::Error, Duration::from_millis(3));
+        metrics.call(1, "eth_getLogs", Outcome::RateLimited, Duration::ZERO);
+        metrics.forward(0, "eth_getBlockByNumber", true);
+        metrics.refusal(1, false);
+        metrics.status[0].head.store(64, Ordering::Relaxed);
+        let text = metrics.render();
+        for line in [
+            r#"quarry_requests_total{network="main",method="eth_call",outcome="ok"} 1"#,
+            r#"quarry_requests_total{network="main",method="eth_call",outcome="error"} 1"#,
+            r#"quarry_requests_total{network="side",method="eth_getLogs",outcome="rate_limited"} 1"#,
+            r#"quarry_request_duration_seconds_bucket{network="main",method="eth_call",le="0.0005"} 1"#,
+            r#"quarry_request_duration_seconds_bucket{network="main",method="eth_call",le="0.005"} 2"#,
+            r#"quarry_request_duration_seconds_count{network="main",method="eth_call"} 2"#,
+            r#"quarry_forwards_total{network="main",method="eth_getBlockByNumber",result="answered"} 1"#,
+            r#"quarry_rate_limited_total{network="side",reason="rate"} 1"#,
+            r#"quarry_head_block{network="main"} 64"#,
+            r#"quarry_syncing{network="side"} 0"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line}\n{text}");
+        }
+    }
+}

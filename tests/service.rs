@@ -1,0 +1,691 @@
+//! The service layer end to end: networks chosen by host name, the keys CLI and revocation on a
+//! running server, partner forwarding (plan x method x cause, partner up, down and slow), rate
+//! limits and daily quotas across HTTP and WebSocket, and `/metrics`, `/health`, `/ready`.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use serde_json::{Value, json};
+use std::{
+    io::{Read, Write},
+    net::{TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+use support::{KEY, QUARRY, Server, fixtures, ingested, partial_datadir};
+
+fn devnet() -> PathBuf {
+    ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"))
+}
+
+/// A TOML string value (paths with backslashes or quotes stay intact).
+fn toml_path(path: &Path) -> String {
+    Value::from(path.display().to_string()).to_string()
+}
+
+/// One HTTP/1.1 exchange with a chosen Host header: (status, headers, body).
+fn raw_http(addr: &str, method: &str, host: &str, path: &str, body: &str) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, head.to_string(), body.to_string())
+}
+
+/// A JSON-RPC call to `host` with `key`: (HTTP status, response).
+fn rpc(server: &Server, host: &str, key: &str, method: &str, params: Value) -> (u16, Value) {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+    let (status, _, text) = raw_http(&server.addr, "POST", host, &format!("/v3/{key}"), &body);
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+fn ws(url: &str) -> support::WsClient {
+    support::WsClient::connect(url)
+}
+
+fn ws_call(client: &mut support::WsClient, method: &str, params: Value) -> Value {
+    client.exchange(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string(),
+    )
+}
+
+fn metrics(server: &Server) -> String {
+    raw_http(&server.addr, "GET", "localhost", "/metrics", "").2
+}
+
+/// The value of the metrics line that starts with `series` (labels included).
+fn metric(server: &Server, series: &str) -> Option<f64> {
+    metrics(server)
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+fn rpc_compat_chain_id() -> u64 {
+    let genesis: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("genesis.json")).unwrap())
+            .unwrap();
+    genesis["config"]["chainId"].as_u64().unwrap()
+}
+
+#[test]
+fn networks_are_chosen_by_host_name() {
+    let (dev, compat) = (devnet(), ingested(&fixtures()));
+    let server = Server::with_config(&format!(
+        r#"
+[[networks]]
+name = "dev"
+hosts = ["localhost"]
+datadir = {}
+chain_id = 1337
+
+[[networks]]
+name = "compat"
+hosts = ["127.0.0.1", "compat.example"]
+datadir = {}
+rollup_of = "dev"
+
+[[keys]]
+key = "{KEY}"
+
+[[keys]]
+key = "dev-only-key"
+networks = ["dev"]
+"#,
+        toml_path(&dev),
+        toml_path(&compat)
+    ));
+    let port = server.addr.split(':').nth(1).unwrap().to_string();
+    let chain_id =
+        |host: &str| rpc(&server, host, KEY, "eth_chainId", json!([])).1["result"].clone();
+    let compat_id = json!(format!("{:#x}", rpc_compat_chain_id()));
+    assert_eq!(chain_id("localhost"), "0x539");
+    assert_eq!(chain_id(&format!("LocalHost:{port}")), "0x539");
+    assert_eq!(chain_id("127.0.0.1"), compat_id);
+    assert_eq!(chain_id("compat.example"), compat_id);
+    // Each network answers from its own chain.
+    let head =
+        |host: &str| rpc(&server, host, KEY, "eth_blockNumber", json!([])).1["result"].clone();
+    assert_eq!(head("localhost"), "0x40");
+    assert_eq!(head("127.0.0.1"), "0x36");
+    // The rollup's L1 context is the dev network's head.
+    let info = rpc(&server, "127.0.0.1", KEY, "rollup_getInfo", json!([])).1;
+    assert_eq!(info["result"]["ethContext"]["blockNumber"], 64, "{info}");
+
+    let (status, _, body) = raw_http(
+        &server.addr,
+        "POST",
+        "unknown.example",
+        &format!("/v3/{KEY}"),
+        r#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}"#,
+    );
+    assert_eq!(status, 404);
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["code"], -32600);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"unknown.example\"") && message.contains("localhost"),
+        "{message}"
+    );
+
+    // A key limited to one network is refused on the others.
+    let (status, body) = rpc(
+        &server,
+        "127.0.0.1",
+        "dev-only-key",
+        "eth_chainId",
+        json!([]),
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("compat"),
+        "{body}"
+    );
+    assert_eq!(
+        rpc(
+            &server,
+            "localhost",
+            "dev-only-key",
+            "eth_chainId",
+            json!([])
+        )
+        .0,
+        200
+    );
+
+    // The WebSocket upgrade is routed the same way.
+    let mut dev_ws = ws(&format!("ws://localhost:{port}/ws/v3/{KEY}"));
+    assert_eq!(
+        ws_call(&mut dev_ws, "eth_chainId", json!([]))["result"],
+        "0x539"
+    );
+    let mut compat_ws = ws(&format!("ws://127.0.0.1:{port}/ws/v3/{KEY}"));
+    assert_eq!(
+        ws_call(&mut compat_ws, "eth_chainId", json!([]))["result"],
+        compat_id
+    );
+}
+
+fn keys_cli(store: &Path, args: &[&str]) -> (String, String) {
+    let output = Command::new(QUARRY)
+        .arg("keys")
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "quarry keys {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+/// Polls `check` every 50 ms for up to `limit`; returns how long it took to hold.
+fn within(limit: Duration, mut check: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < limit, "not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    start.elapsed()
+}
+
+#[test]
+fn keys_cli_round_trip_and_revocation_on_a_running_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("keys.json");
+    let (key, added) = keys_cli(&store, &["add", "--plan", "growth", "--name", "alice"]);
+    let key = key.trim().to_string();
+    assert_eq!(key.len(), 64, "{key}");
+    let id = added.split_whitespace().nth(1).unwrap().to_string();
+    assert!(id.starts_with("key-"), "{added}");
+    let stored = std::fs::read_to_string(&store).unwrap();
+    assert!(!stored.contains(&key), "only the key's hash is stored");
+
+    let (list, _) = keys_cli(&store, &["list"]);
+    let row = list.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(
+        row.contains("\tgrowth\talice\tall\t") && row.ends_with("\t-"),
+        "{row}"
+    );
+
+    let server = Server::start(&devnet(), &format!("keys_file = {}", toml_path(&store)));
+    let call = |key: &str| rpc(&server, "localhost", key, "eth_chainId", json!([]));
+    assert_eq!(call(&key).0, 200);
+    let mut socket = ws(&server.ws_url(&key));
+    assert_eq!(
+        ws_call(&mut socket, "eth_chainId", json!([]))["result"],
+        "0x539"
+    );
+
+    // A key added while the server runs is accepted within seconds.
+    let (second, _) = keys_cli(&store, &["add", "--plan", "free"]);
+    let second = second.trim().to_string();
+    within(Duration::from_secs(3), || call(&second).0 == 200);
+
+    keys_cli(&store, &["revoke", &id]);
+    let took = within(Duration::from_secs(3), || call(&key).0 == 401);
+    eprintln!("revocation took effect over HTTP after {took:?}");
+    let (_, refused) = call(&key);
+    assert_eq!(refused["error"]["code"], -32600);
+    assert_eq!(refused["error"]["message"], "invalid API key");
+    // The open WebSocket is refused from then on too.
+    let answer = ws_call(&mut socket, "eth_chainId", json!([]));
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("revoked")
+    );
+    // The other key and the config's key still work; the list shows the revocation.
+    assert_eq!(call(&second).0, 200);
+    assert_eq!(call(KEY).0, 200);
+    let (list, _) = keys_cli(&store, &["list"]);
+    let row = list.lines().find(|l| l.starts_with(&id)).unwrap();
+    assert!(!row.ends_with("\t-"), "{row}");
+}
+
+/// Writes a sync target above the head of `datadir` held by this (live) process: the node is
+/// then "still syncing".
+fn announce_syncing(datadir: &Path) {
+    let db = quarry_storage::Database::open(datadir).unwrap();
+    let tx = db.writer().unwrap();
+    tx.put_sync_target(Some(quarry_storage::SyncTarget {
+        block: 54,
+        pid: std::process::id(),
+    }))
+    .unwrap();
+    tx.commit().unwrap();
+}
+
+/// A partner that accepts connections and never answers.
+fn silent_partner() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    url
+}
+
+/// A partner address where nothing listens.
+fn absent_partner() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    drop(listener);
+    url
+}
+
+const PLANS: [&str; 3] = ["free", "growth", "custom"];
+
+fn plan_keys() -> String {
+    PLANS
+        .iter()
+        .map(|plan| format!("[[keys]]\nkey = \"{plan}-key\"\nplan = \"{plan}\"\n"))
+        .collect()
+}
+
+#[test]
+fn forwarding_follows_plan_method_cause_and_partner() {
+    let partner = Server::start(&ingested(&fixtures()), "");
+    // The primary's networks hold blocks 0-10 of the chain the partner has whole.
+    let (up, down, slow) = (
+        partial_datadir(10),
+        partial_datadir(10),
+        partial_datadir(10),
+    );
+    let primary = Server::with_config(&format!(
+        r#"
+forward_timeout_ms = 500
+
+[[networks]]
+name = "up"
+hosts = ["up.test"]
+datadir = {}
+partner_url = "{}"
+
+[[networks]]
+name = "down"
+hosts = ["down.test"]
+datadir = {}
+partner_url = "{}"
+
+[[networks]]
+name = "slow"
+hosts = ["slow.test"]
+datadir = {}
+partner_url = "{}"
+
+{}
+"#,
+        toml_path(&up.path().join("data")),
+        partner.http_url(KEY),
+        toml_path(&down.path().join("data")),
+        absent_partner(),
+        toml_path(&slow.path().join("data")),
+        silent_partner(),
+        plan_keys(),
+    ));
+    for dir in [&up, &down, &slow] {
+        announce_syncing(&dir.path().join("data"));
+    }
+    for network in ["up", "down", "slow"] {
+        within(Duration::from_secs(5), || {
+            metric(
+                &primary,
+                &format!("quarry_syncing{{network=\"{network}\"}}"),
+            ) == Some(1.0)
+        });
+    }
+
+    // What lies beyond the primary's head: a block, a receipt, an uncle.
+    let block = partner.result("eth_getBlockByNumber", json!(["0x14", false]));
+    let receipt_tx = (11..=54)
+        .map(|n| partner.result("eth_getBlockByNumber", json!([format!("{n:#x}"), false])))
+        .find_map(|b| b["transactions"].as_array().unwrap().first().cloned())
+        .unwrap();
+    let with_uncle = (11..=54)
+        .map(|n| partner.result("eth_getBlockByNumber", json!([format!("{n:#x}"), false])))
+        .find(|b| !b["uncles"].as_array().unwrap().is_empty())
+        .unwrap();
+    let cases = [
+        ("eth_getBlockByNumber", json!(["0x14", false])),
+        ("eth_getTransactionReceipt", json!([receipt_tx])),
+        (
+            "eth_getUncleByBlockHashAndIndex",
+            json!([with_uncle["hash"], "0x0"]),
+        ),
+    ];
+    for (method, params) in &cases {
+        let from_partner = partner.result(method, params.clone());
+        assert!(!from_partner.is_null(), "{method}");
+        for plan in PLANS {
+            let key = format!("{plan}-key");
+            let (_, answer) = rpc(&primary, "up.test", &key, method, params.clone());
+            let expected = if plan == "free" {
+                &Value::Null
+            } else {
+                &from_partner
+            };
+            assert_eq!(
+                &answer["result"], expected,
+                "{method}, {plan} key, partner up"
+            );
+            // A partner that is down, or too slow, leaves quarry's own answer.
+            let (_, answer) = rpc(&primary, "down.test", &key, method, params.clone());
+            assert_eq!(
+                answer["result"],
+                Value::Null,
+                "{method}, {plan} key, partner down"
+            );
+            let started = Instant::now();
+            let (_, answer) = rpc(&primary, "slow.test", &key, method, params.clone());
+            assert_eq!(
+                answer["result"],
+                Value::Null,
+                "{method}, {plan} key, partner slow"
+            );
+            if plan != "free" {
+                let took = started.elapsed();
+                assert!(
+                    took >= Duration::from_millis(500) && took < Duration::from_secs(5),
+                    "{took:?}"
+                );
+            }
+        }
+    }
+    // Other methods are never forwarded, and what the node has is answered by the node.
+    let by_hash = rpc(
+        &primary,
+        "up.test",
+        "growth-key",
+        "eth_getBlockByHash",
+        json!([block["hash"], false]),
+    )
+    .1;
+    assert_eq!(by_hash["result"], Value::Null);
+    let own = rpc(
+        &primary,
+        "up.test",
+        "growth-key",
+        "eth_getBlockByNumber",
+        json!(["0x5", false]),
+    )
+    .1;
+    assert_eq!(own["result"]["number"], "0x5");
+
+    // Every forward is counted: two plans x three methods on each network.
+    for method in [
+        "eth_getBlockByNumber",
+        "eth_getTransactionReceipt",
+        "eth_getUncleByBlockHashAndIndex",
+    ] {
+        let up = format!(
+            "quarry_forwards_total{{network=\"up\",method=\"{method}\",result=\"answered\"}}"
+        );
+        assert_eq!(metric(&primary, &up), Some(2.0), "{up}");
+        for network in ["down", "slow"] {
+            let failed = format!(
+                "quarry_forwards_total{{network=\"{network}\",method=\"{method}\",result=\"failed\"}}"
+            );
+            assert_eq!(metric(&primary, &failed), Some(2.0), "{failed}");
+        }
+    }
+}
+
+/// An overloaded node (no read may wait) forwards growth and custom keys' calls; free keys get
+/// quarry's own error.
+#[test]
+fn overload_is_forwarded_for_paying_plans() {
+    let partner = Server::start(&ingested(&fixtures()), "");
+    let busy = partial_datadir(10);
+    let primary = Server::with_config(&format!(
+        r#"
+max_queued_reads = 0
+
+[[networks]]
+name = "busy"
+hosts = ["localhost"]
+datadir = {}
+partner_url = "{}"
+
+{}
+"#,
+        toml_path(&busy.path().join("data")),
+        partner.http_url(KEY),
+        plan_keys(),
+    ));
+    let latest = json!(["latest", false]);
+    let (_, free) = rpc(
+        &primary,
+        "localhost",
+        "free-key",
+        "eth_getBlockByNumber",
+        latest.clone(),
+    );
+    assert_eq!(free["error"]["code"], -32603, "{free}");
+    assert!(
+        free["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("overloaded"),
+        "{free}"
+    );
+    for key in ["growth-key", "custom-key"] {
+        let (_, answer) = rpc(
+            &primary,
+            "localhost",
+            key,
+            "eth_getBlockByNumber",
+            latest.clone(),
+        );
+        assert_eq!(answer["result"]["number"], "0x36", "{key}: {answer}");
+    }
+    // Not a forwardable method: the error stands.
+    let (_, logs) = rpc(
+        &primary,
+        "localhost",
+        "growth-key",
+        "eth_blockNumber",
+        json!([]),
+    );
+    assert_eq!(logs["error"]["code"], -32603, "{logs}");
+}
+
+#[test]
+fn rate_limits_and_daily_quotas_hold_across_transports() {
+    let server = Server::start(
+        &devnet(),
+        r#"
+[plans.free]
+requests_per_second = 5
+requests_per_day = 1000
+[plans.growth]
+requests_per_day = 4
+
+[[keys]]
+key = "free-key"
+plan = "free"
+[[keys]]
+key = "quota-key"
+plan = "growth"
+"#,
+    );
+    let call = |key: &str| rpc(&server, "localhost", key, "eth_chainId", json!([]));
+    let mut statuses = Vec::new();
+    let mut refusal = None;
+    for _ in 0..20 {
+        let (status, body) = call("free-key");
+        if status == 429 && refusal.is_none() {
+            refusal = Some(body);
+        }
+        statuses.push(status);
+    }
+    let admitted = statuses.iter().filter(|s| **s == 200).count();
+    assert!((1..=10).contains(&admitted), "{statuses:?}");
+    assert_eq!(
+        admitted + statuses.iter().filter(|s| **s == 429).count(),
+        20
+    );
+    let refusal = refusal.unwrap();
+    assert_eq!(refusal["error"]["code"], -32005, "{refusal}");
+    assert_eq!(refusal["error"]["data"]["allowed_rps"], 5, "{refusal}");
+    assert!(
+        refusal["error"]["data"]["backoff_seconds"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let (_, head, _) = raw_http(
+        &server.addr,
+        "POST",
+        "localhost",
+        "/v3/free-key",
+        r#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}"#,
+    );
+    assert!(
+        head.to_ascii_lowercase().contains("retry-after: 1"),
+        "{head}"
+    );
+    // Other keys are not affected.
+    assert!((0..20).all(|_| call(KEY).0 == 200));
+
+    // Every call of a batch counts.
+    std::thread::sleep(Duration::from_millis(1200));
+    let batch: Vec<Value> = (0..6)
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "eth_chainId", "params": []}))
+        .collect();
+    let (status, _, body) = raw_http(
+        &server.addr,
+        "POST",
+        "localhost",
+        "/v3/free-key",
+        &Value::from(batch).to_string(),
+    );
+    assert_eq!(status, 429);
+    let answers: Vec<Value> = serde_json::from_str(&body).unwrap();
+    let refused = answers
+        .iter()
+        .filter(|a| a["error"]["code"] == -32005)
+        .count();
+    assert!((4..=5).contains(&refused), "{body}");
+
+    // The limit holds over a WebSocket as well.
+    std::thread::sleep(Duration::from_millis(1200));
+    let mut socket = ws(&server.ws_url("free-key"));
+    let refused = (0..10)
+        .filter(|_| ws_call(&mut socket, "eth_chainId", json!([]))["error"]["code"] == -32005)
+        .count();
+    assert!(refused >= 4, "{refused}");
+
+    // The daily quota counts HTTP and WebSocket calls together.
+    let mut quota_ws = ws(&server.ws_url("quota-key"));
+    assert_eq!(call("quota-key").0, 200);
+    assert_eq!(call("quota-key").0, 200);
+    assert_eq!(
+        ws_call(&mut quota_ws, "eth_chainId", json!([]))["result"],
+        "0x539"
+    );
+    assert_eq!(
+        ws_call(&mut quota_ws, "eth_chainId", json!([]))["result"],
+        "0x539"
+    );
+    let (status, body) = call("quota-key");
+    assert_eq!(status, 429);
+    assert_eq!(body["error"]["code"], -32005);
+    assert_eq!(
+        body["error"]["message"],
+        "daily request count exceeded, request rate limited"
+    );
+    let over_ws = ws_call(&mut quota_ws, "eth_chainId", json!([]));
+    assert_eq!(
+        over_ws["error"]["message"],
+        "daily request count exceeded, request rate limited"
+    );
+
+    assert!(
+        metric(
+            &server,
+            r#"quarry_rate_limited_total{network="default",reason="rate"}"#
+        )
+        .unwrap()
+            >= 20.0
+    );
+    assert_eq!(
+        metric(
+            &server,
+            r#"quarry_rate_limited_total{network="default",reason="daily"}"#
+        ),
+        Some(2.0)
+    );
+}
+
+#[test]
+fn metrics_health_and_readiness() {
+    let server = Server::start(&devnet(), "");
+    let (status, _, body) = raw_http(&server.addr, "GET", "localhost", "/health", "");
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"ok"}"#));
+    let (status, _, body) = raw_http(&server.addr, "GET", "localhost", "/ready", "");
+    assert_eq!((status, body.as_str()), (200, r#"{"ready":true}"#));
+
+    for _ in 0..3 {
+        server.result("eth_chainId", json!([]));
+    }
+    let bad = server.call("eth_getBlockByNumber", json!(["nope", false]));
+    assert_eq!(bad["error"]["code"], -32602);
+    let (status, head, text) = raw_http(&server.addr, "GET", "localhost", "/metrics", "");
+    assert_eq!(status, 200);
+    assert!(head.contains("text/plain"), "{head}");
+    for (series, value) in [
+        (
+            r#"quarry_requests_total{network="default",method="eth_chainId",outcome="ok"}"#,
+            3.0,
+        ),
+        (
+            r#"quarry_requests_total{network="default",method="eth_getBlockByNumber",outcome="error"}"#,
+            1.0,
+        ),
+        (
+            r#"quarry_request_duration_seconds_count{network="default",method="eth_chainId"}"#,
+            3.0,
+        ),
+        (
+            r#"quarry_request_duration_seconds_bucket{network="default",method="eth_chainId",le="+Inf"}"#,
+            3.0,
+        ),
+        (r#"quarry_head_block{network="default"}"#, 64.0),
+        (r#"quarry_syncing{network="default"}"#, 0.0),
+    ] {
+        let found = text.lines().find_map(|l| {
+            l.strip_prefix(series)?
+                .strip_prefix(' ')?
+                .parse::<f64>()
+                .ok()
+        });
+        assert_eq!(found, Some(value), "{series}\n{text}");
+    }
+    assert!(text.contains("# TYPE quarry_request_duration_seconds histogram"));
+}
