@@ -353,6 +353,33 @@ mod tests {
     }
 
     #[test]
+    fn the_example_configs_parse() {
+        let service = Config::parse(include_str!("../../config/service.toml")).unwrap();
+        assert_eq!(service.networks[0].hosts, ["devnet.localhost", "localhost"]);
+        assert_eq!(service.plans.free.requests_per_second, Some(10));
+        assert_eq!(service.keys[0].plan, Plan::Custom);
+        Config::parse(include_str!("../../config/dev.toml")).unwrap();
+    }
+
+    #[test]
+    fn networks_are_checked() {
+        let network = |name: &str, host: &str| {
+            format!("[[networks]]\nname = \"{name}\"\nhosts = [\"{host}\"]\ndatadir = \"d\"\n")
+        };
+        let twice = format!("{}{}", network("a", "h"), network("a", "g"));
+        assert!(Config::parse(&twice).unwrap_err().contains("used twice"));
+        let shared = format!("{}{}", network("a", "h"), network("b", "H"));
+        assert!(Config::parse(&shared).unwrap_err().contains("two networks"));
+        let rollup = format!("{}rollup_of = \"x\"\n", network("a", "h"));
+        assert!(Config::parse(&rollup).unwrap_err().contains("rollup_of"));
+        let key = format!(
+            "{}[[keys]]\nkey = \"k\"\nnetworks = [\"b\"]\n",
+            network("a", "h")
+        );
+        assert!(Config::parse(&key).unwrap_err().contains("keys[0]"));
+    }
+
+    #[test]
     fn bad_configs_say_where() {
         let err = Config::parse("[[keys]]\nkey = \"a b\"\n").unwrap_err();
         assert!(err.starts_with("keys[0]:"), "{err}");
