@@ -10,27 +10,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 chain=target/bench/scale-20000x100
 datadir=target/bench/scale-20000x100-db
-cargo build --release --quiet
+source bench/lib.sh
 if [ ! -f "$chain/chain.rlp" ]; then
   BLOCKS=20000 TXS=100 bench/scale.sh
 fi
 if [ ! -f "$datadir/mdbx.dat" ]; then
   ./target/release/quarry ingest --datadir "$datadir" --genesis "$chain/genesis.json" "$chain/chain.rlp" >/dev/null 2>&1
 fi
-work=$(mktemp -d)
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
-start() { # name, extra config line; runs in this shell so that the trap can stop it
-  printf 'listen = "127.0.0.1:0"\n%s\n[[keys]]\nkey = "bench"\n' "$2" > "$work/$1.toml"
-  ./target/release/quarry serve --datadir "$datadir" --config "$work/$1.toml" > "$work/$1.out" 2>/dev/null &
-  pids+=($!)
-}
-address() { # name
-  for _ in $(seq 100); do grep -q listening "$work/$1.out" && break; sleep 0.1; done
-  sed -n 's|listening on http://\([^/]*\)/.*|\1|p' "$work/$1.out"
-}
-start index ""
-start scan "log_index = false"
+serve index "$datadir" $'[[keys]]\nkey = "bench"'
+serve scan "$datadir" $'log_index = false\n[[keys]]\nkey = "bench"'
 index=$(address index)
 scan=$(address scan)
 python3 - "$index" "$scan" "${RUNS:-10}" "${SCAN_RUNS:-3}" <<'PY'

@@ -13,20 +13,11 @@ CONNECTIONS=${CONNECTIONS:-"1 16 64"}
 FIXTURES=${FIXTURES:-../shared/fixtures/rpc-compat}
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
 
-cargo build --release --quiet
-work=$(mktemp -d)
-server=""
-cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-
+source bench/lib.sh
 ./target/release/quarry ingest --datadir "$work/data" --genesis "$FIXTURES/genesis.json" \
   "$FIXTURES/chain.rlp" >/dev/null 2>&1
-printf 'listen = "127.0.0.1:0"\n[[keys]]\nkey = "bench-key"\n' >"$work/quarry.toml"
-./target/release/quarry serve --datadir "$work/data" --config "$work/quarry.toml" \
-  >"$work/serve.out" 2>/dev/null &
-server=$!
-for _ in $(seq 1 100); do grep -q '^listening' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-addr=$(sed -n 's|^listening on http://\([^/]*\)/.*|\1|p' "$work/serve.out")
+serve main "$work/data" $'[[keys]]\nkey = "bench-key"'
+addr=$(address main)
 url="http://$addr/v3/bench-key"
 
 call() { curl -s -X POST -H 'Content-Type: application/json' "$url" -d "$1"; }

@@ -1,0 +1,20 @@
+# Sourced by the serve benchmarks: builds the release binary, makes a scratch directory $work
+# that is removed on exit (with every server started here stopped), and starts servers.
+cargo build --release --quiet
+work=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
+
+# serve NAME DATADIR CONFIG: `quarry serve` of DATADIR on a free port, with the TOML lines
+# CONFIG after `listen`. Runs in this shell so that the trap stops it.
+serve() {
+  printf 'listen = "127.0.0.1:0"\n%s\n' "$3" >"$work/$1.toml"
+  ./target/release/quarry serve --datadir "$2" --config "$work/$1.toml" >"$work/$1.out" 2>/dev/null &
+  pids+=($!)
+}
+
+# address NAME: waits until server NAME listens and prints its host:port.
+address() {
+  for _ in $(seq 100); do grep -q '^listening' "$work/$1.out" 2>/dev/null && break; sleep 0.1; done
+  sed -n 's|^listening on http://\([^/]*\)/.*|\1|p' "$work/$1.out"
+}
