@@ -124,7 +124,11 @@ enum Command {
 }
 
 fn main() -> Result<()> {
+    // RUST_LOG picks what is logged (default: info); `quarry_rpc=debug` logs every call.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
