@@ -2,6 +2,7 @@
 
 use crate::{
     chain_spec::ChainSpec,
+    collision::StorageCollision,
     error::{BlockError, Error, Invalid, Result},
     state_db::{StateAt, StateSnapshot},
     state_root::StateTrie,
@@ -389,7 +390,11 @@ fn run<K: TransactionKind>(
         .with_database_ref(StateSnapshot::new(tx, StateAt::Latest))
         .with_bundle_update()
         .build();
-    let evm = EthEvmFactory::default().create_evm(&mut state, env);
+    let evm = EthEvmFactory::default().create_evm_with_inspector(
+        &mut state,
+        env,
+        StorageCollision::new(tx),
+    );
     let ctx = EthBlockExecutionCtx {
         parent_hash: header.parent_hash,
         parent_beacon_block_root: header.parent_beacon_block_root,
@@ -443,6 +448,9 @@ fn run<K: TransactionKind>(
                 }),
                 err => execution_error(err),
             })?;
+        if let Some(e) = executor.evm_mut().inspector_mut().error.take() {
+            return Err(RunError::Internal(Error::Storage(e)));
+        }
         meta.push(tx_meta(transaction, *sender, base_fee, blob_gas_price));
         if !byzantium {
             // Before Byzantium each receipt commits to the state root after its transaction.

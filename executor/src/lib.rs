@@ -6,6 +6,7 @@
 pub mod block;
 pub mod call;
 pub mod chain_spec;
+mod collision;
 pub mod error;
 pub mod genesis;
 pub mod state_db;

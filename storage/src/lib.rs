@@ -384,6 +384,14 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(())
     }
 
+    /// Whether an account has any non-zero storage slot in the latest state (EIP-7610 counts
+    /// such an account as taken for contract creation).
+    pub fn has_storage(&self, address: &Address) -> Result<bool> {
+        let mut cursor = self.tx.cursor(self.db(Table::PlainStorage))?;
+        let entry = cursor.set_range::<Vec<u8>, Vec<u8>>(address.as_slice())?;
+        Ok(entry.is_some_and(|(key, _)| key.starts_with(address.as_slice())))
+    }
+
     /// The non-zero storage slots of one account in the latest state.
     pub fn account_storage(&self, address: &Address) -> Result<Vec<(B256, U256)>> {
         let mut cursor = self.tx.cursor(self.db(Table::PlainStorage))?;
