@@ -688,4 +688,18 @@ fn metrics_health_and_readiness() {
         assert_eq!(found, Some(value), "{series}\n{text}");
     }
     assert!(text.contains("# TYPE quarry_request_duration_seconds histogram"));
+
+    // A network whose database holds no chain yet is not ready, and /ready names it.
+    let empty = tempfile::tempdir().unwrap();
+    let waiting = Server::with_config(&format!(
+        "[[networks]]\nname = \"dev\"\nhosts = [\"localhost\"]\ndatadir = {}\n[[networks]]\nname = \"fresh\"\nhosts = [\"127.0.0.1\"]\ndatadir = {}\n[[keys]]\nkey = \"{KEY}\"\n",
+        toml_path(&devnet()),
+        toml_path(empty.path()),
+    ));
+    let (status, _, body) = raw_http(&waiting.addr, "GET", "localhost", "/ready", "");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"ready": false, "no_chain_yet": ["fresh"]})
+    );
 }
