@@ -500,3 +500,36 @@ fn access_lists_name_the_touched_slots() {
     );
     assert_eq!(reverted["error"], "execution reverted", "{reverted}");
 }
+
+/// EIP-7610 in eth_call: a creation at an address that has storage (here through a state
+/// override) is a collision, as one at an address with a nonce or code; a balance alone is not.
+#[test]
+fn calls_that_create_over_storage_collide() {
+    let net = Devnet::start();
+    let sender = net.accounts.address(3);
+    let nonce = quantity(
+        &net.server
+            .result("eth_getTransactionCount", json!([sender, "latest"])),
+    ) as u64;
+    let target = sender.create(nonce);
+    // Init code that returns one byte of code (0x00).
+    let create = json!({"from": sender, "data": "0x600160006000f3"});
+    let with = |overrides: Value| {
+        net.server
+            .call("eth_call", json!([create, "latest", overrides]))
+    };
+    assert!(
+        with(json!({})).get("error").is_none(),
+        "{}",
+        with(json!({}))
+    );
+    let funded = with(json!({ target.to_string(): {"balance": "0x1"} }));
+    assert!(funded.get("error").is_none(), "{funded}");
+    let stored = with(
+        json!({ target.to_string(): {"stateDiff": {format!("{:#066x}", 0): format!("{:#066x}", 1)}} }),
+    );
+    assert_eq!(stored["error"]["code"], -32000, "{stored}");
+    assert_eq!(stored["error"]["message"], "contract address collision");
+    let nonce_set = with(json!({ target.to_string(): {"nonce": "0x1"} }));
+    assert_eq!(nonce_set["error"]["message"], "contract address collision");
+}

@@ -393,7 +393,7 @@ fn run<K: TransactionKind>(
     let evm = EthEvmFactory::default().create_evm_with_inspector(
         &mut state,
         env,
-        StorageCollision::new(tx),
+        StorageCollision::default(),
     );
     let ctx = EthBlockExecutionCtx {
         parent_hash: header.parent_hash,

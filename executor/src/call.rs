@@ -129,9 +129,26 @@ struct CallInspector<'t> {
     steps: u32,
     expired: bool,
     access: Option<&'t mut AccessListTracer>,
+    /// A database error met by the EIP-7610 check.
+    storage_error: Option<quarry_storage::Error>,
 }
 
-impl<CTX> Inspector<CTX, EthInterpreter> for CallInspector<'_> {
+impl<'a, CTX> Inspector<CTX, EthInterpreter> for CallInspector<'_>
+where
+    CTX: revm::context::ContextTr<Db = CallDb<'a>>,
+{
+    /// EIP-7610, as block execution applies it.
+    fn create(
+        &mut self,
+        context: &mut CTX,
+        inputs: &mut revm::interpreter::CreateInputs,
+    ) -> Option<revm::interpreter::CreateOutcome> {
+        let error = &mut self.storage_error;
+        crate::collision::storage_collision(context, inputs, |db, address| {
+            crate::collision::call_has_storage(db, address, error)
+        })
+    }
+
     fn step(&mut self, interp: &mut Interpreter<EthInterpreter>, _context: &mut CTX) {
         self.steps = self.steps.wrapping_add(1);
         if !self.expired && self.steps.is_multiple_of(4096) && Instant::now() >= self.deadline {
@@ -341,11 +358,16 @@ impl CallContext<'_> {
             steps: 0,
             expired: false,
             access,
+            storage_error: None,
         };
         let mut evm = EthEvmFactory::default().create_evm_with_inspector(db, env, inspector);
         let result = evm.transact(tx);
-        if evm.inspector_mut().expired {
+        let inspector = evm.inspector_mut();
+        if inspector.expired {
             return Err(CallError::Timeout(self.timeout));
+        }
+        if let Some(e) = inspector.storage_error.take() {
+            return Err(CallError::State(e));
         }
         let result = result.map_err(|e| match e {
             EVMError::Transaction(InvalidTransaction::GasPriceLessThanBasefee) => {

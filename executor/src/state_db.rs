@@ -96,6 +96,14 @@ impl<'tx, K: TransactionKind> StateSnapshot<'tx, K> {
         }
     }
 
+    /// Whether the account has any non-zero storage slot in this state (EIP-7610).
+    pub fn has_storage(&self, address: &Address) -> quarry_storage::Result<bool> {
+        match self.at {
+            StateAt::Latest => self.tx.has_storage(address),
+            StateAt::Block(n) => self.tx.has_storage_at(address, n),
+        }
+    }
+
     fn read_account(&self, address: Address) -> Result<Option<AccountInfo>, StateError> {
         let account = match self.at {
             StateAt::Latest => self.tx.account(&address)?,

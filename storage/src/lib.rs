@@ -392,6 +392,33 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(entry.is_some_and(|(key, _)| key.starts_with(address.as_slice())))
     }
 
+    /// Whether an account had any non-zero storage slot after block `block`, from the history:
+    /// one seek for an account that never had storage, else a walk over its slots' changes.
+    pub fn has_storage_at(&self, address: &Address, block: u64) -> Result<bool> {
+        let mut cursor = self.tx.cursor(self.db(Table::StorageHistory))?;
+        let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(address.as_slice())?;
+        // Keys are address ‖ slot ‖ block: each slot's changes in block order.
+        let mut slot: Option<Vec<u8>> = None;
+        let mut value_then = false;
+        while let Some((key, value)) = entry {
+            if key.len() != 60 || !key.starts_with(address.as_slice()) {
+                break;
+            }
+            if slot.as_deref() != Some(&key[20..52]) {
+                if value_then {
+                    return Ok(true);
+                }
+                slot = Some(key[20..52].to_vec());
+                value_then = false;
+            }
+            if be_u64(&key[52..])? <= block {
+                value_then = value.iter().any(|b| *b != 0);
+            }
+            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+        }
+        Ok(value_then)
+    }
+
     /// The non-zero storage slots of one account in the latest state.
     pub fn account_storage(&self, address: &Address) -> Result<Vec<(B256, U256)>> {
         let mut cursor = self.tx.cursor(self.db(Table::PlainStorage))?;
@@ -638,6 +665,31 @@ mod tests {
         assert_eq!(r.storage_at(&a, &slot, 6).unwrap(), U256::from(4));
         assert_eq!(r.storage(&a, &slot).unwrap(), U256::from(4));
         assert_eq!(r.storage_at(&a, &B256::ZERO, 6).unwrap(), U256::ZERO);
+    }
+
+    #[test]
+    fn storage_presence_latest_and_as_of_a_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let a = address!("0x00000000000000000000000000000000000000aa");
+        let b = address!("0x00000000000000000000000000000000000000ab");
+        let (one, two) = (B256::with_last_byte(1), B256::with_last_byte(2));
+        let tx = db.writer().unwrap();
+        // a: slot 1 set at 2 and cleared at 4; slot 2 set at 6. b: nothing.
+        tx.set_storage(&a, &one, U256::from(3), 2).unwrap();
+        tx.set_storage(&a, &one, U256::ZERO, 4).unwrap();
+        tx.set_storage(&a, &two, U256::from(5), 6).unwrap();
+        tx.commit().unwrap();
+
+        let r = db.reader().unwrap();
+        let at = |block| r.has_storage_at(&a, block).unwrap();
+        assert_eq!(
+            [at(1), at(2), at(3), at(4), at(5), at(6), at(9)],
+            [false, true, true, false, false, true, true]
+        );
+        assert!(r.has_storage(&a).unwrap());
+        assert!(!r.has_storage(&b).unwrap());
+        assert!(!r.has_storage_at(&b, 9).unwrap());
     }
 
     #[test]
