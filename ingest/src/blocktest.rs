@@ -152,23 +152,52 @@ fn run_case(case: &TestCase) -> Result<(), String> {
     )
     .map_err(|e| format!("genesis RLP: {e}"))?
     .header;
-    let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
-    let db = Database::open(dir.path()).map_err(|e| e.to_string())?;
-    let mut importer =
-        Importer::open_with_header(db, spec, genesis, &case.pre).map_err(|e| e.to_string())?;
-    let mut progress = Progress::hidden();
+    let genesis_hash = genesis.hash_slow();
+    let mut chain = Chain::new(&spec, &genesis, &case.pre)?;
+    // Every block accepted on any branch, by hash: its parent and its RLP.
+    let mut accepted: HashMap<B256, (B256, &[u8])> = HashMap::new();
     for (index, block) in case.blocks.iter().enumerate() {
-        let raw = RawBlock {
-            offset: 0,
-            bytes: block.rlp.to_vec(),
+        let label = format!("block #{index}");
+        let parent = block_parent(&block.rlp);
+        let result = match parent {
+            // A block on another branch: that branch is rebuilt in a database of its own
+            // from genesis, and becomes the chain if it is heavier (quarry's own ingest never
+            // reorganises; BlockchainTests expect a client's fork choice).
+            Some((hash, parent))
+                if parent != chain.importer.head().1
+                    && (parent == genesis_hash || accepted.contains_key(&parent)) =>
+            {
+                let mut path = vec![block.rlp.as_ref()];
+                let mut at = parent;
+                while let Some((grandparent, rlp)) = accepted.get(&at) {
+                    path.push(rlp);
+                    at = *grandparent;
+                }
+                path.reverse();
+                let mut branch = Chain::new(&spec, &genesis, &case.pre)?;
+                let (known, new) = path.split_at(path.len() - 1);
+                for rlp in known {
+                    branch.import(&label, rlp)?;
+                }
+                let result = branch.import(&label, new[0]);
+                if result.is_ok() {
+                    accepted.insert(hash, (parent, block.rlp.as_ref()));
+                    if branch.total_difficulty()? > chain.total_difficulty()? {
+                        chain = branch;
+                    }
+                }
+                result
+            }
+            _ => {
+                let result = chain.import(&label, &block.rlp);
+                if let (Ok(()), Some((hash, parent))) = (&result, parent) {
+                    accepted.insert(hash, (parent, block.rlp.as_ref()));
+                }
+                result
+            }
         };
-        let result = importer.import_blocks(
-            &format!("block #{index}"),
-            &mut std::iter::once(Ok(raw)),
-            &mut progress,
-        );
         match (result, &block.expect_exception) {
-            (Ok(_), Some(exception)) => {
+            (Ok(()), Some(exception)) => {
                 return Err(format!(
                     "block #{index} was accepted but expects {exception}"
                 ));
@@ -177,6 +206,7 @@ fn run_case(case: &TestCase) -> Result<(), String> {
             _ => {}
         }
     }
+    let importer = &chain.importer;
     let (_, head_hash) = importer.head();
     if head_hash != case.lastblockhash {
         return Err(format!(
@@ -199,6 +229,62 @@ fn run_case(case: &TestCase) -> Result<(), String> {
         compare_post_state(importer.database(), post)?;
     }
     Ok(())
+}
+
+/// A chain in a temporary database of its own.
+struct Chain {
+    importer: Importer,
+    _dir: tempfile::TempDir,
+}
+
+impl Chain {
+    fn new(
+        spec: &ChainSpec,
+        genesis: &alloy_consensus::Header,
+        pre: &BTreeMap<Address, alloy_genesis::GenesisAccount>,
+    ) -> Result<Self, String> {
+        let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+        let db = Database::open(dir.path()).map_err(|e| e.to_string())?;
+        let importer = Importer::open_with_header(db, spec.clone(), genesis.clone(), pre)
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            importer,
+            _dir: dir,
+        })
+    }
+
+    /// Imports one block, executed and verified as ingest does.
+    fn import(&mut self, label: &str, rlp: &[u8]) -> Result<(), String> {
+        let raw = RawBlock {
+            offset: 0,
+            bytes: rlp.to_vec(),
+        };
+        self.importer
+            .import_blocks(
+                label,
+                &mut std::iter::once(Ok(raw)),
+                &mut Progress::hidden(),
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn total_difficulty(&self) -> Result<U256, String> {
+        let (head, _) = self.importer.head();
+        self.importer
+            .database()
+            .reader()
+            .and_then(|r| r.total_difficulty(head))
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("no total difficulty stored for block {head}"))
+    }
+}
+
+/// A block's hash and its parent's, if its header decodes.
+fn block_parent(rlp: &[u8]) -> Option<(B256, B256)> {
+    let block =
+        alloy_consensus::Block::<alloy_consensus::TxEnvelope>::decode(&mut &rlp[..]).ok()?;
+    Some((block.header.hash_slow(), block.header.parent_hash))
 }
 
 fn compare_post_state(db: &Database, post: &BTreeMap<Address, PostAccount>) -> Result<(), String> {
