@@ -532,4 +532,10 @@ fn calls_that_create_over_storage_collide() {
     assert_eq!(stored["error"]["message"], "contract address collision");
     let nonce_set = with(json!({ target.to_string(): {"nonce": "0x1"} }));
     assert_eq!(nonce_set["error"]["message"], "contract address collision");
+    // eth_createAccessList takes the same overrides and reports the collision in `error`.
+    let access = net.server.result(
+        "eth_createAccessList",
+        json!([create, "latest", { target.to_string(): {"stateDiff": {format!("{:#066x}", 0): format!("{:#066x}", 1)}} }]),
+    );
+    assert_eq!(access["error"], "contract address collision", "{access}");
 }

@@ -292,9 +292,12 @@ fn methods(
         m,
         call_pool,
         "eth_createAccessList",
-        &["transaction", "block"],
+        call_names,
         1,
-        |node, tx, args| node.create_access_list(tx, &args.required(0)?, block_or_latest(args, 1)?),
+        |node, tx, args| {
+            let (call, at, overrides) = call_args(args)?;
+            node.create_access_list(tx, &call, at, &overrides)
+        },
     )?;
     register(
         m,

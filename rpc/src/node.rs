@@ -718,40 +718,34 @@ impl Node {
         })
     }
 
-    /// eth_createAccessList: geth's access list for `call` at block `at`, and the gas the call
-    /// uses with it. A call that reverts or halts still answers, with geth's `error`.
+    /// eth_createAccessList: geth's access list for `call` at block `at` (with state overrides,
+    /// as eth_call takes them), and the gas the call uses with it. A call that reverts or halts
+    /// still answers, with geth's `error`.
     pub fn create_access_list(
         &self,
         tx: &ReadTx,
         call: &Call,
         at: BlockId,
+        overrides: &StateOverrides,
     ) -> Result<AccessListJson> {
-        self.with_call_context(
-            tx,
-            call,
-            at,
-            &StateOverrides::default(),
-            |context, header| {
-                let cap = header.gas_limit.saturating_mul(GAS_CAP_MULTIPLIER);
-                let gas = call.request.gas.map_or(cap, |gas| gas.min(cap));
-                let found = context.create_access_list(&call.request, gas)?;
-                let (gas_used, error) = match &found.outcome {
-                    CallOutcome::Success { gas_used, .. } => (*gas_used, None),
-                    // geth reports the bare error here, without the revert reason.
-                    CallOutcome::Revert { gas_used, .. } => {
-                        (*gas_used, Some("execution reverted".to_string()))
-                    }
-                    CallOutcome::Halt { reason, gas_used } => {
-                        (*gas_used, Some(halt_message(reason)))
-                    }
-                };
-                Ok(AccessListJson {
-                    access_list: found.access_list,
-                    error,
-                    gas_used: U64::from(gas_used),
-                })
-            },
-        )
+        self.with_call_context(tx, call, at, overrides, |context, header| {
+            let cap = header.gas_limit.saturating_mul(GAS_CAP_MULTIPLIER);
+            let gas = call.request.gas.map_or(cap, |gas| gas.min(cap));
+            let found = context.create_access_list(&call.request, gas)?;
+            let (gas_used, error) = match &found.outcome {
+                CallOutcome::Success { gas_used, .. } => (*gas_used, None),
+                // geth reports the bare error here, without the revert reason.
+                CallOutcome::Revert { gas_used, .. } => {
+                    (*gas_used, Some("execution reverted".to_string()))
+                }
+                CallOutcome::Halt { reason, gas_used } => (*gas_used, Some(halt_message(reason))),
+            };
+            Ok(AccessListJson {
+                access_list: found.access_list,
+                error,
+                gas_used: U64::from(gas_used),
+            })
+        })
     }
 
     fn with_call_context<T>(
