@@ -7,8 +7,10 @@ use crate::{
     state_db::{StateAt, StateCache, StateError, StateSnapshot},
 };
 use alloy_consensus::Header;
-use alloy_eips::eip2930::AccessListItem;
-use alloy_eips::{eip2930::AccessList, eip7702::SignedAuthorization};
+use alloy_eips::{
+    eip2930::{AccessList, AccessListItem},
+    eip7702::SignedAuthorization,
+};
 use alloy_evm::{EthEvmFactory, Evm, EvmEnv, EvmFactory};
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
 use quarry_storage::ReadTx;
@@ -338,20 +340,14 @@ impl CallContext<'_> {
     fn execute(
         &self,
         env: EvmEnv,
-        mut db: CallDb<'_>,
+        db: CallDb<'_>,
         request: &CallRequest,
         gas: u64,
         access: Option<&mut AccessListTracer>,
     ) -> Result<CallOutcome, CallError> {
         let chain_id = env.cfg_env.chain_id;
         let caller = request.from.unwrap_or_default();
-        let nonce = match request.nonce {
-            Some(nonce) => nonce,
-            None => revm::Database::basic(&mut db, caller)
-                .map_err(|StateError(e)| CallError::State(e))?
-                .map_or(0, |info| info.nonce),
-        };
-        let tx = tx_env(request, caller, nonce, gas, chain_id);
+        let tx = tx_env(request, caller, call_nonce(&db, request)?, gas, chain_id);
         let base_fee = env.block_env.basefee;
         let inspector = CallInspector {
             deadline: self.deadline,
@@ -381,15 +377,14 @@ impl CallContext<'_> {
             other => CallError::Invalid(other.to_string()),
         })?;
         let gas_used = result.result.tx_gas_used();
-        let outcome = match result.result {
+        Ok(match result.result {
             ExecutionResult::Success { output, .. } => CallOutcome::Success {
                 output: output.into_data(),
                 gas_used,
             },
             ExecutionResult::Revert { output, .. } => CallOutcome::Revert { output, gas_used },
             ExecutionResult::Halt { reason, .. } => CallOutcome::Halt { reason, gas_used },
-        };
-        Ok(outcome)
+        })
     }
 
     /// geth's eth_createAccessList: runs `request` with `gas` gas and the access list found so
@@ -404,15 +399,7 @@ impl CallContext<'_> {
         let caller = request.from.unwrap_or_default();
         let recipient = match request.to {
             Some(to) => to,
-            None => {
-                let nonce = match request.nonce {
-                    Some(nonce) => nonce,
-                    None => revm::DatabaseRef::basic_ref(&db, caller)
-                        .map_err(|StateError(e)| CallError::State(e))?
-                        .map_or(0, |info| info.nonce),
-                };
-                caller.create(nonce)
-            }
+            None => caller.create(call_nonce(&db, request)?),
         };
         let mut excluded: HashSet<Address> = [caller, recipient].into();
         let precompiles = Precompiles::new(PrecompileSpecId::from_spec_id(env.cfg_env.spec));
@@ -500,6 +487,18 @@ impl CallContext<'_> {
             }
         }
         Ok(Ok(hi))
+    }
+}
+
+/// The nonce a call runs with: the one it names, else its sender's in `db`.
+fn call_nonce(db: &CallDb<'_>, request: &CallRequest) -> Result<u64, CallError> {
+    match request.nonce {
+        Some(nonce) => Ok(nonce),
+        None => Ok(
+            revm::DatabaseRef::basic_ref(db, request.from.unwrap_or_default())
+                .map_err(|StateError(e)| CallError::State(e))?
+                .map_or(0, |info| info.nonce),
+        ),
     }
 }
 
