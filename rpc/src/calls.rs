@@ -97,6 +97,15 @@ fn refusal_error(refusal: &Refusal) -> ErrorObjectOwned {
     }
 }
 
+/// How a call that quarry answered itself ended.
+fn own_outcome(response: &MethodResponse) -> Outcome {
+    if response.is_error() {
+        Outcome::Error
+    } else {
+        Outcome::Ok
+    }
+}
+
 /// Why quarry could not answer a call itself: an error of the outage kind, or `null` for a
 /// block or transaction while the network is still syncing towards it.
 fn needs_partner(response: &MethodResponse, syncing: bool) -> bool {
@@ -211,22 +220,14 @@ where
             .and_then(|_| request.params.as_ref().map(|p| p.clone().into_owned()));
         let response = self.inner.call(request).await;
         let Some(url) = partner else {
-            let outcome = if response.is_error() {
-                Outcome::Error
-            } else {
-                Outcome::Ok
-            };
+            let outcome = own_outcome(&response);
             return finish(response, outcome);
         };
         let syncing = service.metrics.status[network]
             .syncing
             .load(Ordering::Relaxed);
         if !needs_partner(&response, syncing) {
-            let outcome = if response.is_error() {
-                Outcome::Error
-            } else {
-                Outcome::Ok
-            };
+            let outcome = own_outcome(&response);
             return finish(response, outcome);
         }
         let timeout = service.forward_timeout;
@@ -251,11 +252,7 @@ where
             }
             Err(why) => {
                 tracing::warn!(network = %service.networks[network].name, method, "the partner did not answer: {why}");
-                let outcome = if response.is_error() {
-                    Outcome::Error
-                } else {
-                    Outcome::Ok
-                };
+                let outcome = own_outcome(&response);
                 finish(response, outcome)
             }
         }

@@ -9,7 +9,7 @@ use std::{
     collections::HashMap,
     io::Write,
     path::{Path, PathBuf},
-    sync::{Arc, RwLock},
+    sync::{Arc, PoisonError, RwLock, RwLockReadGuard},
     time::{SystemTime, UNIX_EPOCH},
 };
 
@@ -203,26 +203,14 @@ impl KeyRing {
         let hash = hash_key(key);
         let found = match self.config_keys.get(&hash) {
             Some(grant) => Some(grant.clone()),
-            None => self
-                .stored
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .keys
-                .get(&hash)
-                .cloned(),
+            None => self.stored().keys.get(&hash).cloned(),
         };
         found.filter(|grant| constant_time_eq(&grant.hash, &hash))
     }
 
     /// Whether a key accepted earlier is still live (a WebSocket checks this per call).
     pub fn is_live(&self, grant: &KeyGrant) -> bool {
-        self.config_keys.contains_key(&grant.hash)
-            || self
-                .stored
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .keys
-                .contains_key(&grant.hash)
+        self.config_keys.contains_key(&grant.hash) || self.stored().keys.contains_key(&grant.hash)
     }
 
     /// Re-reads the key store if it changed since the last read. Blocking: file I/O.
@@ -231,13 +219,7 @@ impl KeyRing {
             return Ok(());
         };
         let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-        let unchanged = {
-            let stored = self
-                .stored
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            modified.is_some() && stored.modified == modified
-        };
+        let unchanged = modified.is_some() && self.stored().modified == modified;
         if unchanged {
             return Ok(());
         }
@@ -255,22 +237,19 @@ impl KeyRing {
                 (record.hash, grant)
             })
             .collect();
-        *self
-            .stored
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = StoredKeys { modified, keys };
+        *self.stored.write().unwrap_or_else(PoisonError::into_inner) =
+            StoredKeys { modified, keys };
         Ok(())
+    }
+
+    /// The key store as last read.
+    fn stored(&self) -> RwLockReadGuard<'_, StoredKeys> {
+        self.stored.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How many keys are live.
     pub fn len(&self) -> usize {
-        self.config_keys.len()
-            + self
-                .stored
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .keys
-                .len()
+        self.config_keys.len() + self.stored().keys.len()
     }
 
     pub fn is_empty(&self) -> bool {

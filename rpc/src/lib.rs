@@ -424,21 +424,23 @@ fn methods(
     Ok(module)
 }
 
-/// The networks a config serves: its `[[networks]]`, or else `default_db` on any host.
+/// The networks a config serves, each with its `[[networks]]` entry; or else `default_db` on
+/// any host, with none.
 fn open_networks(
     config: &Config,
     default_db: Option<Database>,
-) -> std::result::Result<Vec<service::Network>, ServeError> {
+) -> std::result::Result<Vec<(service::Network, Option<&NetworkConfig>)>, ServeError> {
     if config.networks.is_empty() {
         let db = default_db.ok_or_else(|| {
             ServeError::Open("no database given and no [[networks]] in the config".into())
         })?;
-        return Ok(vec![service::Network {
+        let network = service::Network {
             name: "default".into(),
             hosts: Vec::new(),
             partner_url: None,
             db,
-        }]);
+        };
+        return Ok(vec![(network, None)]);
     }
     config
         .networks
@@ -451,7 +453,7 @@ fn open_networks(
                     network.datadir.display()
                 ))
             })?;
-            Ok(service::Network {
+            let opened = service::Network {
                 name: network.name.clone(),
                 hosts: network
                     .hosts
@@ -460,7 +462,8 @@ fn open_networks(
                     .collect(),
                 partner_url: network.partner_url.clone(),
                 db,
-            })
+            };
+            Ok((opened, Some(network)))
         })
         .collect()
 }
@@ -482,18 +485,16 @@ pub async fn start(
         max_params: config.max_log_params,
         use_index: config.log_index,
     };
-    let networks = open_networks(config, default_db)?;
-    let mut nodes = Vec::with_capacity(networks.len());
-    for (i, network) in networks.iter().enumerate() {
-        let l1 = config
-            .networks
-            .get(i)
+    let opened = open_networks(config, default_db)?;
+    let mut nodes = Vec::with_capacity(opened.len());
+    for (network, declared) in &opened {
+        let l1 = declared
             .and_then(|n| n.rollup_of.as_ref())
-            .and_then(|l1| networks.iter().find(|n| &n.name == l1))
-            .map(|n| n.db.clone());
+            .and_then(|l1| opened.iter().find(|(n, _)| &n.name == l1))
+            .map(|(n, _)| n.db.clone());
         let node = Node::new(network.db.clone(), marks, call_timeout, logs, l1)
             .map_err(|e| ServeError::Open(format!("network {}: {e}", network.name)))?;
-        if let Some(expected) = config.networks.get(i).and_then(|n| n.chain_id) {
+        if let Some((expected, declared)) = declared.and_then(|n| Some((n.chain_id?, n))) {
             let stored = node
                 .chain_id()
                 .map_err(|e| ServeError::Open(format!("network {}: {e}", network.name)))?;
@@ -501,12 +502,13 @@ pub async fn start(
                 return Err(ServeError::Open(format!(
                     "network {}: the config says chain id {expected}, {} holds chain {stored}",
                     network.name,
-                    config.networks[i].datadir.display()
+                    declared.datadir.display()
                 )));
             }
         }
         nodes.push(std::sync::Arc::new(node));
     }
+    let networks = opened.into_iter().map(|(network, _)| network).collect();
     let service = std::sync::Arc::new(
         service::Service::new(config, networks).map_err(|e| ServeError::Open(e.to_string()))?,
     );

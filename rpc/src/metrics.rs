@@ -48,7 +48,7 @@ const BUCKETS: [f64; 12] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5, 10.0,
 ];
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Series {
     outcomes: [u64; Outcome::ALL.len()],
     buckets: [u64; BUCKETS.len()],
@@ -136,17 +136,7 @@ impl Metrics {
                 let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
                 let mut rows: Vec<(String, Series)> = calls
                     .iter()
-                    .map(|(method, s)| {
-                        (
-                            method.clone(),
-                            Series {
-                                outcomes: s.outcomes,
-                                buckets: s.buckets,
-                                seconds: s.seconds,
-                                count: s.count,
-                            },
-                        )
-                    })
+                    .map(|(method, series)| (method.clone(), series.clone()))
                     .collect();
                 rows.sort_by(|a, b| a.0.cmp(&b.0));
                 rows

@@ -487,12 +487,15 @@ impl Node {
     /// block, ignoring tips under 2 wei and the miner's own transactions, at the 60th
     /// percentile, at most 500 gwei.
     pub fn suggest_tip(&self, tx: &ReadTx) -> Result<U128> {
-        let Some((head, head_hash)) = tx.head()? else {
-            return Err(RpcError::HeaderNotFound);
-        };
+        let (head, head_hash) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
+        self.tip_at(tx, head, head_hash).map(U128::from)
+    }
+
+    /// The suggested tip with block `head` (hash `head_hash`) as the head.
+    fn tip_at(&self, tx: &ReadTx, head: u64, head_hash: B256) -> Result<u128> {
         let last = *self.last_tip.lock().map_err(|_| poisoned())?;
         if last.head == Some(head_hash) {
-            return Ok(U128::from(last.tip));
+            return Ok(last.tip);
         }
         let tip = suggest_tip(head, last.tip, |number| {
             let block = self
@@ -504,16 +507,17 @@ impl Node {
             head: Some(head_hash),
             tip,
         };
-        Ok(U128::from(tip))
+        Ok(tip)
     }
 
     /// eth_gasPrice: the suggested tip plus the head's base fee, as geth answers.
     pub fn gas_price(&self, tx: &ReadTx) -> Result<U128> {
-        let tip = self.suggest_tip(tx)?;
-        let header = tx
-            .header(Self::head(tx)?)?
-            .ok_or(RpcError::HeaderNotFound)?;
-        Ok(tip.saturating_add(U128::from(header.base_fee_per_gas.unwrap_or_default())))
+        let (head, head_hash) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
+        let tip = self.tip_at(tx, head, head_hash)?;
+        let header = tx.header(head)?.ok_or(RpcError::HeaderNotFound)?;
+        Ok(U128::from(tip.saturating_add(u128::from(
+            header.base_fee_per_gas.unwrap_or_default(),
+        ))))
     }
 
     /// eth_syncing: `false`, or geth's progress object while a live ingest is importing
