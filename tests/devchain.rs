@@ -17,27 +17,16 @@ use serde_json::{Value, json};
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
-    process::Command,
 };
-use support::{QUARRY, Server, ingested};
+use support::{Server, ingested, run_quarry};
 
 fn devnet() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet")
 }
 
 fn generate(out: &Path, args: &[&str]) {
-    let output = Command::new(QUARRY)
-        .arg("devchain")
-        .arg("--out")
-        .arg(out)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "devchain failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let command = ["devchain".as_ref(), "--out".as_ref(), out.as_os_str()];
+    run_quarry(command.into_iter().chain(args.iter().map(|a| a.as_ref())));
 }
 
 /// An address as quarry writes it in JSON: lowercase hex.

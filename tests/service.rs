@@ -11,10 +11,9 @@ use std::{
     io::{Read, Write},
     net::{TcpListener, TcpStream},
     path::{Path, PathBuf},
-    process::Command,
     time::{Duration, Instant},
 };
-use support::{KEY, QUARRY, Server, fixtures, ingested, partial_datadir};
+use support::{KEY, Server, fixtures, ingested, partial_datadir, run_quarry};
 
 fn devnet() -> PathBuf {
     ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"))
@@ -23,6 +22,15 @@ fn devnet() -> PathBuf {
 /// A TOML string value (paths with backslashes or quotes stay intact).
 fn toml_path(path: &Path) -> String {
     Value::from(path.display().to_string()).to_string()
+}
+
+/// A `[[networks]]` entry answering on `host`, forwarding to `partner` if given.
+fn network_toml(name: &str, host: &str, datadir: &Path, partner: Option<&str>) -> String {
+    let partner = partner.map_or(String::new(), |url| format!("partner_url = \"{url}\"\n"));
+    format!(
+        "[[networks]]\nname = \"{name}\"\nhosts = [\"{host}\"]\ndatadir = {}\n{partner}\n",
+        toml_path(datadir)
+    )
 }
 
 /// One HTTP/1.1 exchange with a chosen Host header: (status, headers, body).
@@ -181,22 +189,8 @@ networks = ["dev"]
 }
 
 fn keys_cli(store: &Path, args: &[&str]) -> (String, String) {
-    let output = Command::new(QUARRY)
-        .arg("keys")
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "quarry keys {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
+    let command = ["keys".as_ref(), "--store".as_ref(), store.as_os_str()];
+    run_quarry(command.into_iter().chain(args.iter().map(|a| a.as_ref())))
 }
 
 /// Polls `check` every 50 ms for up to `limit`; returns how long it took to hold.
@@ -318,35 +312,25 @@ fn forwarding_follows_plan_method_cause_and_partner() {
         partial_datadir(10),
     );
     let primary = Server::with_config(&format!(
-        r#"
-forward_timeout_ms = 500
-
-[[networks]]
-name = "up"
-hosts = ["up.test"]
-datadir = {}
-partner_url = "{}"
-
-[[networks]]
-name = "down"
-hosts = ["down.test"]
-datadir = {}
-partner_url = "{}"
-
-[[networks]]
-name = "slow"
-hosts = ["slow.test"]
-datadir = {}
-partner_url = "{}"
-
-{}
-"#,
-        toml_path(&up.path().join("data")),
-        partner.http_url(KEY),
-        toml_path(&down.path().join("data")),
-        absent_partner(),
-        toml_path(&slow.path().join("data")),
-        silent_partner(),
+        "forward_timeout_ms = 500\n{}{}{}{}",
+        network_toml(
+            "up",
+            "up.test",
+            &up.path().join("data"),
+            Some(&partner.http_url(KEY))
+        ),
+        network_toml(
+            "down",
+            "down.test",
+            &down.path().join("data"),
+            Some(&absent_partner())
+        ),
+        network_toml(
+            "slow",
+            "slow.test",
+            &slow.path().join("data"),
+            Some(&silent_partner())
+        ),
         plan_keys(),
     ));
     for dir in [&up, &down, &slow] {
@@ -463,19 +447,13 @@ fn overload_is_forwarded_for_paying_plans() {
     let partner = Server::start(&ingested(&fixtures()), "");
     let busy = partial_datadir(10);
     let primary = Server::with_config(&format!(
-        r#"
-max_queued_reads = 0
-
-[[networks]]
-name = "busy"
-hosts = ["localhost"]
-datadir = {}
-partner_url = "{}"
-
-{}
-"#,
-        toml_path(&busy.path().join("data")),
-        partner.http_url(KEY),
+        "max_queued_reads = 0\n{}{}",
+        network_toml(
+            "busy",
+            "localhost",
+            &busy.path().join("data"),
+            Some(&partner.http_url(KEY))
+        ),
         plan_keys(),
     ));
     let latest = json!(["latest", false]);
@@ -692,9 +670,9 @@ fn metrics_health_and_readiness() {
     // A network whose database holds no chain yet is not ready, and /ready names it.
     let empty = tempfile::tempdir().unwrap();
     let waiting = Server::with_config(&format!(
-        "[[networks]]\nname = \"dev\"\nhosts = [\"localhost\"]\ndatadir = {}\n[[networks]]\nname = \"fresh\"\nhosts = [\"127.0.0.1\"]\ndatadir = {}\n[[keys]]\nkey = \"{KEY}\"\n",
-        toml_path(&devnet()),
-        toml_path(empty.path()),
+        "{}{}[[keys]]\nkey = \"{KEY}\"\n",
+        network_toml("dev", "localhost", &devnet(), None),
+        network_toml("fresh", "127.0.0.1", empty.path(), None),
     ));
     let (status, _, body) = raw_http(&waiting.addr, "GET", "localhost", "/ready", "");
     assert_eq!(status, 503, "{body}");

@@ -6,6 +6,7 @@
 use serde_json::Value;
 use std::{
     collections::HashMap,
+    ffi::OsStr,
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -43,22 +44,28 @@ pub fn ingested(folder: &Path) -> PathBuf {
     if datadir.exists() {
         std::fs::remove_dir_all(&datadir).unwrap();
     }
-    let output = Command::new(QUARRY)
-        .arg("ingest")
-        .arg("--datadir")
-        .arg(&datadir)
-        .arg("--genesis")
-        .arg(folder.join("genesis.json"))
-        .arg(folder.join("chain.rlp"))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "ingest failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_quarry([
+        "ingest".as_ref(),
+        "--datadir".as_ref(),
+        datadir.as_os_str(),
+        "--genesis".as_ref(),
+        folder.join("genesis.json").as_os_str(),
+        folder.join("chain.rlp").as_os_str(),
+    ]);
     done.insert(folder.to_path_buf(), datadir.clone());
     datadir
+}
+
+/// Runs `quarry` with `args`, which must succeed: its stdout and stderr.
+pub fn run_quarry<'a>(args: impl IntoIterator<Item = &'a OsStr>) -> (String, String) {
+    let args: Vec<&OsStr> = args.into_iter().collect();
+    let output = Command::new(QUARRY).args(&args).output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
+    assert!(output.status.success(), "quarry {args:?} failed: {stderr}");
+    (stdout, stderr)
 }
 
 /// The fixture chain's blocks, decoded from chain.rlp.
@@ -81,17 +88,14 @@ pub fn partial_datadir(last: u64) -> tempfile::TempDir {
     }
     let file = dir.path().join("prefix.rlp");
     std::fs::write(&file, prefix).unwrap();
-    let status = Command::new(QUARRY)
-        .arg("ingest")
-        .arg("--datadir")
-        .arg(dir.path().join("data"))
-        .arg("--genesis")
-        .arg(fixtures().join("genesis.json"))
-        .arg(&file)
-        .output()
-        .unwrap()
-        .status;
-    assert!(status.success());
+    run_quarry([
+        "ingest".as_ref(),
+        "--datadir".as_ref(),
+        dir.path().join("data").as_os_str(),
+        "--genesis".as_ref(),
+        fixtures().join("genesis.json").as_os_str(),
+        file.as_os_str(),
+    ]);
     dir
 }
 
