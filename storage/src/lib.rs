@@ -88,13 +88,16 @@ impl Database {
     ///
     /// Commits use MDBX's SafeNoSync mode: a killed process never loses a committed
     /// transaction and never exposes a partial one; only an operating-system crash may roll back
-    /// the most recent commits, leaving an older consistent state.
+    /// the most recent commits, leaving an older consistent state. Writes go straight into the
+    /// memory map (WRITEMAP), which saves copying every dirty page at commit; pages of an
+    /// uncommitted transaction are never reachable from a committed root.
     pub fn open(path: &Path) -> Result<Self> {
         std::fs::create_dir_all(path).map_err(|source| Error::CreateDir {
             path: path.display().to_string(),
             source,
         })?;
         let env = Environment::builder()
+            .write_map()
             .set_max_dbs(Table::ALL.len())
             .set_max_readers(1024)
             .set_flags(EnvironmentFlags {
