@@ -211,6 +211,12 @@ fn import(datadir: &Path, genesis: &Path, files: &[PathBuf]) -> Result<Importer>
         s.state_root.as_secs_f64(),
         s.write.as_secs_f64()
     );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "sender recovery alone: {:.4}s ({:.4}s of CPU time over {cores} cores)",
+        s.senders_cpu.as_secs_f64() / cores as f64,
+        s.senders_cpu.as_secs_f64()
+    );
     Ok(importer)
 }
 

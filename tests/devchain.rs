@@ -7,6 +7,7 @@
 
 mod support;
 
+use alloy_consensus::{Block, TxEnvelope};
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_sol_types::{SolCall, SolEvent};
 use quarry_devchain::{
@@ -75,6 +76,103 @@ fn a_scale_chain_ingests() {
     assert_eq!(head["number"], "0x28");
     // 60 mixed transactions a block, plus a blob transaction from Cancun on.
     assert_eq!(head["transactions"].as_array().unwrap().len(), 61);
+}
+
+/// Runs `quarry ingest` on `datadir` with `folder`'s genesis and `file`, which must fail: its
+/// stderr.
+fn ingest_fails(datadir: &Path, folder: &Path, file: &Path) -> String {
+    let output = std::process::Command::new(support::QUARRY)
+        .arg("ingest")
+        .arg("--datadir")
+        .arg(datadir)
+        .arg("--genesis")
+        .arg(folder.join("genesis.json"))
+        .arg(file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        !output.status.success(),
+        "ingest of {} succeeded",
+        file.display()
+    );
+    stderr
+}
+
+/// The stored head: number and hash.
+fn stored_head(datadir: &Path) -> (u64, B256) {
+    let db = quarry_storage::Database::open(datadir).unwrap();
+    db.reader().unwrap().head().unwrap().unwrap()
+}
+
+/// Ingest decodes a batch (256 blocks) ahead of execution and commits many batches at once: a
+/// failure several batches in, found by either thread, still keeps exactly the blocks before
+/// it, and the run after it continues from there.
+#[test]
+fn failures_past_the_first_batches_keep_every_block_before_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain = dir.path().join("chain");
+    generate(
+        &chain,
+        &["--blocks", "600", "--txs-per-block", "1", "--seed", "3"],
+    );
+    let bytes = read(chain.join("chain.rlp"));
+    let mut rest = bytes.as_slice();
+    let mut blocks: Vec<Block<TxEnvelope>> = Vec::new();
+    while !rest.is_empty() {
+        blocks.push(alloy_rlp::Decodable::decode(&mut rest).unwrap());
+    }
+    assert_eq!(blocks.len(), 600);
+    let encode = |blocks: &[Block<TxEnvelope>]| {
+        let mut out = Vec::new();
+        for block in blocks {
+            alloy_rlp::Encodable::encode(block, &mut out);
+        }
+        out
+    };
+    let datadir = dir.path().join("db");
+
+    // Block 520 (the third decoding batch) is turned undecodable: its header, a long list, is
+    // made a long string of the same length.
+    let offset = encode(&blocks[..519]).len();
+    let mut file_bytes = encode(&blocks[..520]);
+    let header_at = offset + 3;
+    assert_eq!((file_bytes[offset], file_bytes[header_at]), (0xf9, 0xf9));
+    file_bytes[header_at] = 0xb9;
+    let file = dir.path().join("undecodable.rlp");
+    std::fs::write(&file, &file_bytes).unwrap();
+    let stderr = ingest_fails(&datadir, &chain, &file);
+    assert!(
+        stderr.contains(&format!("block at byte offset {offset} cannot be decoded")),
+        "{stderr}"
+    );
+    assert_eq!(stored_head(&datadir), (519, blocks[518].header.hash_slow()));
+
+    // Block 560 says a wrong state root: execution finds it, with 519 blocks stored before.
+    let mut bad = blocks[..560].to_vec();
+    bad[559].header.state_root = keccak256(b"not the state root");
+    let file = dir.path().join("bad-root.rlp");
+    std::fs::write(&file, encode(&bad)).unwrap();
+    let stderr = ingest_fails(&datadir, &chain, &file);
+    assert!(
+        stderr.contains("block 560 (") && stderr.contains("stateRoot mismatch"),
+        "{stderr}"
+    );
+    assert_eq!(stored_head(&datadir), (559, blocks[558].header.hash_slow()));
+
+    let (stdout, _) = run_quarry([
+        "ingest".as_ref(),
+        "--datadir".as_ref(),
+        datadir.as_os_str(),
+        "--genesis".as_ref(),
+        chain.join("genesis.json").as_os_str(),
+        chain.join("chain.rlp").as_os_str(),
+    ]);
+    assert!(
+        stdout.contains("imported 41 blocks (559 already stored)"),
+        "{stdout}"
+    );
+    assert_eq!(stored_head(&datadir), (600, blocks[599].header.hash_slow()));
 }
 
 /// The devnet served once for all the checks below.
