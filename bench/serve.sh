@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Serve benchmark: requests/s and p50/p99 latency of each method with wrk, at 1, 16 and 64
 # connections, against the release build serving the rpc-compat chain over HTTP. The trivial
-# web3_clientVersion is measured in the same run as the ceiling (before and after the methods at
-# each connection count; the higher of the two counts); each row shows its share of it.
+# web3_clientVersion is measured in the same run as the ceiling: right before every run of a
+# method, ROUNDS times over; each row shows the median of its shares of the ceiling.
 #
 #   bench/serve.sh                   (needs wrk: apt-get install wrk)
-#   DURATION=10 CONNECTIONS="1 16 64" bench/serve.sh
+#   DURATION=2 ROUNDS=3 CONNECTIONS="1 16 64" bench/serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DURATION=${DURATION:-5}
+DURATION=${DURATION:-2}
+ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-"1 16 64"}
 FIXTURES=${FIXTURES:-../shared/fixtures/rpc-compat}
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
@@ -63,41 +64,61 @@ for c in "${cases[@]}"; do
   call "$(req "$method" "$params")" | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r.get("result") is not None, r' \
     || { echo "$name: bad response" >&2; exit 1; }
 done
-measure() { # name conns body
+measure() { # name conns body round|paired-method
   local threads=$(( $2 < 2 ? 1 : 2 )) out rps p50 p99
   out=$(BODY="$3" wrk -t"$threads" -c"$2" -d"${DURATION}s" --latency -s "$work/post.lua" "$url")
   if grep -q 'Non-2xx' <<<"$out"; then echo "$1: non-2xx responses" >&2; exit 1; fi
   rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
   p50=$(awk '$1=="50%"{print $2}' <<<"$out")
   p99=$(awk '$1=="99%"{print $2}' <<<"$out")
-  echo "$1|$2|$rps|$p50|$p99" >>"$work/results"
+  echo "$1|$2|$rps|$p50|$p99|$4" >>"$work/results"
 }
+# The load of this shared machine drifts from minute to minute, so each method is measured right
+# after a ceiling run, ROUNDS times over; its share is the median of those paired shares.
 for conns in $CONNECTIONS; do
-  # The ceiling is measured before and after the methods; the higher run counts.
-  for c in "${cases[@]}"; do
-    IFS='|' read -r name method params <<<"$c"
-    measure "$name" "$conns" "$(req "$method" "$params")"
+  for round in $(seq 1 "$ROUNDS"); do
+    for c in "${cases[@]:1}"; do
+      IFS='|' read -r name method params <<<"$c"
+      measure "web3_clientVersion (ceiling)" "$conns" "$(req web3_clientVersion '[]')" "$round|$name"
+      measure "$name" "$conns" "$(req "$method" "$params")" "$round|$name"
+    done
   done
-  measure "web3_clientVersion (ceiling)" "$conns" "$(req web3_clientVersion '[]')"
 done
 
 python3 - "$work/results" <<'PY'
-import sys
+import sys, statistics
+def micros(text):
+    for unit, scale in (("us", 1), ("ms", 1e3), ("s", 1e6)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * scale
+    raise ValueError(text)
+def show(us):
+    return f"{us:.0f}us" if us < 1000 else f"{us / 1000:.2f}ms"
+# name|conns|rps|p50|p99|round|paired method
 rows = [l.rstrip("\n").split("|") for l in open(sys.argv[1])]
-ceiling = {}
-for r in rows:
-    if r[0].startswith("web3_clientVersion"):
-        ceiling[r[1]] = max(ceiling.get(r[1], 0.0), float(r[2]))
-conns = sorted(ceiling, key=int)
+ceiling = {(r[1], r[5], r[6]): float(r[2]) for r in rows if r[0].startswith("web3_clientVersion")}
+conns = sorted({r[1] for r in rows}, key=int)
 print()
-print(f"{'method':<42}" + "".join(f"{'c=' + c:>34}" for c in conns))
-print(f"{'':<42}" + "".join(f"{'req/s  (% ceil)   p50     p99':>34}" for _ in conns))
-names = list(dict.fromkeys(r[0] for r in rows))
-for name in names:
+print(f"{'method':<42}" + "".join(f"{'c=' + c:>36}" for c in conns))
+print(f"{'':<42}" + "".join(f"{'req/s  (% ceil)     p50      p99':>36}" for _ in conns))
+runs = {c: [r for r in rows if r[0].startswith("web3_clientVersion") and r[1] == c] for c in conns}
+line = f"{'web3_clientVersion (ceiling)':<42}"
+for c in conns:
+    rps = statistics.median(float(r[2]) for r in runs[c])
+    p50 = statistics.median(micros(r[3]) for r in runs[c])
+    p99 = statistics.median(micros(r[4]) for r in runs[c])
+    line += f"{rps:>11.0f} ( 100%) {show(p50):>8} {show(p99):>8}"
+print(line)
+for name in dict.fromkeys(r[0] for r in rows if not r[0].startswith("web3_clientVersion")):
     line = f"{name:<42}"
     for c in conns:
-        r = max((r for r in rows if r[0] == name and r[1] == c), key=lambda r: float(r[2]))
-        share = 100 * float(r[2]) / ceiling[c]
-        line += f"{float(r[2]):>11.0f} ({share:4.0f}%) {r[3]:>8} {r[4]:>8}"
+        mine = [r for r in rows if r[0] == name and r[1] == c]
+        share = statistics.median(100 * float(r[2]) / ceiling[(c, r[5], r[6])] for r in mine)
+        rps = statistics.median(float(r[2]) for r in mine)
+        p50 = statistics.median(micros(r[3]) for r in mine)
+        p99 = statistics.median(micros(r[4]) for r in mine)
+        line += f"{rps:>11.0f} ({share:4.0f}%) {show(p50):>8} {show(p99):>8}"
     print(line)
+rounds = len({r[5] for r in rows})
+print(f"\nmedians of {rounds} rounds; each share pairs a method's run with the ceiling run just before it")
 PY
