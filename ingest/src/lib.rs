@@ -394,11 +394,11 @@ impl Importer {
                     announced = true;
                 }
             }
-            let result = self.execute_batch(name, batch.blocks, &mut pending, &mut stats, progress);
-            let failure = match (result, batch.error) {
-                (Err(err), _) | (Ok(()), Some(err)) => Some(err),
-                (Ok(()), None) => None,
-            };
+            // A storage error returns here and drops the open transaction unseen: it may hold
+            // part of a block. A rejected block leaves only whole blocks before it, committed.
+            let rejected =
+                self.execute_batch(name, batch.blocks, &mut pending, &mut stats, progress)?;
+            let failure = rejected.or(batch.error);
             let full = pending.as_ref().is_some_and(|p| {
                 p.transactions >= COMMIT_TXS
                     || p.blocks >= COMMIT_BLOCKS
@@ -437,7 +437,8 @@ impl Importer {
     }
 
     /// Executes and stages a batch into the open write transaction (opening one if needed).
-    /// On an error the blocks before the failing one stay staged.
+    /// Returns the error of a rejected block, with the whole blocks before it staged; an `Err`
+    /// is a storage failure, after which the transaction must not be committed.
     fn execute_batch(
         &mut self,
         name: &str,
@@ -445,7 +446,7 @@ impl Importer {
         pending: &mut Option<Pending>,
         stats: &mut ImportStats,
         progress: &mut Progress,
-    ) -> Result<()> {
+    ) -> Result<Option<Error>> {
         for Decoded { offset, block } in decoded {
             let pending = match pending {
                 Some(pending) => pending,
@@ -464,32 +465,35 @@ impl Importer {
                     stats.skipped += 1;
                     continue;
                 }
-                return Err(Error::Reorg {
+                return Ok(Some(Error::Reorg {
                     path: name.to_string(),
                     offset,
                     number,
                     hash: block.hash,
                     stored: stored.unwrap_or_default(),
-                });
+                }));
             }
             if number != self.head.number + 1 {
-                return Err(Error::Gap {
+                return Ok(Some(Error::Gap {
                     path: name.to_string(),
                     offset,
                     number,
                     hash: block.hash,
                     head: self.head.number,
-                });
+                }));
             }
             let exec_start = Instant::now();
-            let executed =
-                execute_block(&self.spec, tx, &mut self.trie, &block).map_err(|source| {
-                    Error::Block {
+            // Execution only reads `tx`, so a failure here leaves the staged blocks whole.
+            let executed = match execute_block(&self.spec, tx, &mut self.trie, &block) {
+                Ok(executed) => executed,
+                Err(source) => {
+                    return Ok(Some(Error::Block {
                         path: name.to_string(),
                         offset,
                         source: Box::new(source),
-                    }
-                })?;
+                    }));
+                }
+            };
             let exec_time = exec_start.elapsed();
             stats.stages.state_root += executed.state_root_time;
             stats.stages.execution += exec_time.saturating_sub(executed.state_root_time);
@@ -505,7 +509,7 @@ impl Importer {
             pending.transactions += transactions;
             progress.block(number, offset, stats);
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Writes an executed block into `tx` and makes it the head.
