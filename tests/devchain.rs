@@ -7,7 +7,6 @@
 
 mod support;
 
-use alloy_consensus::{Block, TxEnvelope};
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_sol_types::{SolCall, SolEvent};
 use quarry_devchain::{
@@ -19,7 +18,7 @@ use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
 };
-use support::{Server, ingested, run_quarry};
+use support::{Server, decode_blocks, encode_blocks, ingest_args, ingested, run_quarry};
 
 fn devnet() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet")
@@ -81,13 +80,9 @@ fn a_scale_chain_ingests() {
 /// Runs `quarry ingest` on `datadir` with `folder`'s genesis and `file`, which must fail: its
 /// stderr.
 fn ingest_fails(datadir: &Path, folder: &Path, file: &Path) -> String {
+    let genesis = folder.join("genesis.json");
     let output = std::process::Command::new(support::QUARRY)
-        .arg("ingest")
-        .arg("--datadir")
-        .arg(datadir)
-        .arg("--genesis")
-        .arg(folder.join("genesis.json"))
-        .arg(file)
+        .args(ingest_args(datadir, &genesis, &[file]))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -116,26 +111,14 @@ fn failures_past_the_first_batches_keep_every_block_before_them() {
         &chain,
         &["--blocks", "600", "--txs-per-block", "1", "--seed", "3"],
     );
-    let bytes = read(chain.join("chain.rlp"));
-    let mut rest = bytes.as_slice();
-    let mut blocks: Vec<Block<TxEnvelope>> = Vec::new();
-    while !rest.is_empty() {
-        blocks.push(alloy_rlp::Decodable::decode(&mut rest).unwrap());
-    }
+    let blocks = decode_blocks(&read(chain.join("chain.rlp")));
     assert_eq!(blocks.len(), 600);
-    let encode = |blocks: &[Block<TxEnvelope>]| {
-        let mut out = Vec::new();
-        for block in blocks {
-            alloy_rlp::Encodable::encode(block, &mut out);
-        }
-        out
-    };
     let datadir = dir.path().join("db");
 
     // Block 520 (the third decoding batch) is turned undecodable: its header, a long list, is
     // made a long string of the same length.
-    let offset = encode(&blocks[..519]).len();
-    let mut file_bytes = encode(&blocks[..520]);
+    let offset = encode_blocks(&blocks[..519]).len();
+    let mut file_bytes = encode_blocks(&blocks[..520]);
     let header_at = offset + 3;
     assert_eq!((file_bytes[offset], file_bytes[header_at]), (0xf9, 0xf9));
     file_bytes[header_at] = 0xb9;
@@ -152,7 +135,7 @@ fn failures_past_the_first_batches_keep_every_block_before_them() {
     let mut bad = blocks[..560].to_vec();
     bad[559].header.state_root = keccak256(b"not the state root");
     let file = dir.path().join("bad-root.rlp");
-    std::fs::write(&file, encode(&bad)).unwrap();
+    std::fs::write(&file, encode_blocks(&bad)).unwrap();
     let stderr = ingest_fails(&datadir, &chain, &file);
     assert!(
         stderr.contains("block 560 (") && stderr.contains("stateRoot mismatch"),
@@ -160,14 +143,8 @@ fn failures_past_the_first_batches_keep_every_block_before_them() {
     );
     assert_eq!(stored_head(&datadir), (559, blocks[558].header.hash_slow()));
 
-    let (stdout, _) = run_quarry([
-        "ingest".as_ref(),
-        "--datadir".as_ref(),
-        datadir.as_os_str(),
-        "--genesis".as_ref(),
-        chain.join("genesis.json").as_os_str(),
-        chain.join("chain.rlp").as_os_str(),
-    ]);
+    let (genesis, file) = (chain.join("genesis.json"), chain.join("chain.rlp"));
+    let (stdout, _) = run_quarry(ingest_args(&datadir, &genesis, &[&file]));
     assert!(
         stdout.contains("imported 41 blocks (559 already stored)"),
         "{stdout}"

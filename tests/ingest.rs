@@ -5,6 +5,8 @@
 // `allow-unwrap-in-tests` covers `#[test]` functions only, not this file's helpers.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use alloy_consensus::{Block, Transaction, TxEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use alloy_rlp::{Decodable, Encodable};
@@ -17,6 +19,7 @@ use std::{
     sync::OnceLock,
     time::Duration,
 };
+use support::encode_blocks;
 use tempfile::TempDir;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/rpc-compat");
@@ -132,14 +135,6 @@ impl Chain {
     fn hash(&self, n: u64) -> B256 {
         self.block(n).header.hash_slow()
     }
-}
-
-fn encode_blocks<'a>(blocks: impl IntoIterator<Item = &'a Block<TxEnvelope>>) -> Vec<u8> {
-    let mut out = Vec::new();
-    for block in blocks {
-        block.encode(&mut out);
-    }
-    out
 }
 
 fn write_file(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {

@@ -44,14 +44,8 @@ pub fn ingested(folder: &Path) -> PathBuf {
     if datadir.exists() {
         std::fs::remove_dir_all(&datadir).unwrap();
     }
-    run_quarry([
-        "ingest".as_ref(),
-        "--datadir".as_ref(),
-        datadir.as_os_str(),
-        "--genesis".as_ref(),
-        folder.join("genesis.json").as_os_str(),
-        folder.join("chain.rlp").as_os_str(),
-    ]);
+    let (genesis, chain) = (folder.join("genesis.json"), folder.join("chain.rlp"));
+    run_quarry(ingest_args(&datadir, &genesis, &[&chain]));
     done.insert(folder.to_path_buf(), datadir.clone());
     datadir
 }
@@ -68,10 +62,24 @@ pub fn run_quarry<'a>(args: impl IntoIterator<Item = &'a OsStr>) -> (String, Str
     (stdout, stderr)
 }
 
-/// The fixture chain's blocks, decoded from chain.rlp.
-pub fn chain_blocks() -> Vec<alloy_consensus::Block<alloy_consensus::TxEnvelope>> {
-    let bytes = std::fs::read(fixtures().join("chain.rlp")).unwrap();
-    let mut rest = bytes.as_slice();
+/// The arguments of `quarry ingest` of `files` into `datadir` with `genesis`.
+pub fn ingest_args<'a>(datadir: &'a Path, genesis: &'a Path, files: &[&'a Path]) -> Vec<&'a OsStr> {
+    let mut args: Vec<&OsStr> = vec![
+        "ingest".as_ref(),
+        "--datadir".as_ref(),
+        datadir.as_os_str(),
+        "--genesis".as_ref(),
+        genesis.as_os_str(),
+    ];
+    args.extend(files.iter().map(|file| file.as_os_str()));
+    args
+}
+
+pub type Block = alloy_consensus::Block<alloy_consensus::TxEnvelope>;
+
+/// The blocks of a file of concatenated RLP blocks.
+pub fn decode_blocks(bytes: &[u8]) -> Vec<Block> {
+    let mut rest = bytes;
     let mut blocks = Vec::new();
     while !rest.is_empty() {
         blocks.push(alloy_rlp::Decodable::decode(&mut rest).unwrap());
@@ -79,23 +87,29 @@ pub fn chain_blocks() -> Vec<alloy_consensus::Block<alloy_consensus::TxEnvelope>
     blocks
 }
 
+/// `blocks` as a file of concatenated RLP blocks.
+pub fn encode_blocks<'a>(blocks: impl IntoIterator<Item = &'a Block>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for block in blocks {
+        alloy_rlp::Encodable::encode(block, &mut out);
+    }
+    out
+}
+
+/// The fixture chain's blocks, decoded from chain.rlp.
+pub fn chain_blocks() -> Vec<Block> {
+    decode_blocks(&std::fs::read(fixtures().join("chain.rlp")).unwrap())
+}
+
 /// A fresh datadir (in `<dir>/data`) holding the fixture chain up to block `last` only.
 pub fn partial_datadir(last: u64) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let mut prefix = Vec::new();
-    for block in chain_blocks().iter().filter(|b| b.header.number <= last) {
-        alloy_rlp::Encodable::encode(block, &mut prefix);
-    }
+    let blocks = chain_blocks();
+    let prefix = encode_blocks(blocks.iter().filter(|b| b.header.number <= last));
     let file = dir.path().join("prefix.rlp");
     std::fs::write(&file, prefix).unwrap();
-    run_quarry([
-        "ingest".as_ref(),
-        "--datadir".as_ref(),
-        dir.path().join("data").as_os_str(),
-        "--genesis".as_ref(),
-        fixtures().join("genesis.json").as_os_str(),
-        file.as_os_str(),
-    ]);
+    let (datadir, genesis) = (dir.path().join("data"), fixtures().join("genesis.json"));
+    run_quarry(ingest_args(&datadir, &genesis, &[&file]));
     dir
 }
 
