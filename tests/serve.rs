@@ -498,6 +498,42 @@ fn serve_follows_a_concurrent_ingest() {
     assert_eq!(seen.last(), Some(&54), "{seen:?}");
 }
 
+/// eth_getStorageAt answers `latest` from memory only while no commit has landed since the head
+/// was read: after an ingest appends blocks, `latest` is the new head's value at once, and the
+/// values at older blocks stay what they were.
+#[test]
+fn latest_storage_follows_an_ingest() {
+    let dir = partial_datadir(20);
+    let datadir = dir.path().join("data");
+    let server = Server::start(&datadir, "");
+    // The rpc-compat chain's counter contract: slot 0 grows block by block.
+    let params = |at: &str| json!(["0x7dcd17433742f4c0ca53122ab541d0ba67fc27df", "0x0", at]);
+    let slot = |at: &str| server.result("eth_getStorageAt", params(at));
+    let at_20 = slot("latest");
+    assert_eq!(slot("latest"), at_20);
+    assert_eq!(slot("0x14"), at_20);
+    let past_head = server.call("eth_getStorageAt", params("0x15"));
+    assert_eq!(past_head["error"]["message"], "header not found");
+
+    let ingest = std::process::Command::new(support::QUARRY)
+        .arg("ingest")
+        .arg("--datadir")
+        .arg(&datadir)
+        .arg("--genesis")
+        .arg(fixtures().join("genesis.json"))
+        .arg(fixtures().join("chain.rlp"))
+        .output()
+        .unwrap();
+    assert!(ingest.status.success(), "{ingest:?}");
+
+    // `latest` first: no other request has read the new head yet.
+    let latest = slot("latest");
+    assert_ne!(latest, at_20);
+    assert_eq!(slot("latest"), latest);
+    assert_eq!(slot("0x36"), latest);
+    assert_eq!(slot("0x14"), at_20);
+}
+
 /// rollup_getInfo's `syncing` follows the target a live ingest announces, and ignores one that
 /// a dead process left behind.
 #[test]

@@ -52,21 +52,44 @@ pub struct StateCache {
 /// Entries per map before it is emptied.
 const STATE_CACHE_ENTRIES: usize = 1 << 16;
 
+fn lookup<K: std::hash::Hash + Eq, V: Clone>(map: &Mutex<HashMap<K, V>>, key: &K) -> Option<V> {
+    map.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(key)
+        .cloned()
+}
+
+fn remember<K: std::hash::Hash + Eq, V>(map: &Mutex<HashMap<K, V>>, key: K, value: V) {
+    let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
+    if map.len() >= STATE_CACHE_ENTRIES {
+        map.clear();
+    }
+    map.insert(key, value);
+}
+
 fn cached<K: std::hash::Hash + Eq, V: Clone>(
     map: &Mutex<HashMap<K, V>>,
     key: K,
     read: impl FnOnce() -> Result<V, StateError>,
 ) -> Result<V, StateError> {
-    if let Some(value) = map.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
-        return Ok(value.clone());
+    if let Some(value) = lookup(map, &key) {
+        return Ok(value);
     }
     let value = read()?;
-    let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
-    if map.len() >= STATE_CACHE_ENTRIES {
-        map.clear();
-    }
-    map.insert(key, value.clone());
+    remember(map, key, value.clone());
     Ok(value)
+}
+
+impl StateCache {
+    /// The value of `address`'s slot `index` after block `number`, if it has been read.
+    pub fn slot(&self, number: u64, address: Address, index: U256) -> Option<U256> {
+        lookup(&self.slots, &(number, address, index))
+    }
+
+    /// Records a slot's value after stored block `number`, read from the database.
+    pub fn remember_slot(&self, number: u64, address: Address, index: U256, value: U256) {
+        remember(&self.slots, (number, address, index), value);
+    }
 }
 
 impl<K: TransactionKind> std::fmt::Debug for StateSnapshot<'_, K> {

@@ -260,11 +260,18 @@ fn methods(
         |node, reads, args| node.transaction_receipt(reads, args.required(0)?),
     )?;
     let names = &["address", "storageSlot", "block"];
-    register_snapshot(m, pool, "eth_getStorageAt", names, 2, |node, tx, args| {
-        let StorageKey(slot) = args.required(1)?;
-        let at = block_or_latest(args, 2)?;
-        node.storage_at(tx, args.required(0)?, slot, at)
-    })?;
+    register(
+        m,
+        pool,
+        "eth_getStorageAt",
+        names,
+        2,
+        |node, reads, args| {
+            let StorageKey(slot) = args.required(1)?;
+            let at = block_or_latest(args, 2)?;
+            node.storage_at(reads, args.required(0)?, slot, at)
+        },
+    )?;
     register_snapshot(m, pool, "eth_getLogs", &["filter"], 1, |node, tx, args| {
         node.logs(tx, &args.required(0)?)
     })?;

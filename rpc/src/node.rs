@@ -25,7 +25,7 @@ use quarry_storage::{
 
 use serde::Serialize;
 use std::{
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, PoisonError},
     time::{Duration, Instant},
 };
 
@@ -76,6 +76,16 @@ pub struct Node {
     l1: Option<Database>,
     /// The last tip suggestion and the head it was computed at.
     last_tip: Arc<Mutex<TipSuggestion>>,
+    /// The newest head a snapshot has read, and the commit it was read at.
+    seen_head: Arc<Mutex<Option<SeenHead>>>,
+}
+
+/// The head as of one commit. While the database's last commit is still that one, the head is
+/// known without a snapshot, so `latest` can be answered from memory.
+#[derive(Debug, Clone, Copy)]
+struct SeenHead {
+    commit: u64,
+    number: u64,
 }
 
 /// geth's fee oracle remembers its last answer: it is returned again while the head has not
@@ -120,6 +130,7 @@ impl Node {
                 head: None,
                 tip: DEFAULT_TIP,
             })),
+            seen_head: Arc::default(),
         })
     }
 
@@ -130,6 +141,35 @@ impl Node {
 
     fn head(tx: &ReadTx) -> Result<u64> {
         Ok(tx.head()?.map_or(0, |(number, _)| number))
+    }
+
+    /// The snapshot's head, remembered with the commit it was read at.
+    fn snapshot_head(&self, tx: &ReadTx) -> Result<Option<u64>> {
+        let head = tx.head()?.map(|(number, _)| number);
+        if let Some(number) = head {
+            let commit = tx.commit_id()?;
+            let mut seen = self
+                .seen_head
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if seen.is_none_or(|seen| seen.commit < commit) {
+                *seen = Some(SeenHead { commit, number });
+            }
+        }
+        Ok(head)
+    }
+
+    /// The head, when the newest snapshot that read it is still the newest commit: a read of
+    /// MDBX's meta pages and a lock, no snapshot.
+    fn head_in_memory(&self) -> Result<Option<u64>> {
+        let seen = *self
+            .seen_head
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(match seen {
+            Some(seen) if self.db.last_commit_id()? == seen.commit => Some(seen.number),
+            _ => None,
+        })
     }
 
     /// The block number a tag names now. `pending` is the head: quarry has no mempool.
@@ -146,7 +186,7 @@ impl Node {
         match tag {
             BlockTag::Number(number) => Ok(number),
             BlockTag::Earliest => Ok(0),
-            BlockTag::Latest | BlockTag::Pending => Self::head(tx),
+            BlockTag::Latest | BlockTag::Pending => Ok(self.snapshot_head(tx)?.unwrap_or(0)),
             BlockTag::Safe => mark(self.marks.safe, BlockMark::Safe),
             BlockTag::Finalized => mark(self.marks.finalized, BlockMark::Finalized),
         }
@@ -155,7 +195,7 @@ impl Node {
     /// The stored block a state method names, and whether it is the head (whose state the
     /// plain tables hold), or geth's "header not found" errors.
     fn state_block(&self, tx: &ReadTx, id: BlockId) -> Result<(u64, bool)> {
-        let (head, _) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
+        let head = self.snapshot_head(tx)?.ok_or(RpcError::HeaderNotFound)?;
         let number = match id {
             // The head is read once, here, for the most common case.
             BlockId::Tag(BlockTag::Latest | BlockTag::Pending) => head,
@@ -202,7 +242,11 @@ impl Node {
                 Ok(self.blocks.by_number(number).map(Some))
             }
             (Reads::Cache, BlockAt::Hash(hash)) => Ok(self.blocks.by_hash(&hash).map(Some)),
-            // Tags move with the head, which only the database knows.
+            (Reads::Cache, BlockAt::Tag(BlockTag::Latest | BlockTag::Pending)) => Ok(self
+                .head_in_memory()?
+                .and_then(|head| self.blocks.by_number(head))
+                .map(Some)),
+            // The other marks are read from the database.
             (Reads::Cache, BlockAt::Tag(_)) => Ok(None),
             (Reads::Snapshot(tx), at) => {
                 let number = match at {
@@ -664,21 +708,39 @@ impl Node {
             .map(|block| block.map(|block| U64::from(block.body.ommers.len()))))
     }
 
-    /// The 32-byte value of `slot` of `address` after block `at`.
+    /// The 32-byte value of `slot` of `address` after block `at`. Values read are kept in the
+    /// state cache that calls share; from memory, `latest` and block numbers are answered.
     pub fn storage_at(
         &self,
-        tx: &ReadTx,
+        reads: &Reads,
         address: Address,
         slot: B256,
         at: BlockId,
-    ) -> Result<B256> {
+    ) -> Result<Option<B256>> {
+        let index = U256::from_be_bytes(slot.0);
+        let tx = match reads {
+            Reads::Cache => {
+                let number = match at {
+                    BlockId::Tag(BlockTag::Latest | BlockTag::Pending) => self.head_in_memory()?,
+                    // Only a stored block's slots are cached, and stored state never changes.
+                    BlockId::Tag(BlockTag::Number(number)) => Some(number),
+                    _ => None,
+                };
+                return Ok(number
+                    .and_then(|number| self.state_cache.slot(number, address, index))
+                    .map(B256::from));
+            }
+            Reads::Snapshot(tx) => tx,
+        };
         let (number, is_head) = self.state_block(tx, at)?;
         let value = if is_head {
             tx.storage(&address, &slot)?
         } else {
             tx.storage_at(&address, &slot, number)?
         };
-        Ok(B256::from(value))
+        self.state_cache
+            .remember_slot(number, address, index, value);
+        Ok(Some(B256::from(value)))
     }
 
     /// Runs `call` against the state after block `at` and returns what it returned.

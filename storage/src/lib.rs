@@ -132,6 +132,14 @@ impl Database {
         })
     }
 
+    /// The id of the newest committed transaction, from any process. It reads MDBX's meta pages,
+    /// which every transaction touches (memory, never a B-tree lookup), so it is cheap enough to
+    /// ask before each request: while it equals a snapshot's [`StorageTx::commit_id`], nothing
+    /// was committed since that snapshot began.
+    pub fn last_commit_id(&self) -> Result<u64> {
+        Ok(self.env.info()?.last_txnid() as u64)
+    }
+
     /// Begins the write transaction; blocks while another writer (in any process) holds it.
     pub fn writer(&self) -> Result<WriteTx> {
         Ok(StorageTx {
@@ -181,6 +189,11 @@ fn b256(what: &str, bytes: &[u8]) -> Result<B256> {
 impl<K: TransactionKind> StorageTx<K> {
     fn db(&self, table: Table) -> signet_libmdbx::Database {
         self.dbs[table as usize]
+    }
+
+    /// For a read snapshot, the id of the commit it sees (compare [`Database::last_commit_id`]).
+    pub fn commit_id(&self) -> Result<u64> {
+        Ok(self.tx.id()?)
     }
 
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -668,6 +681,22 @@ mod tests {
         assert_eq!(r.storage_at(&a, &slot, 6).unwrap(), U256::from(4));
         assert_eq!(r.storage(&a, &slot).unwrap(), U256::from(4));
         assert_eq!(r.storage_at(&a, &B256::ZERO, 6).unwrap(), U256::ZERO);
+    }
+
+    /// A snapshot's commit id matches the last commit until another commit lands.
+    #[test]
+    fn commit_ids_tell_whether_a_snapshot_is_still_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let before = db.reader().unwrap();
+        assert_eq!(before.commit_id().unwrap(), db.last_commit_id().unwrap());
+        let a = address!("0x00000000000000000000000000000000000000aa");
+        let tx = db.writer().unwrap();
+        tx.set_account(&a, Some(&account(1)), 0).unwrap();
+        tx.commit().unwrap();
+        assert!(db.last_commit_id().unwrap() > before.commit_id().unwrap());
+        let after = db.reader().unwrap();
+        assert_eq!(after.commit_id().unwrap(), db.last_commit_id().unwrap());
     }
 
     #[test]
