@@ -34,6 +34,7 @@ cases=(
   "web3_clientVersion (ceiling)|web3_clientVersion|[]"
   "eth_getStorageAt latest|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"0x0\",\"latest\"]"
   "eth_getStorageAt block 10|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"0x0\",\"0xa\"]"
+  "eth_getStorageAt latest, new slot each time|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"NEWSLOT\",\"latest\"]"
   "eth_getTransactionReceipt|eth_getTransactionReceipt|[\"$tx\"]"
   "eth_getBlockByNumber hashes|eth_getBlockByNumber|[\"0x36\",false]"
   "eth_getBlockByNumber full|eth_getBlockByNumber|[\"0x36\",true]"
@@ -53,6 +54,26 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = os.getenv("BODY")
 LUA
+# A body with NEWSLOT gets a slot no request asked before (so no cache can answer): a counter
+# per wrk thread, each thread's in a range of its own.
+cat >"$work/newslot.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local template = os.getenv("BODY")
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("first", threads * 2 ^ 40)
+end
+function init(args)
+  next_slot = first
+end
+function request()
+  next_slot = next_slot + 1
+  local body = template:gsub("NEWSLOT", string.format("0x%x", next_slot))
+  return wrk.format(nil, nil, nil, body)
+end
+LUA
 
 echo "quarry serve on $addr, wrk ${DURATION}s per cell, $(nproc) cores shared by server and wrk"
 # Warm up: first connections, thread pools and page cache are not what is being measured.
@@ -61,12 +82,13 @@ BODY=$(req eth_getBlockByNumber '["0x36",true]') wrk -t2 -c16 -d2s -s "$work/pos
 for c in "${cases[@]}"; do
   IFS='|' read -r name method params <<<"$c"
   # Every benchmarked call must succeed with a non-null result.
-  call "$(req "$method" "$params")" | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r.get("result") is not None, r' \
+  call "$(req "$method" "${params//NEWSLOT/0x0}")" | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r.get("result") is not None, r' \
     || { echo "$name: bad response" >&2; exit 1; }
 done
 measure() { # name conns body round|paired-method
-  local threads=$(( $2 < 2 ? 1 : 2 )) out rps p50 p99
-  out=$(BODY="$3" wrk -t"$threads" -c"$2" -d"${DURATION}s" --latency -s "$work/post.lua" "$url")
+  local threads=$(( $2 < 2 ? 1 : 2 )) out rps p50 p99 script=post.lua
+  [[ $3 == *NEWSLOT* ]] && script=newslot.lua
+  out=$(BODY="$3" wrk -t"$threads" -c"$2" -d"${DURATION}s" --latency -s "$work/$script" "$url")
   if grep -q 'Non-2xx' <<<"$out"; then echo "$1: non-2xx responses" >&2; exit 1; fi
   rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
   p50=$(awk '$1=="50%"{print $2}' <<<"$out")
