@@ -5,12 +5,13 @@
 # method, ROUNDS times over; each row shows the median of its shares of the ceiling.
 #
 #   bench/serve.sh                   (needs wrk: apt-get install wrk)
-#   DURATION=2 ROUNDS=3 CONNECTIONS="1 16 64" bench/serve.sh
+#   DURATION=2 ROUNDS=3 CONNECTIONS="1 16 64" ONLY=getStorageAt bench/serve.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-2}
 ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-"1 16 64"}
+ONLY=${ONLY:-}  # a pattern: only the methods whose row name matches it
 FIXTURES=${FIXTURES:-../shared/fixtures/rpc-compat}
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
 
@@ -55,7 +56,8 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.body = os.getenv("BODY")
 LUA
 # A body with NEWSLOT gets a slot no request asked before (so no cache can answer): a counter
-# per wrk thread, each thread's in a range of its own.
+# per wrk thread, each thread's in a range of its own. Building each request in Lua costs wrk
+# CPU, on the cores the server uses, so such a method's paired ceiling run uses this script too.
 cat >"$work/newslot.lua" <<'LUA'
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -85,15 +87,14 @@ for c in "${cases[@]}"; do
   call "$(req "$method" "${params//NEWSLOT/0x0}")" | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r.get("result") is not None, r' \
     || { echo "$name: bad response" >&2; exit 1; }
 done
-measure() { # name conns body round|paired-method
-  local threads=$(( $2 < 2 ? 1 : 2 )) out rps p50 p99 script=post.lua
-  [[ $3 == *NEWSLOT* ]] && script=newslot.lua
+measure() { # name conns body round|paired-method script
+  local threads=$(( $2 < 2 ? 1 : 2 )) out rps p50 p99 script=$5
   out=$(BODY="$3" wrk -t"$threads" -c"$2" -d"${DURATION}s" --latency -s "$work/$script" "$url")
   if grep -q 'Non-2xx' <<<"$out"; then echo "$1: non-2xx responses" >&2; exit 1; fi
   rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
   p50=$(awk '$1=="50%"{print $2}' <<<"$out")
   p99=$(awk '$1=="99%"{print $2}' <<<"$out")
-  echo "$1|$2|$rps|$p50|$p99|$4" >>"$work/results"
+  echo "$1|$2|$rps|$p50|$p99|$4|$5" >>"$work/results"
 }
 # The load of this shared machine drifts from minute to minute, so each method is measured right
 # after a ceiling run, ROUNDS times over; its share is the median of those paired shares.
@@ -101,8 +102,11 @@ for conns in $CONNECTIONS; do
   for round in $(seq 1 "$ROUNDS"); do
     for c in "${cases[@]:1}"; do
       IFS='|' read -r name method params <<<"$c"
-      measure "web3_clientVersion (ceiling)" "$conns" "$(req web3_clientVersion '[]')" "$round|$name"
-      measure "$name" "$conns" "$(req "$method" "$params")" "$round|$name"
+      [[ -z $ONLY || $name =~ $ONLY ]] || continue
+      script=post.lua
+      [[ $params == *NEWSLOT* ]] && script=newslot.lua
+      measure "web3_clientVersion (ceiling)" "$conns" "$(req web3_clientVersion '[]')" "$round|$name" "$script"
+      measure "$name" "$conns" "$(req "$method" "$params")" "$round|$name" "$script"
     done
   done
 done
@@ -116,14 +120,17 @@ def micros(text):
     raise ValueError(text)
 def show(us):
     return f"{us:.0f}us" if us < 1000 else f"{us / 1000:.2f}ms"
-# name|conns|rps|p50|p99|round|paired method
+# name|conns|rps|p50|p99|round|paired method|wrk script
 rows = [l.rstrip("\n").split("|") for l in open(sys.argv[1])]
 ceiling = {(r[1], r[5], r[6]): float(r[2]) for r in rows if r[0].startswith("web3_clientVersion")}
 conns = sorted({r[1] for r in rows}, key=int)
 print()
 print(f"{'method':<42}" + "".join(f"{'c=' + c:>36}" for c in conns))
 print(f"{'':<42}" + "".join(f"{'req/s  (% ceil)     p50      p99':>36}" for _ in conns))
-runs = {c: [r for r in rows if r[0].startswith("web3_clientVersion") and r[1] == c] for c in conns}
+# The ceiling row shows the runs with a fixed body, unless only Lua-built bodies were measured.
+plain = [r for r in rows if r[0].startswith("web3_clientVersion") and r[7] == "post.lua"]
+plain = plain or [r for r in rows if r[0].startswith("web3_clientVersion")]
+runs = {c: [r for r in plain if r[1] == c] for c in conns}
 line = f"{'web3_clientVersion (ceiling)':<42}"
 for c in conns:
     rps = statistics.median(float(r[2]) for r in runs[c])
