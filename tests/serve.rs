@@ -452,13 +452,12 @@ fn serve_follows_a_concurrent_ingest() {
     let latest = || server.call("eth_getBlockByNumber", json!(["latest", false]))["result"].clone();
     assert_eq!(latest()["number"], "0x14");
 
+    let (genesis, chain) = (
+        fixtures().join("genesis.json"),
+        fixtures().join("chain.rlp"),
+    );
     let mut ingest = std::process::Command::new(support::QUARRY)
-        .arg("ingest")
-        .arg("--datadir")
-        .arg(&datadir)
-        .arg("--genesis")
-        .arg(fixtures().join("genesis.json"))
-        .arg(fixtures().join("chain.rlp"))
+        .args(support::ingest_args(&datadir, &genesis, &[&chain]))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -515,13 +514,12 @@ fn latest_storage_follows_an_ingest() {
     let past_head = server.call("eth_getStorageAt", params("0x15"));
     assert_eq!(past_head["error"]["message"], "header not found");
 
+    let (genesis, chain) = (
+        fixtures().join("genesis.json"),
+        fixtures().join("chain.rlp"),
+    );
     let ingest = std::process::Command::new(support::QUARRY)
-        .arg("ingest")
-        .arg("--datadir")
-        .arg(&datadir)
-        .arg("--genesis")
-        .arg(fixtures().join("genesis.json"))
-        .arg(fixtures().join("chain.rlp"))
+        .args(support::ingest_args(&datadir, &genesis, &[&chain]))
         .output()
         .unwrap();
     assert!(ingest.status.success(), "{ingest:?}");
