@@ -160,14 +160,10 @@ impl std::fmt::Display for Outcome {
 }
 
 fn ingest_command(datadir: &Path, files: &[&Path]) -> Command {
+    let genesis = genesis_path();
     let mut command = Command::new(QUARRY);
     command
-        .arg("ingest")
-        .arg("--datadir")
-        .arg(datadir)
-        .arg("--genesis")
-        .arg(genesis_path())
-        .args(files)
+        .args(support::ingest_args(datadir, &genesis, files))
         .stdin(Stdio::null());
     command
 }
