@@ -59,6 +59,14 @@ enum Command {
         /// Record the block that the `finalized` tag names (default: the head).
         #[arg(long)]
         finalized: Option<u64>,
+        /// Accept blocks that replace stored ones: the stored chain is unwound to the new
+        /// block's parent and the file's branch imported, in one commit. Without it, a block
+        /// that differs from a stored one is an error.
+        #[arg(long)]
+        reorg: bool,
+        /// With --reorg: the most stored blocks one reorganisation may replace.
+        #[arg(long, default_value_t = quarry_ingest::DEFAULT_MAX_REORG_DEPTH)]
+        max_reorg_depth: u64,
     },
     /// Answer JSON-RPC over HTTP (POST /v3/<API_KEY>) and WebSocket (/ws/v3/<API_KEY>) from a
     /// database that `quarry ingest` wrote (and may still be writing).
@@ -101,6 +109,11 @@ enum Command {
         /// Seed of the mix: the same seed gives the same bytes.
         #[arg(long, default_value_t = quarry_devchain::Options::default().seed)]
         seed: u64,
+        /// Fork schedule: `staged` (proof of work with uncles, the merge at block 12, then
+        /// Shanghai, Cancun, Prague and Osaka every 4 blocks) or `genesis` (every fork through
+        /// Osaka active at block 0, as geth --dev and reth --dev start).
+        #[arg(long, default_value = "staged")]
+        forks: quarry_devchain::Forks,
     },
     /// Manage API keys in a key store file (the config's `keys_file`).
     Keys {
@@ -113,6 +126,13 @@ enum Command {
     /// Build the eth_getLogs index of a database written before quarry had one (ingest keeps
     /// it up to date otherwise). Resumable: each batch of blocks commits on its own.
     IndexLogs {
+        #[arg(long)]
+        datadir: PathBuf,
+    },
+    /// Bring a datadir written by an older quarry to the current layout (builds the per-block
+    /// changesets that unwinding needs from the state history). Resumable: each batch commits
+    /// on its own, and running it again continues.
+    Migrate {
         #[arg(long)]
         datadir: PathBuf,
     },
@@ -138,7 +158,18 @@ fn main() -> Result<()> {
             files,
             safe,
             finalized,
-        } => ingest(datadir, genesis, files, safe, finalized),
+            reorg,
+            max_reorg_depth,
+        } => {
+            let reorgs = if reorg {
+                quarry_ingest::Reorgs::Follow {
+                    max_depth: max_reorg_depth,
+                }
+            } else {
+                quarry_ingest::Reorgs::Refuse
+            };
+            ingest(datadir, genesis, files, safe, finalized, reorgs)
+        }
         Command::Serve {
             datadir,
             config,
@@ -155,15 +186,18 @@ fn main() -> Result<()> {
             blocks,
             txs_per_block,
             seed,
+            forks,
         } => devchain(
             out,
             quarry_devchain::Options {
                 blocks,
                 txs_per_block,
                 seed,
+                forks,
             },
         ),
         Command::IndexLogs { datadir } => index_logs(datadir),
+        Command::Migrate { datadir } => migrate(datadir),
         Command::Keys { store, action } => keys(&store, action),
         Command::Blocktest { paths } => run_blocktests(paths),
     }
@@ -171,7 +205,12 @@ fn main() -> Result<()> {
 
 /// Opens (or creates) the database in `datadir` for the chain of the genesis file and imports
 /// `files`, printing the summary.
-fn import(datadir: &Path, genesis: &Path, files: &[PathBuf]) -> Result<Importer> {
+fn import(
+    datadir: &Path,
+    genesis: &Path,
+    files: &[PathBuf],
+    reorgs: quarry_ingest::Reorgs,
+) -> Result<Importer> {
     let text = std::fs::read_to_string(genesis)
         .wrap_err_with(|| format!("cannot read {}", genesis.display()))?;
     let genesis: alloy_genesis::Genesis = serde_json::from_str(&text)
@@ -179,6 +218,7 @@ fn import(datadir: &Path, genesis: &Path, files: &[PathBuf]) -> Result<Importer>
     let db = Database::open(datadir)
         .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
     let mut importer = Importer::open(db, &genesis)?;
+    importer.set_reorgs(reorgs);
     let (number, hash) = importer.head();
     eprintln!(
         "datadir {}: head is block {number} ({hash})",
@@ -226,8 +266,9 @@ fn ingest(
     files: Vec<PathBuf>,
     safe: Option<u64>,
     finalized: Option<u64>,
+    reorgs: quarry_ingest::Reorgs,
 ) -> Result<()> {
-    let importer = import(&datadir, &genesis, &files)?;
+    let importer = import(&datadir, &genesis, &files, reorgs)?;
     if safe.is_some() || finalized.is_some() {
         let tx = importer.database().writer()?;
         for (mark, number) in [(BlockMark::Safe, safe), (BlockMark::Finalized, finalized)] {
@@ -331,6 +372,7 @@ fn dev(
         &datadir,
         &chain.join("genesis.json"),
         &[chain.join("chain.rlp")],
+        quarry_ingest::Reorgs::Refuse,
     )?;
     let db = importer.database().clone();
     drop(importer);
@@ -452,6 +494,34 @@ fn index_logs(datadir: PathBuf) -> Result<()> {
     }
     println!(
         "log index complete through block {head} in {:.2}s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn migrate(datadir: PathBuf) -> Result<()> {
+    const BATCH: u64 = 200_000;
+    if !datadir.join("mdbx.dat").exists() {
+        bail!("no quarry database in {}", datadir.display());
+    }
+    let db = Database::open(&datadir)
+        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
+    let started = Instant::now();
+    let mut entries = 0u64;
+    loop {
+        let tx = db.writer()?;
+        let done = tx.build_changesets(BATCH)?;
+        tx.commit()?;
+        if done {
+            break;
+        }
+        entries += BATCH;
+        eprintln!("changesets: {entries} history entries done");
+    }
+    println!(
+        "{} is at layout {} ({:.2}s)",
+        datadir.display(),
+        quarry_storage::SCHEMA_VERSION,
         started.elapsed().as_secs_f64()
     );
     Ok(())

@@ -77,6 +77,69 @@ fn a_scale_chain_ingests() {
     assert_eq!(head["transactions"].as_array().unwrap().len(), 61);
 }
 
+/// `--forks genesis`: every fork through Osaka from block 0, as dev networks start. The chain
+/// ingests (every block verified afresh) and has post-merge blocks from block 1 on, with
+/// withdrawals, blob transactions and, at block 24, an EIP-7702 delegation.
+#[test]
+fn a_chain_with_every_fork_at_genesis_ingests() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain = dir.path().join("chain");
+    generate(
+        &chain,
+        &[
+            "--blocks",
+            "25",
+            "--txs-per-block",
+            "4",
+            "--forks",
+            "genesis",
+        ],
+    );
+    let genesis: Value =
+        serde_json::from_str(&String::from_utf8(read(chain.join("genesis.json"))).unwrap())
+            .unwrap();
+    for fork in ["shanghaiTime", "cancunTime", "pragueTime", "osakaTime"] {
+        assert_eq!(
+            genesis["config"][fork],
+            genesis["timestamp"]
+                .as_str()
+                .map(|t| { u64::from_str_radix(t.trim_start_matches("0x"), 16).unwrap() })
+                .unwrap(),
+            "{fork}"
+        );
+    }
+    assert_eq!(genesis["config"]["terminalTotalDifficulty"], 0);
+    assert_eq!(genesis["config"]["mergeNetsplitBlock"], 0);
+    assert!(genesis["config"].get("ethash").is_none());
+
+    let datadir = ingested(&chain);
+    let server = Server::start(&datadir, "");
+    let block0 = server.result("eth_getBlockByNumber", json!(["0x0", false]));
+    assert_eq!(block0["withdrawals"], json!([]));
+    assert_eq!(block0["difficulty"], "0x0");
+    let block1 = server.result("eth_getBlockByNumber", json!(["0x1", true]));
+    assert_eq!(block1["difficulty"], "0x0");
+    assert_eq!(block1["uncles"], json!([]));
+    assert_eq!(block1["withdrawals"].as_array().unwrap().len(), 2);
+    let types: Vec<Value> = block1["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tx| tx["type"].clone())
+        .collect();
+    assert!(types.contains(&json!("0x3")), "block 1 types {types:?}");
+    let block24 = server.result("eth_getBlockByNumber", json!(["0x18", true]));
+    assert!(
+        block24["transactions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|tx| tx["type"] == "0x4"),
+        "no delegation in block 24"
+    );
+    assert_eq!(server.result("eth_blockNumber", json!([])), json!("0x19"));
+}
+
 /// Runs `quarry ingest` on `datadir` with `folder`'s genesis and `file`, which must fail: its
 /// stderr.
 fn ingest_fails(datadir: &Path, folder: &Path, file: &Path) -> String {

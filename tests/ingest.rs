@@ -476,7 +476,7 @@ fn file_that_does_not_connect_is_refused() {
         &stderr,
         &format!(
             "{}: block 5 ({other_hash}) at byte offset {other_offset} differs from stored \
-             block 5 ({}); quarry does not reorganise a stored chain",
+             block 5 ({}); pass --reorg to replace stored blocks",
             fork.display(),
             chain.hash(5)
         ),

@@ -3,8 +3,10 @@
 //! withdrawals, and the output files (`genesis.json`, `chain.rlp`) that `quarry ingest` reads.
 //! Blocks are built by quarry-executor's `build_block`, the code ingest verifies them with.
 //!
-//! The fork schedule is fixed (see the `*_BLOCK` constants): proof of work with uncles up to block 11, the
-//! merge at block 12, Shanghai at 16, Cancun at 20, Prague at 24 and Osaka at 28.
+//! Two fork schedules: `Forks::Staged` (the bundled devnet; see the `*_BLOCK` constants), proof of
+//! work with uncles up to block 11, the merge at block 12, Shanghai at 16, Cancun at 20, Prague at
+//! 24 and Osaka at 28; and `Forks::Genesis`, every fork through Osaka active from block 0, as
+//! `geth --dev`, `reth --dev` and anvil start their chains.
 
 pub mod accounts;
 pub mod contracts;
@@ -81,12 +83,36 @@ const WITHDRAWALS_PER_BLOCK: u64 = 2;
 /// Blocks per write transaction while building.
 const COMMIT_EVERY: u64 = 256;
 
+/// When the chain's forks start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Forks {
+    /// Proof of work with uncles, then the merge and each later fork at its own block.
+    #[default]
+    Staged,
+    /// Every fork through Osaka active at genesis: no proof of work, no uncles.
+    Genesis,
+}
+
+impl std::str::FromStr for Forks {
+    type Err = String;
+    fn from_str(name: &str) -> std::result::Result<Self, String> {
+        match name {
+            "staged" => Ok(Self::Staged),
+            "genesis" => Ok(Self::Genesis),
+            other => Err(format!(
+                "unknown fork schedule {other:?}: expected \"staged\" or \"genesis\""
+            )),
+        }
+    }
+}
+
 /// What `quarry devchain` is asked for.
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
     pub blocks: u64,
     pub txs_per_block: usize,
     pub seed: u64,
+    pub forks: Forks,
 }
 
 impl Default for Options {
@@ -96,6 +122,7 @@ impl Default for Options {
             blocks: 64,
             txs_per_block: 12,
             seed: 1,
+            forks: Forks::Staged,
         }
     }
 }
@@ -120,9 +147,21 @@ pub fn account_count(txs_per_block: usize) -> usize {
     (2 * txs_per_block).max(16)
 }
 
-/// The genesis.json of a dev chain with `accounts` funded dev accounts.
-pub fn genesis_json(accounts: &DevAccounts) -> serde_json::Value {
-    let time = |block: u64| GENESIS_TIMESTAMP + BLOCK_TIME * block;
+/// The genesis.json of a dev chain with `accounts` funded dev accounts and the fork schedule
+/// `forks`.
+pub fn genesis_json(accounts: &DevAccounts, forks: Forks) -> serde_json::Value {
+    let time = |block: u64| match forks {
+        Forks::Staged => GENESIS_TIMESTAMP + BLOCK_TIME * block,
+        Forks::Genesis => GENESIS_TIMESTAMP,
+    };
+    let (terminal_total_difficulty, difficulty, merge_block) = match forks {
+        Forks::Staged => (
+            MERGE_BLOCK * GENESIS_DIFFICULTY,
+            GENESIS_DIFFICULTY,
+            MERGE_BLOCK,
+        ),
+        Forks::Genesis => (0, 0, 0),
+    };
     let mut alloc = serde_json::Map::new();
     for address in accounts.addresses() {
         alloc.insert(
@@ -152,7 +191,7 @@ pub fn genesis_json(accounts: &DevAccounts) -> serde_json::Value {
         );
     }
     let blob = |target: u64, max: u64, fraction: u64| serde_json::json!({ "target": target, "max": max, "baseFeeUpdateFraction": fraction });
-    serde_json::json!({
+    let mut genesis = serde_json::json!({
         "config": {
             "chainId": CHAIN_ID,
             "homesteadBlock": 0,
@@ -168,7 +207,10 @@ pub fn genesis_json(accounts: &DevAccounts) -> serde_json::Value {
             "londonBlock": 0,
             "arrowGlacierBlock": 0,
             "grayGlacierBlock": 0,
-            "terminalTotalDifficulty": MERGE_BLOCK * GENESIS_DIFFICULTY,
+            // geth and reth name the merge by block as well as by total difficulty (without
+            // mergeNetsplitBlock reth takes every block for proof of work).
+            "mergeNetsplitBlock": merge_block,
+            "terminalTotalDifficulty": terminal_total_difficulty,
             "shanghaiTime": time(SHANGHAI_BLOCK),
             "cancunTime": time(CANCUN_BLOCK),
             "pragueTime": time(PRAGUE_BLOCK),
@@ -183,11 +225,16 @@ pub fn genesis_json(accounts: &DevAccounts) -> serde_json::Value {
         "timestamp": format!("{GENESIS_TIMESTAMP:#x}"),
         "extraData": Bytes::from_static(b"quarry devnet").to_string(),
         "gasLimit": format!("{GAS_LIMIT:#x}"),
-        "difficulty": format!("{GENESIS_DIFFICULTY:#x}"),
+        "difficulty": format!("{difficulty:#x}"),
         "mixHash": B256::ZERO.to_string(),
         "coinbase": Address::ZERO.to_string(),
         "alloc": alloc,
-    })
+    });
+    if forks == Forks::Staged {
+        // Proof of work before the merge, named as geth and reth expect it.
+        genesis["config"]["ethash"] = serde_json::json!({});
+    }
+    genesis
 }
 
 /// Writes `out/genesis.json` and `out/chain.rlp` for `options`. `on_block` sees the running
@@ -207,7 +254,8 @@ pub fn generate(
     };
     std::fs::create_dir_all(out).map_err(io(out))?;
     let accounts = DevAccounts::new(account_count(options.txs_per_block))?;
-    let genesis_text = serde_json::to_string_pretty(&genesis_json(&accounts))? + "\n";
+    let genesis_text =
+        serde_json::to_string_pretty(&genesis_json(&accounts, options.forks))? + "\n";
     let genesis: Genesis = serde_json::from_str(&genesis_text)?;
     let genesis_path = out.join("genesis.json");
     std::fs::write(&genesis_path, &genesis_text).map_err(io(&genesis_path))?;

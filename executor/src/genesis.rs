@@ -6,7 +6,7 @@ use alloy_eips::{eip1559::INITIAL_BASE_FEE, eip7685::EMPTY_REQUESTS_HASH};
 use alloy_genesis::{Genesis, GenesisAccount};
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B64, B256, Bytes, U256, keccak256};
-use quarry_storage::{AccountChange, StoredAccount};
+use quarry_storage::{AccountChange, StoredAccount, StoredBody};
 use std::collections::BTreeMap;
 
 /// The genesis state as storage changes, its bytecodes, and the trie over it.
@@ -60,6 +60,9 @@ pub fn genesis_state(alloc: &BTreeMap<Address, GenesisAccount>) -> GenesisState 
     }
 }
 
+/// geth's default gas limit for a genesis that names none (`params.GenesisGasLimit`).
+const DEFAULT_GAS_LIMIT: u64 = 4_712_388;
+
 /// The genesis header as geth builds it: fork-dependent fields are present exactly when their
 /// fork is active at genesis.
 pub fn genesis_header(genesis: &Genesis, spec: &ChainSpec, state_root: B256) -> Header {
@@ -75,7 +78,10 @@ pub fn genesis_header(genesis: &Genesis, spec: &ChainSpec, state_root: B256) -> 
         logs_bloom: Default::default(),
         difficulty: genesis.difficulty,
         number: genesis.number.unwrap_or_default(),
-        gas_limit: genesis.gas_limit,
+        gas_limit: match genesis.gas_limit {
+            0 => DEFAULT_GAS_LIMIT,
+            limit => limit,
+        },
         gas_used: 0,
         timestamp: genesis.timestamp,
         extra_data: genesis.extra_data.clone(),
@@ -96,5 +102,17 @@ pub fn genesis_header(genesis: &Genesis, spec: &ChainSpec, state_root: B256) -> 
             .is_prague_active_at_timestamp(genesis.timestamp)
             .then_some(EMPTY_REQUESTS_HASH),
         ..Default::default()
+    }
+}
+
+/// The genesis body: no transactions or uncles, and, like every block's body, an (empty)
+/// withdrawals list exactly when Shanghai is active at its timestamp (geth's `Genesis.ToBlock`).
+pub fn genesis_body(spec: &ChainSpec, header: &Header) -> StoredBody {
+    StoredBody {
+        transactions: Vec::new(),
+        ommers: Vec::new(),
+        withdrawals: spec
+            .is_shanghai_active_at_timestamp(header.timestamp)
+            .then(Default::default),
     }
 }

@@ -8,7 +8,8 @@ use crate::trie::MerkleTrie;
 use alloy_primitives::{Address, B256, U256, keccak256, map::HashMap};
 use alloy_rlp::Encodable;
 use alloy_trie::TrieAccount;
-use quarry_storage::StoredAccount;
+use quarry_storage::{RestoredAccount, StoredAccount};
+use std::collections::BTreeMap;
 
 enum Undo {
     Account(B256, Option<Vec<u8>>),
@@ -22,6 +23,9 @@ pub struct StateTrie {
     accounts: MerkleTrie,
     storage: HashMap<Address, MerkleTrie>,
     undo: Vec<Undo>,
+    /// While held (see `hold`), committed changes stay in `undo` below this mark so that a
+    /// whole reorganisation can still be undone.
+    held: Option<usize>,
 }
 
 fn encode_value(value: U256) -> Vec<u8> {
@@ -109,6 +113,22 @@ impl StateTrie {
         self.undo.push(Undo::Account(key, previous));
     }
 
+    /// Sets every account and slot an unwind restored back to its value at the ancestor
+    /// (journaled like any change).
+    pub fn restore(&mut self, restored: &BTreeMap<Address, RestoredAccount>) {
+        for (address, entry) in restored {
+            self.apply_account(
+                *address,
+                entry.account,
+                false,
+                entry
+                    .storage
+                    .iter()
+                    .map(|(slot, value)| (U256::from_be_bytes(slot.0), *value)),
+            );
+        }
+    }
+
     /// The state root of everything applied so far.
     pub fn root(&mut self) -> B256 {
         self.accounts.root()
@@ -116,12 +136,36 @@ impl StateTrie {
 
     /// Keeps every change since the last commit or rollback.
     pub fn commit(&mut self) {
+        match &mut self.held {
+            Some(mark) => *mark = self.undo.len(),
+            None => self.undo.clear(),
+        }
+    }
+
+    /// From now on commits stay undoable by `rollback_held` until `release`: an unwind and the
+    /// branch applied after it are kept or undone as one.
+    pub fn hold(&mut self) {
+        self.held = Some(self.undo.len());
+    }
+
+    /// Keeps everything committed while held.
+    pub fn release(&mut self) {
+        self.held = None;
         self.undo.clear();
     }
 
-    /// Undoes every change since the last commit.
+    /// Undoes everything since `hold`, committed or not.
+    pub fn rollback_held(&mut self) {
+        self.held = None;
+        self.rollback();
+    }
+
+    /// Undoes every change since the last commit (or, while held, since the last commit).
     pub fn rollback(&mut self) {
-        while let Some(undo) = self.undo.pop() {
+        let keep = self.held.unwrap_or(0);
+        while self.undo.len() > keep
+            && let Some(undo) = self.undo.pop()
+        {
             match undo {
                 Undo::Account(key, Some(leaf)) => self.accounts.insert(key, leaf),
                 Undo::Account(key, None) => self.accounts.remove(&key),
@@ -176,6 +220,35 @@ mod tests {
         assert_ne!(trie.root(), before);
         trie.rollback();
         assert_eq!(trie.root(), before);
+    }
+
+    #[test]
+    fn a_held_trie_undoes_committed_blocks_too() {
+        let a = Address::repeat_byte(1);
+        let mut trie = StateTrie::new();
+        trie.apply_account(a, Some(fields(1)), false, [(U256::from(1), U256::from(5))]);
+        trie.commit();
+        let before = trie.root();
+        trie.hold();
+        trie.apply_account(a, Some(fields(2)), false, [(U256::from(1), U256::ZERO)]);
+        trie.commit();
+        let middle = trie.root();
+        trie.apply_account(a, None, false, []);
+        // An ordinary rollback stops at the last commit...
+        trie.rollback();
+        assert_eq!(trie.root(), middle);
+        trie.apply_account(a, None, false, []);
+        trie.commit();
+        // ...and rolling back what was held goes back to `hold`.
+        trie.rollback_held();
+        assert_eq!(trie.root(), before);
+        trie.hold();
+        trie.apply_account(a, Some(fields(3)), false, []);
+        trie.commit();
+        trie.release();
+        let kept = trie.root();
+        trie.rollback();
+        assert_eq!(trie.root(), kept);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Ethereum BlockchainTests run through the same import, execution and verification path as
 //! `quarry ingest`, each in a fresh temporary database.
 
-use crate::{Importer, Progress, reader::RawBlock};
+use crate::{Importer, Progress, Reorgs, reader::RawBlock};
 use alloy_eips::eip7840::BlobParams;
 use alloy_genesis::{ChainConfig, GenesisAccount};
 use alloy_primitives::{Address, B256, Bytes, U256, address, keccak256};
@@ -160,9 +160,8 @@ fn run_case(case: &TestCase) -> Result<(), String> {
         let label = format!("block #{index}");
         let parent = block_parent(&block.rlp);
         let result = match parent {
-            // A block on another branch: that branch is rebuilt in a database of its own
-            // from genesis, and becomes the chain if it is heavier (quarry's own ingest never
-            // reorganises; BlockchainTests expect a client's fork choice).
+            // A block on another branch: the branch from where it leaves the chain is imported
+            // with the same unwind a reorganising ingest uses, and kept if it is heavier.
             Some((hash, parent))
                 if parent != chain.importer.head().1
                     && (parent == genesis_hash || accepted.contains_key(&parent)) =>
@@ -174,22 +173,14 @@ fn run_case(case: &TestCase) -> Result<(), String> {
                     at = *grandparent;
                 }
                 path.reverse();
-                let mut branch = Chain::new(&spec, &genesis, &case.pre)?;
-                let (known, new) = path.split_at(path.len() - 1);
-                for rlp in known {
-                    branch.import(&label, rlp)?;
-                }
-                let result = branch.import(&label, new[0]);
+                let result = chain.import(&label, &path);
                 if result.is_ok() {
                     accepted.insert(hash, (parent, block.rlp.as_ref()));
-                    if branch.total_difficulty()? > chain.total_difficulty()? {
-                        chain = branch;
-                    }
                 }
                 result
             }
             _ => {
-                let result = chain.import(&label, &block.rlp);
+                let result = chain.import(&label, &[block.rlp.as_ref()]);
                 if let (Ok(()), Some((hash, parent))) = (&result, parent) {
                     accepted.insert(hash, (parent, block.rlp.as_ref()));
                 }
@@ -231,7 +222,7 @@ fn run_case(case: &TestCase) -> Result<(), String> {
     Ok(())
 }
 
-/// A chain in a temporary database of its own.
+/// The test's chain, in a temporary database of its own.
 struct Chain {
     importer: Importer,
     _dir: tempfile::TempDir,
@@ -245,38 +236,31 @@ impl Chain {
     ) -> Result<Self, String> {
         let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
         let db = Database::open(dir.path()).map_err(|e| e.to_string())?;
-        let importer = Importer::open_with_header(db, spec.clone(), genesis.clone(), pre)
+        let mut importer = Importer::open_with_header(db, spec.clone(), genesis.clone(), pre)
             .map_err(|e| e.to_string())?;
+        importer.set_reorgs(Reorgs::Heavier {
+            max_depth: u64::MAX,
+        });
         Ok(Self {
             importer,
             _dir: dir,
         })
     }
 
-    /// Imports one block, executed and verified as ingest does.
-    fn import(&mut self, label: &str, rlp: &[u8]) -> Result<(), String> {
-        let raw = RawBlock {
-            offset: 0,
-            bytes: rlp.to_vec(),
-        };
+    /// Imports a run of blocks, executed and verified as ingest does: stored ones are skipped,
+    /// and one that differs from a stored block unwinds the chain to its parent, the run then
+    /// kept only if it ends heavier than the chain it replaced.
+    fn import(&mut self, label: &str, blocks: &[&[u8]]) -> Result<(), String> {
+        let mut raw = blocks.iter().map(|rlp| {
+            Ok(RawBlock {
+                offset: 0,
+                bytes: rlp.to_vec(),
+            })
+        });
         self.importer
-            .import_blocks(
-                label,
-                &mut std::iter::once(Ok(raw)),
-                &mut Progress::hidden(),
-            )
+            .import_blocks(label, &mut raw, &mut Progress::hidden())
             .map(|_| ())
             .map_err(|e| e.to_string())
-    }
-
-    fn total_difficulty(&self) -> Result<U256, String> {
-        let (head, _) = self.importer.head();
-        self.importer
-            .database()
-            .reader()
-            .and_then(|r| r.total_difficulty(head))
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("no total difficulty stored for block {head}"))
     }
 }
 

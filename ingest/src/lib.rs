@@ -16,7 +16,7 @@ use alloy_primitives::{Address, B256};
 use alloy_rlp::Decodable;
 use quarry_executor::{
     BlockTemplate, ChainSpec, ExecutedBlock, SealedBlock, StateTrie, build_block, execute_block,
-    genesis::{GenesisState, genesis_header, genesis_state},
+    genesis::{GenesisState, genesis_body, genesis_header, genesis_state},
 };
 use quarry_storage::{BlockRecord, Database, SyncTarget, WriteTx};
 use rayon::prelude::*;
@@ -62,7 +62,7 @@ pub enum Error {
         head: u64,
     },
     #[error(
-        "{path}: block {number} ({hash}) at byte offset {offset} differs from stored block {number} ({stored}); quarry does not reorganise a stored chain"
+        "{path}: block {number} ({hash}) at byte offset {offset} differs from stored block {number} ({stored}); pass --reorg to replace stored blocks"
     )]
     Reorg {
         path: String,
@@ -71,6 +71,22 @@ pub enum Error {
         hash: B256,
         stored: B256,
     },
+    #[error(
+        "{path}: block {number} ({hash}) at byte offset {offset} would replace {depth} stored blocks from block {number} ({stored}) on, more than the maximum reorg depth of {max_depth}; nothing was changed"
+    )]
+    ReorgTooDeep {
+        path: String,
+        offset: u64,
+        number: u64,
+        hash: B256,
+        stored: B256,
+        depth: u64,
+        max_depth: u64,
+    },
+    #[error(
+        "this datadir was written by an older quarry (layout {found}, current {current}) that kept no per-block changesets: run `quarry migrate --datadir <DIR>` once to build them"
+    )]
+    NeedsMigration { found: u64, current: u64 },
     #[error("{path}: byte offset {offset}: {source}")]
     Block {
         path: String,
@@ -173,6 +189,22 @@ const COMMIT_INTERVAL: Duration = Duration::from_secs(5);
 pub type RawBlocks<'a> =
     dyn Iterator<Item = std::result::Result<RawBlock, reader::ReadError>> + Send + 'a;
 
+/// What an import does with a block that differs from the stored block at its height.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reorgs {
+    /// Refuse it (the default): a file that disagrees with the stored chain is an error.
+    Refuse,
+    /// Unwind to its parent and import the input's branch (`quarry ingest --reorg`, `quarry
+    /// follow`: the input is the chain to have). Up to `max_depth` blocks may be replaced.
+    Follow { max_depth: u64 },
+    /// Import the input's branch and keep it only if, at the end of the input, its total
+    /// difficulty is higher than the replaced chain's (the BlockchainTests' fork choice).
+    Heavier { max_depth: u64 },
+}
+
+/// The default `--max-reorg-depth`.
+pub const DEFAULT_MAX_REORG_DEPTH: u64 = 128;
+
 /// Imports blocks into one database, keeping the state trie of its head in memory.
 pub struct Importer {
     db: Database,
@@ -180,6 +212,15 @@ pub struct Importer {
     trie: StateTrie,
     head: Header,
     head_hash: B256,
+    reorgs: Reorgs,
+}
+
+/// The chain an unwind in the open transaction replaced: what to go back to if the new branch
+/// fails, and how far the new branch must reach before its transaction may commit.
+struct Replaced {
+    head: Header,
+    head_hash: B256,
+    total_difficulty: alloy_primitives::U256,
 }
 
 /// A decoded block with where it came from.
@@ -202,6 +243,9 @@ struct Pending {
     opened: Instant,
     blocks: u64,
     transactions: u64,
+    /// Set when this transaction unwound stored blocks: it commits only once the new branch
+    /// is complete, so no reader ever sees part of a reorganisation.
+    replaced: Option<Replaced>,
 }
 
 impl Importer {
@@ -247,10 +291,19 @@ impl Importer {
                     given: genesis_hash,
                 });
             }
-            Some(_) => {}
+            Some(_) => {
+                // Datadirs written before genesis bodies followed the Shanghai rule lack the
+                // empty withdrawals list; the header (and so the hash) was already right.
+                let body = genesis_body(&spec, &genesis);
+                if db.reader()?.body(genesis.number)?.as_ref() != Some(&body) {
+                    let tx = db.writer()?;
+                    tx.replace_empty_body(genesis.number, &body)?;
+                    tx.commit()?;
+                }
+            }
             None => {
                 let tx = db.writer()?;
-                let body = quarry_storage::StoredBody::default();
+                let body = genesis_body(&spec, &genesis);
                 tx.insert_block(&BlockRecord {
                     hash: genesis_hash,
                     header: &genesis,
@@ -263,6 +316,7 @@ impl Importer {
                 let config = serde_json::to_vec(&spec.config)
                     .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
                 tx.put_meta("chain_config", &config)?;
+                tx.put_schema_version()?;
                 tx.commit()?;
                 return Ok(Self {
                     db,
@@ -270,6 +324,7 @@ impl Importer {
                     trie: state.trie,
                     head: genesis,
                     head_hash: genesis_hash,
+                    reorgs: Reorgs::Refuse,
                 });
             }
         }
@@ -277,6 +332,19 @@ impl Importer {
         let (number, head_hash) = reader
             .head()?
             .ok_or_else(|| quarry_storage::Error::Corrupt("no head".into()))?;
+        let found = reader.schema_version()?;
+        if found < quarry_storage::SCHEMA_VERSION {
+            if number > 0 {
+                return Err(Error::NeedsMigration {
+                    found,
+                    current: quarry_storage::SCHEMA_VERSION,
+                });
+            }
+            // Only the genesis block: there is no changeset to build.
+            let tx = db.writer()?;
+            tx.put_schema_version()?;
+            tx.commit()?;
+        }
         let head = reader.header(number)?.ok_or_else(|| {
             quarry_storage::Error::Corrupt(format!("no header for head {number}"))
         })?;
@@ -288,6 +356,7 @@ impl Importer {
             trie,
             head,
             head_hash,
+            reorgs: Reorgs::Refuse,
         };
         let computed = importer.trie.root();
         if computed != importer.head.state_root {
@@ -302,6 +371,11 @@ impl Importer {
 
     pub fn head(&self) -> (u64, B256) {
         (self.head.number, self.head_hash)
+    }
+
+    /// Chooses what later imports do with blocks that differ from stored ones.
+    pub fn set_reorgs(&mut self, reorgs: Reorgs) {
+        self.reorgs = reorgs;
     }
 
     pub fn spec(&self) -> &ChainSpec {
@@ -394,25 +468,214 @@ impl Importer {
                     announced = true;
                 }
             }
-            // A storage error returns here and drops the open transaction unseen: it may hold
-            // part of a block. A rejected block leaves only whole blocks before it, committed.
-            let rejected =
-                self.execute_batch(name, batch.blocks, &mut pending, &mut stats, progress)?;
+            // A storage error drops the open transaction unseen: it may hold part of a block.
+            // A rejected block leaves only whole blocks before it, committed, unless they are
+            // part of an unfinished reorganisation, which is undone whole.
+            let rejected = match self.execute_batch(
+                name,
+                batch.blocks,
+                &mut pending,
+                highest_read,
+                &mut stats,
+                progress,
+            ) {
+                Ok(rejected) => rejected,
+                Err(err) => {
+                    self.abandon(pending.take());
+                    return Err(err);
+                }
+            };
             let failure = rejected.or(batch.error);
-            let full = pending.as_ref().is_some_and(|p| {
-                p.transactions >= COMMIT_TXS
-                    || p.blocks >= COMMIT_BLOCKS
-                    || p.opened.elapsed() >= COMMIT_INTERVAL
-            });
-            if failure.is_some() || full {
-                self.commit(pending.take(), highest_read, &mut stats)?;
-            }
             if let Some(err) = failure {
+                if pending.as_ref().is_some_and(|p| p.replaced.is_some()) {
+                    self.abandon(pending.take());
+                } else {
+                    self.commit(pending.take(), highest_read, &mut stats)?;
+                }
                 return Err(err);
             }
+            self.finish_followed_reorg(&mut pending);
+            let full = pending.as_ref().is_some_and(|p| {
+                p.replaced.is_none()
+                    && (p.transactions >= COMMIT_TXS
+                        || p.blocks >= COMMIT_BLOCKS
+                        || p.opened.elapsed() >= COMMIT_INTERVAL)
+            });
+            if full {
+                self.commit(pending.take(), highest_read, &mut stats)?;
+            }
         }
-        self.commit(pending.take(), highest_read, &mut stats)?;
+        self.finish_input(pending.take(), highest_read, &mut stats)?;
         Ok(stats)
+    }
+
+    /// With `Reorgs::Follow`, a reorganisation is complete once the new branch is as high as
+    /// the chain it replaced: from then on its transaction commits like any other.
+    fn finish_followed_reorg(&mut self, pending: &mut Option<Pending>) {
+        let Some(p) = pending else {
+            return;
+        };
+        if matches!(self.reorgs, Reorgs::Follow { .. })
+            && p.replaced
+                .as_ref()
+                .is_some_and(|r| self.head.number >= r.head.number)
+        {
+            p.replaced = None;
+            self.trie.release();
+        }
+    }
+
+    /// At the end of the input: commits what is staged, unless it is a reorganisation that
+    /// the fork choice does not take (`Reorgs::Heavier` and the new branch is not heavier).
+    fn finish_input(
+        &mut self,
+        pending: Option<Pending>,
+        highest_read: &AtomicU64,
+        stats: &mut ImportStats,
+    ) -> Result<()> {
+        let Some(mut pending) = pending else {
+            return Ok(());
+        };
+        if let (Some(replaced), Reorgs::Heavier { .. }) = (&pending.replaced, self.reorgs) {
+            let new_td = pending
+                .tx
+                .total_difficulty(self.head.number)?
+                .unwrap_or_default();
+            if new_td <= replaced.total_difficulty {
+                self.abandon(Some(pending));
+                return Ok(());
+            }
+        }
+        if pending.replaced.take().is_some() {
+            self.trie.release();
+        }
+        self.commit(Some(pending), highest_read, stats)
+    }
+
+    /// Drops the open transaction unseen; if it had unwound stored blocks, the trie and the
+    /// head go back to the chain before the unwind.
+    fn abandon(&mut self, pending: Option<Pending>) {
+        let Some(pending) = pending else {
+            return;
+        };
+        if let Some(replaced) = pending.replaced {
+            self.trie.rollback_held();
+            self.head = replaced.head;
+            self.head_hash = replaced.head_hash;
+        }
+        drop(pending.tx);
+    }
+
+    /// Unwinds the stored chain above `ancestor` in `tx` and rolls the trie back with it,
+    /// checking that the trie's root is then the ancestor's state root.
+    fn unwind(&mut self, tx: &WriteTx, ancestor: u64) -> Result<()> {
+        let missing = || quarry_storage::Error::Corrupt(format!("no stored block {ancestor}"));
+        let header = tx.header(ancestor)?.ok_or_else(missing)?;
+        let hash = tx.canonical_hash(ancestor)?.ok_or_else(missing)?;
+        let unwound = tx.unwind_to(ancestor)?;
+        self.trie.restore(&unwound.restored);
+        let computed = self.trie.root();
+        if computed != header.state_root {
+            return Err(Error::StateMismatch {
+                number: ancestor,
+                computed,
+                expected: header.state_root,
+            });
+        }
+        self.trie.commit();
+        self.head = header;
+        self.head_hash = hash;
+        Ok(())
+    }
+
+    /// Handles a block at a stored height that differs from the stored block: refused, or
+    /// (with reorgs allowed and within the depth limit) the stored chain is unwound to its
+    /// parent in a transaction of its own. `Ok(Some(err))` rejects the block.
+    fn replace_stored(
+        &mut self,
+        name: &str,
+        offset: u64,
+        block: &SealedBlock,
+        pending: &mut Option<Pending>,
+        highest_read: &AtomicU64,
+        stats: &mut ImportStats,
+    ) -> Result<Option<Error>> {
+        let number = block.header.number;
+        let tx = match pending {
+            Some(p) => &p.tx,
+            None => &pending.insert(self.open_pending()?).tx,
+        };
+        let stored = tx.canonical_hash(number)?.unwrap_or_default();
+        let max_depth = match self.reorgs {
+            Reorgs::Refuse => {
+                return Ok(Some(Error::Reorg {
+                    path: name.to_string(),
+                    offset,
+                    number,
+                    hash: block.hash,
+                    stored,
+                }));
+            }
+            Reorgs::Follow { max_depth } | Reorgs::Heavier { max_depth } => max_depth,
+        };
+        let ancestor = number - 1;
+        if tx.canonical_hash(ancestor)? != Some(block.header.parent_hash) {
+            return Ok(Some(Error::Gap {
+                path: name.to_string(),
+                offset,
+                number,
+                hash: block.hash,
+                head: self.head.number,
+            }));
+        }
+        let depth = self.head.number - ancestor;
+        if depth > max_depth {
+            return Ok(Some(Error::ReorgTooDeep {
+                path: name.to_string(),
+                offset,
+                number,
+                hash: block.hash,
+                stored,
+                depth,
+                max_depth,
+            }));
+        }
+        if pending.as_ref().is_none_or(|p| p.replaced.is_none()) {
+            // Whole blocks before the fork commit on their own; the reorganisation gets a
+            // transaction of its own. (A second fork inside a reorganisation unwinds again in
+            // the same transaction.)
+            self.commit(pending.take(), highest_read, stats)?;
+            let opened = self.open_pending()?;
+            let total_difficulty = opened
+                .tx
+                .total_difficulty(self.head.number)?
+                .unwrap_or_default();
+            self.trie.hold();
+            *pending = Some(Pending {
+                replaced: Some(Replaced {
+                    head: self.head.clone(),
+                    head_hash: self.head_hash,
+                    total_difficulty,
+                }),
+                ..opened
+            });
+        }
+        let Some(p) = pending.take() else {
+            return Ok(None);
+        };
+        let result = self.unwind(&p.tx, ancestor);
+        *pending = Some(p);
+        result.map(|()| None)
+    }
+
+    fn open_pending(&self) -> Result<Pending> {
+        Ok(Pending {
+            tx: self.db.writer()?,
+            opened: Instant::now(),
+            blocks: 0,
+            transactions: 0,
+            replaced: None,
+        })
     }
 
     /// Commits the staged blocks, naming in the same commit the block that reading has reached
@@ -444,35 +707,40 @@ impl Importer {
         name: &str,
         decoded: Vec<Decoded>,
         pending: &mut Option<Pending>,
+        highest_read: &AtomicU64,
         stats: &mut ImportStats,
         progress: &mut Progress,
     ) -> Result<Option<Error>> {
-        for Decoded { offset, block } in decoded {
-            let pending = match pending {
-                Some(pending) => pending,
-                None => pending.insert(Pending {
-                    tx: self.db.writer()?,
-                    opened: Instant::now(),
-                    blocks: 0,
-                    transactions: 0,
-                }),
-            };
-            let tx = &pending.tx;
+        for Decoded { offset, mut block } in decoded {
             let number = block.header.number;
             if number <= self.head.number {
-                let stored = tx.canonical_hash(number)?;
-                if stored == Some(block.hash) {
+                let tx = match pending {
+                    Some(p) => &p.tx,
+                    None => &pending.insert(self.open_pending()?).tx,
+                };
+                if tx.canonical_hash(number)? == Some(block.hash) {
                     stats.skipped += 1;
                     continue;
                 }
-                return Ok(Some(Error::Reorg {
-                    path: name.to_string(),
-                    offset,
-                    number,
-                    hash: block.hash,
-                    stored: stored.unwrap_or_default(),
-                }));
+                if let Some(rejected) =
+                    self.replace_stored(name, offset, &block, pending, highest_read, stats)?
+                {
+                    return Ok(Some(rejected));
+                }
             }
+            // The decoding thread recovers senders only above the head it started from: blocks
+            // of a branch that replaces stored ones get theirs here.
+            if block.senders.len() != block.body.transactions.len() {
+                match recover_senders(&self.spec, name, Decoded { offset, block }) {
+                    Ok(decoded) => block = decoded.block,
+                    Err(err) => return Ok(Some(err)),
+                }
+            }
+            let pending = match pending {
+                Some(pending) => pending,
+                None => pending.insert(self.open_pending()?),
+            };
+            let tx = &pending.tx;
             if number != self.head.number + 1 {
                 return Ok(Some(Error::Gap {
                     path: name.to_string(),

@@ -2,10 +2,12 @@
 //! reads and writes of blocks, receipts, bytecode, the latest state and the full state history.
 //! It knows nothing of RPC or of revm.
 
+mod changesets;
 mod logs;
 mod models;
 mod tables;
 
+pub use changesets::{RestoredAccount, SCHEMA_VERSION, Unwound};
 pub use logs::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use tables::Table;
@@ -554,6 +556,20 @@ impl StorageTx<RwSync> {
         Ok(())
     }
 
+    /// Rewrites the body of a stored block that has no transactions (so nothing indexes it):
+    /// the repair of a genesis body stored before it carried its withdrawals list.
+    pub fn replace_empty_body(&self, number: u64, body: &StoredBody) -> Result<()> {
+        let stored = self.body(number)?;
+        if stored.is_none_or(|b| !b.transactions.is_empty()) || !body.transactions.is_empty() {
+            return Err(Error::Corrupt(format!(
+                "block {number}: only a stored body without transactions can be replaced"
+            )));
+        }
+        let mut buf = Vec::new();
+        body.encode(&mut buf);
+        self.put(Table::BlockBodies, &number.to_be_bytes(), &buf)
+    }
+
     pub fn put_bytecode(&self, code_hash: &B256, code: &[u8]) -> Result<()> {
         self.put(Table::Bytecodes, code_hash.as_slice(), code)
     }
@@ -599,33 +615,52 @@ impl StorageTx<RwSync> {
     }
 
     /// Clears every slot of an account (self-destruct, or creation over an address that had
-    /// storage) after block `block`; returns the slots that were cleared.
-    pub fn wipe_storage(&self, address: &Address, block: u64) -> Result<Vec<B256>> {
+    /// storage) after block `block`; returns the slots that were cleared with their values,
+    /// in slot order.
+    pub fn wipe_storage(&self, address: &Address, block: u64) -> Result<Vec<(B256, U256)>> {
         let slots = self.account_storage(address)?;
         for (slot, _) in &slots {
             self.set_storage(address, slot, U256::ZERO, block)?;
         }
-        Ok(slots.into_iter().map(|(slot, _)| slot).collect())
+        Ok(slots)
     }
 
-    /// Writes a block's state changes into the latest state and the history at `block`.
+    /// Writes a block's state changes into the latest state and the history at `block`, and
+    /// (above block 0) its changeset: each changed account and slot as it was before.
     pub fn apply_state_changes(
         &self,
         block: u64,
         accounts: &[AccountChange],
         bytecodes: &[(B256, Bytes)],
     ) -> Result<()> {
+        // Block 0 has no state before it to return to.
+        let record = block > 0;
         for (hash, code) in bytecodes {
             self.put_bytecode(hash, code)?;
         }
         for change in accounts {
-            if change.wiped || change.account.is_none() {
-                self.wipe_storage(&change.address, block)?;
+            let address = &change.address;
+            if record {
+                self.record_account_before(block, address, self.account(address)?.as_ref())?;
+            }
+            let wiped = if change.wiped || change.account.is_none() {
+                self.wipe_storage(address, block)?
+            } else {
+                Vec::new()
+            };
+            if record {
+                for (slot, before) in &wiped {
+                    self.record_slot_before(block, address, slot, *before)?;
+                }
             }
             for (slot, value) in &change.storage {
-                self.set_storage(&change.address, slot, *value, block)?;
+                // A wiped slot's value before the block was recorded before the wipe.
+                if record && wiped.binary_search_by_key(slot, |(s, _)| *s).is_err() {
+                    self.record_slot_before(block, address, slot, self.storage(address, slot)?)?;
+                }
+                self.set_storage(address, slot, *value, block)?;
             }
-            self.set_account(&change.address, change.account.as_ref(), block)?;
+            self.set_account(address, change.account.as_ref(), block)?;
         }
         Ok(())
     }

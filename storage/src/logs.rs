@@ -352,6 +352,31 @@ impl StorageTx<RwSync> {
         self.put_meta(LOG_INDEX_HEAD, &block)
     }
 
+    /// Removes block `number`'s logs from the index (the block is being unwound) and, if the
+    /// index reached it, moves the index head to its parent.
+    pub(crate) fn unindex_block_logs(&self, number: u64, receipts: &[StoredReceipt]) -> Result<()> {
+        let block = number.to_be_bytes();
+        let mut key = Vec::with_capacity(40);
+        for log in receipts.iter().flat_map(|r| &r.logs) {
+            key.clear();
+            key.extend_from_slice(log.address.as_slice());
+            key.extend_from_slice(&block);
+            self.del(Table::LogAddresses, &key)?;
+            for topic in log.topics().iter().take(MAX_TOPICS) {
+                key.clear();
+                key.extend_from_slice(topic.as_slice());
+                key.extend_from_slice(&block);
+                self.del(Table::LogTopics, &key)?;
+            }
+        }
+        if let (Some(indexed), Some(parent)) = (self.log_index_head()?, number.checked_sub(1))
+            && indexed >= number
+        {
+            self.put_meta(LOG_INDEX_HEAD, &parent.to_be_bytes())?;
+        }
+        Ok(())
+    }
+
     /// Extends the log index by up to `max_blocks` stored blocks past its head (or from block
     /// 0 in a database that has none). Returns the new index head.
     pub fn build_log_index(&self, max_blocks: u64) -> Result<u64> {

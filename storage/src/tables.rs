@@ -26,7 +26,10 @@ tables! {
     /// object as JSON; `safe_block`, `finalized_block`: a block number (u64 BE) set by
     /// `quarry ingest --safe/--finalized`; `sync_target`: while an ingest runs, the highest
     /// block number it has read (u64 BE) then its process id (u32 BE); `log_index_head`: the
-    /// highest block through which `LogAddresses` and `LogTopics` are complete (u64 BE).
+    /// highest block through which `LogAddresses` and `LogTopics` are complete (u64 BE);
+    /// `schema`: the layout version (u64 BE, see `SCHEMA_VERSION`); `unwinds`: how many
+    /// unwinds were ever committed (u64 BE) then the lowest block number one removed (u64 BE),
+    /// so a reader that caches by block number can tell that stored blocks changed.
     Meta = "meta";
     /// Key: block number (u64 BE). Value: the RLP-encoded header.
     Headers = "headers";
@@ -77,4 +80,12 @@ tables! {
     /// block. Key: address (20) then slot (32) then block number (u64 BE). Value: 32 bytes BE
     /// (zero when cleared).
     StorageHistory = "storage_history";
+    /// What each block changed, for unwinding it: every account the block changed, as it was
+    /// before the block. Key: block number (u64 BE) then address (20 bytes). Value:
+    /// `StoredAccount` (72 bytes), or empty when the account did not exist before the block.
+    AccountChangeSets = "account_changesets";
+    /// Every storage slot a block changed (including the slots a self-destruct cleared), with
+    /// its value before the block. Key: block number (u64 BE) then address (20) then slot (32).
+    /// Value: 32 bytes BE (zero when it was unset).
+    StorageChangeSets = "storage_changesets";
 }

@@ -1,0 +1,569 @@
+//! Per-block changesets, the unwind that uses them, and their one-time build from the history.
+//!
+//! A block's changeset holds every account and slot the block changed, as it was before the
+//! block. Unwinding a block restores those values into the latest state, deletes the block's
+//! history entries, and removes the block from every table that holds it, all inside the one
+//! write transaction: a reader sees the chain before or after, never part of an unwind.
+
+use crate::{
+    BlockMark, Error, Result, StorageTx, StoredAccount, Table, b256, history_key, models::be_u64,
+    slot_key,
+};
+use alloy_primitives::{Address, B256, U256};
+use signet_libmdbx::{RwSync, TransactionKind};
+use std::collections::BTreeMap;
+
+/// The database layout this quarry writes. 1: before changesets; 2: changesets recorded.
+pub const SCHEMA_VERSION: u64 = 2;
+const SCHEMA: &str = "schema";
+const UNWINDS: &str = "unwinds";
+/// Progress of `build_changesets`: the table being read (0 accounts, 1 storage) then the last
+/// history key done.
+const CHANGESETS_PROGRESS: &str = "changesets_progress";
+
+fn account_changeset_key(block: u64, address: &Address) -> [u8; 28] {
+    let mut key = [0u8; 28];
+    key[..8].copy_from_slice(&block.to_be_bytes());
+    key[8..].copy_from_slice(address.as_slice());
+    key
+}
+
+fn storage_changeset_key(block: u64, address: &Address, slot: &B256) -> [u8; 60] {
+    let mut key = [0u8; 60];
+    key[..8].copy_from_slice(&block.to_be_bytes());
+    key[8..].copy_from_slice(&slot_key(address, slot));
+    key
+}
+
+fn encode_account(account: Option<&StoredAccount>) -> Vec<u8> {
+    account.map_or_else(Vec::new, |a| a.encode().to_vec())
+}
+
+fn decode_account(value: &[u8]) -> Result<Option<StoredAccount>> {
+    if value.is_empty() {
+        Ok(None)
+    } else {
+        StoredAccount::decode(value).map(Some)
+    }
+}
+
+/// One account as an unwind left it: its state at the ancestor, and each slot the unwound
+/// blocks had changed, with its value at the ancestor (zero: unset). Every block that changes
+/// a slot also records its account, so `account` is always the ancestor's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestoredAccount {
+    pub account: Option<StoredAccount>,
+    pub storage: BTreeMap<B256, U256>,
+}
+
+/// What `unwind_to` did.
+#[derive(Debug, Clone, Default)]
+pub struct Unwound {
+    /// The blocks removed, highest first: number and hash.
+    pub removed: Vec<(u64, B256)>,
+    /// Every account and slot the removed blocks had changed, as the ancestor has it.
+    pub restored: BTreeMap<Address, RestoredAccount>,
+}
+
+impl<K: TransactionKind> StorageTx<K> {
+    /// The layout version the database says it has (1 when it names none).
+    pub fn schema_version(&self) -> Result<u64> {
+        Ok(self
+            .meta(SCHEMA)?
+            .map(|v| be_u64(&v))
+            .transpose()?
+            .unwrap_or(1))
+    }
+
+    /// How many unwinds were ever committed: a reader that remembers answers by block number
+    /// drops them when this changes.
+    pub fn unwind_count(&self) -> Result<u64> {
+        Ok(self
+            .meta(UNWINDS)?
+            .map(|v| be_u64(&v))
+            .transpose()?
+            .unwrap_or(0))
+    }
+
+    /// The accounts block `number` changed, each as it was before the block.
+    pub fn account_changeset(&self, number: u64) -> Result<Vec<(Address, Option<StoredAccount>)>> {
+        let mut out = Vec::new();
+        self.for_each_with_prefix(
+            Table::AccountChangeSets,
+            &number.to_be_bytes(),
+            |key, value| {
+                out.push((Address::from_slice(&key[8..]), decode_account(value)?));
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
+    /// The slots block `number` changed, each with its value before the block.
+    pub fn storage_changeset(&self, number: u64) -> Result<Vec<(Address, B256, U256)>> {
+        let mut out = Vec::new();
+        self.for_each_with_prefix(
+            Table::StorageChangeSets,
+            &number.to_be_bytes(),
+            |key, value| {
+                out.push((
+                    Address::from_slice(&key[8..28]),
+                    B256::from_slice(&key[28..]),
+                    U256::from_be_slice(value),
+                ));
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
+    fn for_each_with_prefix(
+        &self,
+        table: Table,
+        prefix: &[u8],
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(prefix)?;
+        while let Some((key, value)) = entry {
+            if !key.starts_with(prefix) {
+                break;
+            }
+            f(&key, &value)?;
+            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+        }
+        Ok(())
+    }
+}
+
+impl StorageTx<RwSync> {
+    /// Records that this database has the current layout (a new one, or a migrated one).
+    pub fn put_schema_version(&self) -> Result<()> {
+        self.put_meta(SCHEMA, &SCHEMA_VERSION.to_be_bytes())
+    }
+
+    pub(crate) fn record_account_before(
+        &self,
+        block: u64,
+        address: &Address,
+        before: Option<&StoredAccount>,
+    ) -> Result<()> {
+        self.put(
+            Table::AccountChangeSets,
+            &account_changeset_key(block, address),
+            &encode_account(before),
+        )
+    }
+
+    pub(crate) fn record_slot_before(
+        &self,
+        block: u64,
+        address: &Address,
+        slot: &B256,
+        before: U256,
+    ) -> Result<()> {
+        self.put(
+            Table::StorageChangeSets,
+            &storage_changeset_key(block, address, slot),
+            &before.to_be_bytes::<32>(),
+        )
+    }
+
+    /// Removes every block above `ancestor` from every table that holds it and restores the
+    /// latest state to what it was after `ancestor`; `safe` and `finalized` marks above it move
+    /// down to it. Commit the transaction to make the unwind (and whatever is written after it)
+    /// visible at once.
+    pub fn unwind_to(&self, ancestor: u64) -> Result<Unwound> {
+        let mut unwound = Unwound::default();
+        let Some((head, _)) = self.head()? else {
+            return Ok(unwound);
+        };
+        if head <= ancestor {
+            return Ok(unwound);
+        }
+        if self.canonical_hash(ancestor)?.is_none() {
+            return Err(Error::Corrupt(format!(
+                "cannot unwind to block {ancestor}: it is not stored"
+            )));
+        }
+        for number in (ancestor + 1..=head).rev() {
+            let hash = self.unwind_block(number, &mut unwound.restored)?;
+            unwound.removed.push((number, hash));
+        }
+        for mark in [BlockMark::Safe, BlockMark::Finalized] {
+            if self.meta_block(mark)?.is_some_and(|block| block > ancestor) {
+                self.put_meta_block(mark, ancestor)?;
+            }
+        }
+        let count = self.unwind_count()? + 1;
+        self.put_meta(UNWINDS, &count.to_be_bytes())?;
+        Ok(unwound)
+    }
+
+    /// Removes the head block `number`; returns its hash. Its changeset's values overwrite what
+    /// `restored` holds, so after unwinding blocks from the head down it holds the oldest.
+    fn unwind_block(
+        &self,
+        number: u64,
+        restored: &mut BTreeMap<Address, RestoredAccount>,
+    ) -> Result<B256> {
+        let key = number.to_be_bytes();
+        let missing = |what: &str| Error::Corrupt(format!("unwinding block {number}: no {what}"));
+        let hash = self
+            .canonical_hash(number)?
+            .ok_or_else(|| missing("hash"))?;
+        for tx_hash in self.transaction_hashes(number)?.unwrap_or_default() {
+            self.del(Table::TxLookup, tx_hash.as_slice())?;
+        }
+        let receipts = self.receipts(number)?.unwrap_or_default();
+        self.unindex_block_logs(number, &receipts)?;
+        self.del(Table::HeaderNumbers, hash.as_slice())?;
+        for table in [
+            Table::Headers,
+            Table::CanonicalHashes,
+            Table::TotalDifficulty,
+            Table::BlockBodies,
+            Table::Senders,
+            Table::TxCounts,
+            Table::Receipts,
+            Table::BlockTxHashes,
+        ] {
+            self.del(table, &key)?;
+        }
+
+        for (address, before) in self.account_changeset(number)? {
+            match &before {
+                Some(account) => {
+                    self.put(Table::PlainAccounts, address.as_slice(), &account.encode())?
+                }
+                None => self.del(Table::PlainAccounts, address.as_slice())?,
+            }
+            self.del(
+                Table::AccountHistory,
+                &history_key(address.as_slice(), number),
+            )?;
+            self.del(
+                Table::AccountChangeSets,
+                &account_changeset_key(number, &address),
+            )?;
+            restored.entry(address).or_default().account = before;
+        }
+        for (address, slot, before) in self.storage_changeset(number)? {
+            let plain = slot_key(&address, &slot);
+            if before.is_zero() {
+                self.del(Table::PlainStorage, &plain)?;
+            } else {
+                self.put(Table::PlainStorage, &plain, &before.to_be_bytes::<32>())?;
+            }
+            self.del(Table::StorageHistory, &history_key(&plain, number))?;
+            self.del(
+                Table::StorageChangeSets,
+                &storage_changeset_key(number, &address, &slot),
+            )?;
+            restored
+                .entry(address)
+                .or_default()
+                .storage
+                .insert(slot, before);
+        }
+        Ok(hash)
+    }
+
+    /// Builds the changesets of a database written before quarry recorded them (schema 1),
+    /// from its history: the value before block N is the history entry before N's, or none.
+    /// Processes at most `max_entries` history entries per call, recording how far it got in
+    /// the same transaction, so a migration interrupted at any point resumes. Returns `true`
+    /// once every changeset is built (and the schema version is set).
+    pub fn build_changesets(&self, max_entries: u64) -> Result<bool> {
+        if self.schema_version()? >= SCHEMA_VERSION {
+            return Ok(true);
+        }
+        let (mut phase, mut after) = match self.meta(CHANGESETS_PROGRESS)? {
+            Some(value) if !value.is_empty() => (value[0], Some(value[1..].to_vec())),
+            _ => (0, None),
+        };
+        let mut budget = max_entries;
+        while phase < 2 {
+            let (table, prefix_len) = if phase == 0 {
+                (Table::AccountHistory, 20)
+            } else {
+                (Table::StorageHistory, 52)
+            };
+            let done = self.changesets_from_history(table, prefix_len, &mut after, &mut budget)?;
+            if !done {
+                let mut progress = vec![phase];
+                progress.extend_from_slice(after.as_deref().unwrap_or_default());
+                self.put_meta(CHANGESETS_PROGRESS, &progress)?;
+                return Ok(false);
+            }
+            phase += 1;
+            after = None;
+        }
+        self.del(Table::Meta, CHANGESETS_PROGRESS.as_bytes())?;
+        self.put_schema_version()?;
+        Ok(true)
+    }
+
+    /// Walks `table` (keys: a prefix of `prefix_len` bytes, then the block) past key `after`,
+    /// writing one changeset entry per history entry of a block above 0. Returns whether the
+    /// table is done; otherwise `after` is the last key written.
+    fn changesets_from_history(
+        &self,
+        table: Table,
+        prefix_len: usize,
+        after: &mut Option<Vec<u8>>,
+        budget: &mut u64,
+    ) -> Result<bool> {
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        // The value before the first entry of a key is "none"; resuming, it is the value of
+        // the last entry done, if that entry has the same prefix.
+        let (mut entry, mut previous) = match after.as_deref() {
+            Some(last) => {
+                let at = cursor.set_key::<Vec<u8>, Vec<u8>>(last)?;
+                let previous = at.map(|(key, value)| (key[..prefix_len].to_vec(), value));
+                (cursor.next::<Vec<u8>, Vec<u8>>()?, previous)
+            }
+            None => (cursor.first::<Vec<u8>, Vec<u8>>()?, None),
+        };
+        while let Some((key, value)) = entry {
+            if *budget == 0 {
+                return Ok(false);
+            }
+            if key.len() != prefix_len + 8 {
+                return Err(Error::Corrupt(format!(
+                    "{} key has {} bytes",
+                    table.name(),
+                    key.len()
+                )));
+            }
+            let (prefix, block) = key.split_at(prefix_len);
+            let block = be_u64(block)?;
+            let before = previous
+                .as_ref()
+                .filter(|(p, _)| p.as_slice() == prefix)
+                .map(|(_, v)| v.as_slice());
+            if block > 0 {
+                let address = Address::from_slice(&prefix[..20]);
+                if prefix_len == 20 {
+                    let before = before.map(decode_account).transpose()?.flatten();
+                    self.record_account_before(block, &address, before.as_ref())?;
+                } else {
+                    let slot = b256("history slot", &prefix[20..])?;
+                    let before = before.map_or(U256::ZERO, U256::from_be_slice);
+                    self.record_slot_before(block, &address, &slot, before)?;
+                }
+            }
+            *budget -= 1;
+            *after = Some(key.clone());
+            previous = Some((prefix.to_vec(), value));
+            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AccountChange, BlockRecord, Database, ReceiptOutcome, StoredBody, StoredReceipt};
+    use alloy_consensus::{Header, Signed, TxEnvelope, TxLegacy};
+    use alloy_primitives::{Log, LogData, Signature, TxKind, address};
+
+    const A: Address = address!("0x00000000000000000000000000000000000000aa");
+    const B: Address = address!("0x00000000000000000000000000000000000000bb");
+
+    fn account(nonce: u64) -> StoredAccount {
+        StoredAccount {
+            nonce,
+            balance: U256::from(nonce * 7),
+            code_hash: B256::ZERO,
+        }
+    }
+
+    /// Block `number` of branch `branch`: one transaction with one log, and state changes
+    /// that differ by branch (creations, deletions, slot writes and a self-destruct).
+    fn write_block(tx: &StorageTx<RwSync>, number: u64, branch: u8) {
+        let header = Header {
+            number,
+            extra_data: vec![branch].into(),
+            ..Default::default()
+        };
+        let legacy = TxLegacy {
+            nonce: number,
+            gas_limit: 21_000 + u64::from(branch),
+            to: TxKind::Call(A),
+            ..Default::default()
+        };
+        let hash = B256::with_last_byte(number as u8 ^ (branch << 4));
+        let transaction = TxEnvelope::Legacy(Signed::new_unchecked(
+            legacy,
+            Signature::test_signature(),
+            hash,
+        ));
+        let body = StoredBody {
+            transactions: vec![transaction],
+            ommers: Vec::new(),
+            withdrawals: None,
+        };
+        let log = Log {
+            address: if branch == 0 { A } else { B },
+            data: LogData::new_unchecked(vec![B256::with_last_byte(branch)], Default::default()),
+        };
+        let receipt = StoredReceipt {
+            tx_type: 0,
+            outcome: ReceiptOutcome::Status(true),
+            cumulative_gas_used: 21_000,
+            gas_used: 21_000,
+            effective_gas_price: 1,
+            contract_address: None,
+            blob_gas: None,
+            logs: vec![log],
+        };
+        tx.insert_block(&BlockRecord {
+            hash: header.hash_slow(),
+            header: &header,
+            body: &body,
+            senders: &[B],
+            receipts: &[receipt],
+            total_difficulty: U256::from(number),
+        })
+        .unwrap();
+        let slot = |k: u8| B256::with_last_byte(k);
+        let changes = match (number, branch) {
+            (1, _) => vec![AccountChange {
+                address: A,
+                account: Some(account(1)),
+                wiped: false,
+                storage: vec![(slot(1), U256::from(11)), (slot(2), U256::from(12))],
+            }],
+            (_, 0) => vec![
+                AccountChange {
+                    address: A,
+                    account: Some(account(number)),
+                    wiped: number == 3,
+                    storage: vec![(slot(3), U256::from(number))],
+                },
+                AccountChange {
+                    address: B,
+                    account: number.is_multiple_of(2).then(|| account(100 + number)),
+                    wiped: false,
+                    storage: Vec::new(),
+                },
+            ],
+            _ => vec![AccountChange {
+                address: A,
+                account: Some(account(50 + number)),
+                wiped: false,
+                storage: vec![(slot(1), U256::ZERO), (slot(4), U256::from(number))],
+            }],
+        };
+        tx.apply_state_changes(number, &changes, &[]).unwrap();
+    }
+
+    /// Digests of every table but Meta (its unwind counter differs by design).
+    fn digests(db: &Database) -> Vec<(Table, (u64, B256))> {
+        let r = db.reader().unwrap();
+        Table::ALL
+            .iter()
+            .filter(|t| **t != Table::Meta)
+            .map(|t| (*t, r.table_digest(*t).unwrap()))
+            .collect()
+    }
+
+    fn chain(db: &Database, blocks: &[(u64, u8)]) {
+        let tx = db.writer().unwrap();
+        tx.put_schema_version().unwrap();
+        tx.apply_state_changes(0, &[], &[]).unwrap();
+        tx.insert_block(&BlockRecord {
+            hash: Header::default().hash_slow(),
+            header: &Header::default(),
+            body: &StoredBody::default(),
+            senders: &[],
+            receipts: &[],
+            total_difficulty: U256::ZERO,
+        })
+        .unwrap();
+        for (number, branch) in blocks {
+            write_block(&tx, *number, *branch);
+        }
+        tx.commit().unwrap();
+    }
+
+    /// Unwinding to block 1 and applying another branch leaves every table exactly as a
+    /// database that only ever held the new chain.
+    #[test]
+    fn unwind_then_branch_equals_the_branch_alone() {
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (reorged, fresh) = (
+            Database::open(dir_a.path()).unwrap(),
+            Database::open(dir_b.path()).unwrap(),
+        );
+        chain(&reorged, &[(1, 0), (2, 0), (3, 0), (4, 0)]);
+        chain(&fresh, &[(1, 0), (2, 1), (3, 1)]);
+
+        let tx = reorged.writer().unwrap();
+        tx.put_meta_block(BlockMark::Safe, 4).unwrap();
+        let unwound = tx.unwind_to(1).unwrap();
+        assert_eq!(
+            unwound.removed.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            [4, 3, 2]
+        );
+        // The restored values are block 1's: A as created there with its two slots, B absent.
+        assert_eq!(unwound.restored[&A].account, Some(account(1)));
+        assert_eq!(
+            unwound.restored[&A].storage[&B256::with_last_byte(1)],
+            U256::from(11)
+        );
+        assert_eq!(
+            unwound.restored[&A].storage[&B256::with_last_byte(3)],
+            U256::ZERO
+        );
+        assert_eq!(unwound.restored[&B].account, None);
+        assert_eq!(tx.head().unwrap().map(|(n, _)| n), Some(1));
+        assert_eq!(tx.meta_block(BlockMark::Safe).unwrap(), Some(1));
+        write_block(&tx, 2, 1);
+        write_block(&tx, 3, 1);
+        tx.commit().unwrap();
+
+        for ((table, got), (_, want)) in digests(&reorged).into_iter().zip(digests(&fresh)) {
+            assert_eq!(got, want, "table {}", table.name());
+        }
+        let r = reorged.reader().unwrap();
+        assert_eq!(r.unwind_count().unwrap(), 1);
+        assert_eq!(r.log_index_head().unwrap(), Some(3));
+    }
+
+    /// Changesets built from the history of a database that had none equal the recorded ones,
+    /// however many batches the build takes.
+    #[test]
+    fn changesets_built_from_history_equal_recorded_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        chain(&db, &[(1, 0), (2, 0), (3, 0), (4, 0)]);
+        let recorded = digests(&db);
+        let tx = db.writer().unwrap();
+        for table in [Table::AccountChangeSets, Table::StorageChangeSets] {
+            tx.tx.clear_db(tx.db(table)).unwrap();
+        }
+        tx.del(Table::Meta, SCHEMA.as_bytes()).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(db.reader().unwrap().schema_version().unwrap(), 1);
+
+        let mut batches = 0;
+        loop {
+            let tx = db.writer().unwrap();
+            let done = tx.build_changesets(2).unwrap();
+            tx.commit().unwrap();
+            batches += 1;
+            if done {
+                break;
+            }
+        }
+        assert!(batches > 3, "{batches} batches");
+        assert_eq!(
+            db.reader().unwrap().schema_version().unwrap(),
+            SCHEMA_VERSION
+        );
+        assert_eq!(digests(&db), recorded);
+    }
+}
