@@ -68,6 +68,34 @@ enum Command {
         #[arg(long, default_value_t = quarry_ingest::DEFAULT_MAX_REORG_DEPTH)]
         max_reorg_depth: u64,
     },
+    /// Keep a datadir in step with an upstream Ethereum JSON-RPC node (geth, reth, a hosted
+    /// provider, another quarry): catch up, then import each new block as it appears, every
+    /// block executed and verified, following the upstream's reorganisations.
+    Follow {
+        /// Database directory (created if missing).
+        #[arg(long)]
+        datadir: PathBuf,
+        /// The chain's genesis.json.
+        #[arg(long)]
+        genesis: PathBuf,
+        /// The upstream's JSON-RPC URL: http(s):// or ws(s):// (a WebSocket upstream that
+        /// offers eth_subscribe pushes new heads; otherwise quarry polls).
+        #[arg(long)]
+        upstream: String,
+        /// How often to ask for a new head when the upstream does not push them.
+        #[arg(long, default_value_t = 1000)]
+        poll_ms: u64,
+        /// The most stored blocks one reorganisation may replace; a deeper one is refused.
+        #[arg(long, default_value_t = quarry_ingest::DEFAULT_MAX_REORG_DEPTH)]
+        max_reorg_depth: u64,
+        /// How to fetch blocks: `raw` (debug_getRawBlock), `json` (eth_getBlockByNumber and
+        /// the uncles, rebuilt), or `auto` (raw when the upstream answers it).
+        #[arg(long, default_value = "auto")]
+        fetch: quarry_follow::Fetch,
+        /// Blocks requested at once while catching up.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+    },
     /// Answer JSON-RPC over HTTP (POST /v3/<API_KEY>) and WebSocket (/ws/v3/<API_KEY>) from a
     /// database that `quarry ingest` wrote (and may still be writing).
     Serve {
@@ -170,6 +198,25 @@ fn main() -> Result<()> {
             };
             ingest(datadir, genesis, files, safe, finalized, reorgs)
         }
+        Command::Follow {
+            datadir,
+            genesis,
+            upstream,
+            poll_ms,
+            max_reorg_depth,
+            fetch,
+            concurrency,
+        } => follow(
+            &datadir,
+            &genesis,
+            &quarry_follow::Options {
+                upstream,
+                fetch,
+                poll: std::time::Duration::from_millis(poll_ms),
+                max_reorg_depth,
+                concurrency,
+            },
+        ),
         Command::Serve {
             datadir,
             config,
@@ -203,6 +250,17 @@ fn main() -> Result<()> {
     }
 }
 
+/// Opens (or creates) the database in `datadir` for the chain of the genesis file.
+fn open_importer(datadir: &Path, genesis: &Path) -> Result<Importer> {
+    let text = std::fs::read_to_string(genesis)
+        .wrap_err_with(|| format!("cannot read {}", genesis.display()))?;
+    let genesis: alloy_genesis::Genesis = serde_json::from_str(&text)
+        .wrap_err_with(|| format!("{} is not a valid genesis.json", genesis.display()))?;
+    let db = Database::open(datadir)
+        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
+    Ok(Importer::open(db, &genesis)?)
+}
+
 /// Opens (or creates) the database in `datadir` for the chain of the genesis file and imports
 /// `files`, printing the summary.
 fn import(
@@ -211,13 +269,7 @@ fn import(
     files: &[PathBuf],
     reorgs: quarry_ingest::Reorgs,
 ) -> Result<Importer> {
-    let text = std::fs::read_to_string(genesis)
-        .wrap_err_with(|| format!("cannot read {}", genesis.display()))?;
-    let genesis: alloy_genesis::Genesis = serde_json::from_str(&text)
-        .wrap_err_with(|| format!("{} is not a valid genesis.json", genesis.display()))?;
-    let db = Database::open(datadir)
-        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
-    let mut importer = Importer::open(db, &genesis)?;
+    let mut importer = open_importer(datadir, genesis)?;
     importer.set_reorgs(reorgs);
     let (number, hash) = importer.head();
     eprintln!(
@@ -279,6 +331,24 @@ fn ingest(
         tx.commit()?;
     }
     let (number, hash) = importer.head();
+    println!("head: block {number} ({hash})");
+    Ok(())
+}
+
+fn follow(datadir: &Path, genesis: &Path, options: &quarry_follow::Options) -> Result<()> {
+    let importer = open_importer(datadir, genesis)?;
+    let (number, hash) = importer.head();
+    eprintln!(
+        "datadir {}: head is block {number} ({hash}); following {}",
+        datadir.display(),
+        options.upstream
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    quarry_follow::follow(importer, options, stop)?;
+    let (number, hash) = {
+        let db = Database::open(datadir)?;
+        db.reader()?.head()?.unwrap_or_default()
+    };
     println!("head: block {number} ({hash})");
     Ok(())
 }

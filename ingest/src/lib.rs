@@ -406,10 +406,19 @@ impl Importer {
     ) -> Result<ImportStats> {
         let result = self.import_pipelined(name, blocks, progress);
         progress.finish();
-        let withdrawn = self.announce_target(None);
+        let withdrawn = self.withdraw_target();
         let stats = result?;
         withdrawn?;
         Ok(stats)
+    }
+
+    /// Withdraws an announced sync target, if one is stored (a one-block import announces
+    /// none, and its commit clears any).
+    fn withdraw_target(&self) -> Result<()> {
+        if self.db.reader()?.sync_target()?.is_some() {
+            self.announce_target(None)?;
+        }
+        Ok(())
     }
 
     fn announce_target(&self, block: Option<u64>) -> Result<()> {
@@ -458,7 +467,8 @@ impl Importer {
             stats.stages += batch.stages;
             if !announced {
                 let target = batch.blocks.last().map(|d| d.block.header.number);
-                if target.is_some_and(|target| target > self.head.number) {
+                // One new block needs no announcement: its own commit is the whole import.
+                if target.is_some_and(|target| target > self.head.number + 1) {
                     // Earlier batches were all stored already: their transaction holds no block,
                     // and must end before the announcement's own.
                     self.commit(pending.take(), highest_read, &mut stats)?;

@@ -20,6 +20,8 @@ pub struct Progress {
     mode: Mode,
     started: Instant,
     gas_at_start: u64,
+    /// Set for a range of block numbers (no file): the bar counts blocks from this one.
+    first_block: Option<u64>,
 }
 
 impl Progress {
@@ -36,6 +38,7 @@ impl Progress {
             mode,
             started: Instant::now(),
             gas_at_start: 0,
+            first_block: None,
         }
     }
 
@@ -45,12 +48,20 @@ impl Progress {
             mode: Mode::Hidden,
             started: Instant::now(),
             gas_at_start: 0,
+            first_block: None,
         }
+    }
+
+    /// Starts reporting an import of blocks `first..=last` from `name` (not a file).
+    pub fn start_range(&mut self, name: &str, first: u64, last: u64) {
+        self.start_file(name, Some(last.saturating_sub(first) + 1));
+        self.first_block = Some(first);
     }
 
     pub(crate) fn start_file(&mut self, name: &str, size: Option<u64>) {
         self.started = Instant::now();
         self.gas_at_start = 0;
+        self.first_block = None;
         match &mut self.mode {
             Mode::Bar(bar) => {
                 let new_bar = match size {
@@ -80,7 +91,10 @@ impl Progress {
         let mgas = (stats.gas - self.gas_at_start) as f64 / 1e6 / elapsed;
         match &mut self.mode {
             Mode::Bar(bar) => {
-                bar.set_position(offset);
+                bar.set_position(match self.first_block {
+                    Some(first) => number.saturating_sub(first) + 1,
+                    None => offset,
+                });
                 bar.set_message(format!(
                     "block {number} | {} blocks | {rate:.0} blocks/s | {mgas:.1} Mgas/s",
                     stats.blocks
