@@ -569,3 +569,222 @@ fn syncing_follows_a_live_ingest_announcement() {
     assert_eq!(syncing(), false);
     assert_eq!(server.call("eth_syncing", json!([]))["result"], false);
 }
+
+/// What an answer must be once blocks above the ancestor are unwound.
+#[derive(Debug, Clone, Copy)]
+enum AfterUnwind {
+    /// As before: the block is at or below the ancestor.
+    Same,
+    /// `null`: the block or transaction was removed.
+    Null,
+    /// geth's error for a state request past the head.
+    HeaderNotFound,
+    /// What probe number `i` answered before (`latest` is now the ancestor).
+    AsProbe(usize),
+    /// The logs answered before, those of blocks up to the ancestor only.
+    LogsThrough(u64),
+    /// This block number.
+    Number(u64),
+}
+
+/// One request `quarry serve` may answer from its caches (by block number, tag, block hash or
+/// transaction hash), and what it must answer after the unwind.
+#[derive(Debug)]
+struct Probe {
+    method: &'static str,
+    params: Value,
+    after_unwind: AfterUnwind,
+}
+
+/// Every request of the unwind test: the caches' every path, and the snapshot-only ones whose
+/// range or value moves with the head.
+fn unwind_probes(ancestor: u64) -> Vec<Probe> {
+    let blocks = chain_blocks();
+    let head = blocks.last().unwrap().header.number;
+    let mut probes = Vec::new();
+    let mut probe = |method, params, after_unwind| {
+        probes.push(Probe {
+            method,
+            params,
+            after_unwind,
+        });
+        probes.len() - 1
+    };
+    let stays = |number: u64| {
+        if number <= ancestor {
+            AfterUnwind::Same
+        } else {
+            AfterUnwind::Null
+        }
+    };
+    let mut ancestor_block = None;
+    for number in 0..=head {
+        for full in [false, true] {
+            let index = probe(
+                "eth_getBlockByNumber",
+                json!([quantity(number), full]),
+                stays(number),
+            );
+            if number == ancestor && !full {
+                ancestor_block = Some(index);
+            }
+        }
+    }
+    for block in &blocks {
+        let number = block.header.number;
+        probe(
+            "eth_getBlockByHash",
+            json!([block.header.hash_slow(), true]),
+            stays(number),
+        );
+        for transaction in &block.body.transactions {
+            let hash = transaction.tx_hash();
+            probe("eth_getTransactionReceipt", json!([hash]), stays(number));
+            probe("eth_getTransactionByHash", json!([hash]), stays(number));
+        }
+    }
+    for number in ancestor - 1..=head {
+        probe(
+            "eth_getBlockReceipts",
+            json!([quantity(number)]),
+            stays(number),
+        );
+        probe(
+            "eth_getBlockTransactionCountByNumber",
+            json!([quantity(number)]),
+            stays(number),
+        );
+    }
+    probe(
+        "eth_getBlockByNumber",
+        json!(["latest", false]),
+        AfterUnwind::AsProbe(ancestor_block.unwrap()),
+    );
+    // The rpc-compat chain's counter contract: slot 0 grows block by block.
+    let contract = "0x7dcd17433742f4c0ca53122ab541d0ba67fc27df";
+    let mut storage_at_ancestor = None;
+    for number in ancestor - 2..=head {
+        let index = probe(
+            "eth_getStorageAt",
+            json!([contract, "0x0", quantity(number)]),
+            if number <= ancestor {
+                AfterUnwind::Same
+            } else {
+                AfterUnwind::HeaderNotFound
+            },
+        );
+        if number == ancestor {
+            storage_at_ancestor = Some(index);
+        }
+    }
+    probe(
+        "eth_getStorageAt",
+        json!([contract, "0x0", "latest"]),
+        AfterUnwind::AsProbe(storage_at_ancestor.unwrap()),
+    );
+    probe(
+        "eth_getLogs",
+        json!([{"fromBlock": "0x0", "toBlock": "latest"}]),
+        AfterUnwind::LogsThrough(ancestor),
+    );
+    probe("eth_blockNumber", json!([]), AfterUnwind::Number(ancestor));
+    probes
+}
+
+fn block_number_of(value: &Value) -> u64 {
+    u64::from_str_radix(value.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+/// Another process unwinds the chain `quarry serve` serves, after every cache was filled: from
+/// the first request after the commit, no answer by number, tag or hash shows a removed block
+/// (blocks, transactions and receipts above the ancestor are null, `latest` and
+/// eth_blockNumber are the ancestor, storage above it is "header not found", eth_getLogs to
+/// `latest` stops at it). Re-ingesting the chain brings every answer back as it was.
+#[test]
+fn answers_follow_an_unwind_committed_by_another_process() {
+    const ANCESTOR: u64 = 40;
+    let dir = partial_datadir(u64::MAX);
+    let datadir = dir.path().join("data");
+    let server = Server::start(&datadir, "");
+    let probes = unwind_probes(ANCESTOR);
+    let ask = |probe: &Probe| server.call(probe.method, probe.params.clone());
+
+    // Every answer twice: the second comes from the caches where they hold it.
+    let before: Vec<Value> = probes.iter().map(ask).collect();
+    for (probe, answer) in probes.iter().zip(&before) {
+        assert_eq!(&ask(probe), answer, "{probe:?}");
+        assert!(
+            answer.get("error").is_none() && answer["result"] != Value::Null,
+            "{probe:?}: {answer}"
+        );
+    }
+    let logs = |answer: &Value| answer["result"].as_array().unwrap().clone();
+    let log_blocks: Vec<u64> = probes
+        .iter()
+        .zip(&before)
+        .filter(|(probe, _)| probe.method == "eth_getLogs")
+        .flat_map(|(_, answer)| logs(answer))
+        .map(|log| block_number_of(&log["blockNumber"]))
+        .collect();
+    assert!(
+        log_blocks.iter().any(|&n| n <= ANCESTOR) && log_blocks.iter().any(|&n| n > ANCESTOR),
+        "the chain must have logs on both sides of the ancestor: {log_blocks:?}"
+    );
+
+    // The unwind, committed by this process while the server runs.
+    let db = quarry_storage::Database::open(&datadir).unwrap();
+    let tx = db.writer().unwrap();
+    let unwound = tx.unwind_to(ANCESTOR).unwrap();
+    tx.commit().unwrap();
+    drop(db);
+    assert_eq!(unwound.removed.len(), 54 - ANCESTOR as usize);
+
+    // The first request after the commit is one memory held: it may not answer it.
+    let head = probes
+        .iter()
+        .position(|p| p.method == "eth_getBlockByNumber" && p.params == json!(["0x36", false]))
+        .unwrap();
+    assert_eq!(ask(&probes[head])["result"], Value::Null);
+    // eth_blockNumber reads a snapshot, which sees the unwind; then everything else.
+    let check = |probe: &Probe, answer: &Value, before_answer: &Value| match probe.after_unwind {
+        AfterUnwind::Same => assert_eq!(answer, before_answer, "{probe:?}"),
+        AfterUnwind::Null => {
+            assert!(answer.get("error").is_none(), "{probe:?}: {answer}");
+            assert_eq!(answer["result"], Value::Null, "{probe:?}");
+        }
+        AfterUnwind::HeaderNotFound => {
+            assert_eq!(answer["error"]["message"], "header not found", "{probe:?}")
+        }
+        AfterUnwind::AsProbe(other) => {
+            assert_eq!(answer["result"], before[other]["result"], "{probe:?}")
+        }
+        AfterUnwind::LogsThrough(ancestor) => {
+            let expected: Vec<Value> = logs(before_answer)
+                .into_iter()
+                .filter(|log| block_number_of(&log["blockNumber"]) <= ancestor)
+                .collect();
+            assert_eq!(logs(answer), expected, "{probe:?}");
+        }
+        AfterUnwind::Number(number) => assert_eq!(answer["result"], quantity(number)),
+    };
+    let number = probes.len() - 1;
+    check(&probes[number], &ask(&probes[number]), &before[number]);
+    // Twice: the second from whatever the caches learned since the unwind.
+    for _ in 0..2 {
+        for (probe, before_answer) in probes.iter().zip(&before) {
+            check(probe, &ask(probe), before_answer);
+        }
+    }
+
+    // The chain ingested again, by another `quarry ingest` process: every answer is back.
+    let (genesis, chain) = (
+        fixtures().join("genesis.json"),
+        fixtures().join("chain.rlp"),
+    );
+    support::run_quarry(support::ingest_args(&datadir, &genesis, &[&chain]));
+    for _ in 0..2 {
+        for (probe, before_answer) in probes.iter().zip(&before) {
+            assert_eq!(&ask(probe), before_answer, "{probe:?}");
+        }
+    }
+}

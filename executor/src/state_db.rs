@@ -11,7 +11,7 @@ use revm::{
 use signet_libmdbx::TransactionKind;
 use std::{
     collections::HashMap,
-    sync::{Mutex, PoisonError},
+    sync::{Arc, Mutex, PoisonError},
 };
 
 /// A storage error as revm sees it.
@@ -40,11 +40,14 @@ pub struct StateSnapshot<'tx, K: TransactionKind> {
 }
 
 /// Caches what calls read, shared between them: analysed bytecode by code hash, and accounts and
-/// slots by block. The state after a stored block never changes (quarry never reorganises), so
-/// an entry keyed by block number is a permanent fact. Each map is emptied when it fills up.
+/// slots by block number. Bytecode is a fact about its hash on every branch. An entry keyed by
+/// block number is a fact only until an unwind removes that block (another block may then take
+/// the number): whoever shares one cache must stop using it once it sees an unwind, and start
+/// over with [`StateCache::after_unwind`]. Each map is emptied when it fills up.
 #[derive(Debug, Default)]
 pub struct StateCache {
-    code: Mutex<HashMap<B256, Bytecode>>,
+    /// Shared with the caches that follow this one after unwinds.
+    code: Arc<Mutex<HashMap<B256, Bytecode>>>,
     accounts: Mutex<HashMap<(u64, Address), Option<AccountInfo>>>,
     slots: Mutex<HashMap<(u64, Address, U256), U256>>,
 }
@@ -81,6 +84,17 @@ fn cached<K: std::hash::Hash + Eq, V: Clone>(
 }
 
 impl StateCache {
+    /// A cache for the chain after an unwind: the same bytecode (shared, since a code hash
+    /// names the same code on any branch), and no account or slot by block number. This one is
+    /// left to the readers that still hold it, which read the chain from before the unwind.
+    pub fn after_unwind(&self) -> Self {
+        Self {
+            code: self.code.clone(),
+            accounts: Mutex::default(),
+            slots: Mutex::default(),
+        }
+    }
+
     /// The value of `address`'s slot `index` after block `number`, if it has been read.
     pub fn slot(&self, number: u64, address: Address, index: U256) -> Option<U256> {
         lookup(&self.slots, &(number, address, index))
@@ -240,5 +254,30 @@ mod tests {
             }
         }
         assert_eq!(cache.accounts.lock().unwrap().len(), 2);
+    }
+
+    /// The cache that follows an unwind knows no account or slot by block number, and shares the
+    /// bytecode; the one it follows keeps its entries for the readers still holding it.
+    #[test]
+    fn after_an_unwind_only_the_bytecode_is_kept() {
+        let address = Address::repeat_byte(1);
+        let code_hash = B256::repeat_byte(2);
+        let cache = StateCache::default();
+        cache.remember_slot(1, address, U256::ZERO, U256::from(5));
+        cache.accounts.lock().unwrap().insert((1, address), None);
+        remember(
+            &cache.code,
+            code_hash,
+            Bytecode::new_raw([0x60, 0x00].into()),
+        );
+
+        let next = cache.after_unwind();
+        assert_eq!(next.slot(1, address, U256::ZERO), None);
+        assert!(next.accounts.lock().unwrap().is_empty());
+        assert!(lookup(&next.code, &code_hash).is_some());
+        assert_eq!(cache.slot(1, address, U256::ZERO), Some(U256::from(5)));
+        // Bytecode either learns is shared with the other.
+        remember(&next.code, B256::repeat_byte(3), Bytecode::default());
+        assert!(lookup(&cache.code, &B256::repeat_byte(3)).is_some());
     }
 }

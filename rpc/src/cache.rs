@@ -1,9 +1,16 @@
 //! Recently served blocks, decoded, shared between requests.
 //!
-//! quarry never reorganises stored blocks (ingest refuses any block that would), so a block
-//! number, once stored, names the same block forever, and a block hash always did. That makes
-//! every entry here a permanent fact: a request that names its block by number or hash can be
-//! answered from memory without opening the database, and so without leaving the async thread.
+//! A block hash always names the same block, but a block number names the same block only until
+//! an unwind removes it: another process (`quarry ingest --reorg`, `quarry follow`) may commit
+//! one at any time, and the number may then name another block, or none; so may the indexes
+//! from block and transaction hashes to numbers. A `BlockCache` therefore holds facts about one
+//! chain only, the chain of one unwind count (which each unwind raises in its own commit): every
+//! entry was read from a snapshot with that count. The `Node` gives each snapshot the cache of
+//! its count and starts a new, empty cache when a snapshot shows a higher one (see `Caches` in
+//! `node.rs`), and it answers a request from memory, without opening the database and so
+//! without leaving the async thread, only while MDBX's last commit is still the one the cache
+//! was last checked against, asked after the cache was read: between two commits nothing can
+//! be unwound.
 
 use crate::error::{Result, RpcError};
 use alloy_consensus::Header;
@@ -82,8 +89,9 @@ pub struct BlockReceipts {
     pub blooms: Vec<Bloom>,
 }
 
-/// Blocks by number, with indexes by block hash and transaction hash; the oldest entries go
-/// first once the blocks' total size passes the bound.
+/// Blocks by number, with indexes by block hash and transaction hash, all of one chain (one
+/// unwind count, see the module doc); the oldest entries go first once the blocks' total size
+/// passes the bound.
 #[derive(Debug)]
 pub struct BlockCache {
     max_bytes: usize,

@@ -20,7 +20,7 @@ mod types;
 
 pub use config::{ApiKey, Config, ConfigError, NetworkConfig, Plan};
 pub use error::{Result, RpcError};
-pub use node::{BlockAt, BlockMarks, LogsConfig, Node, RawPart, Reads};
+pub use node::{BlockAt, BlockMarks, LogsConfig, Node, RawPart, Reads, Snapshot};
 pub use service::Networks;
 
 use jsonrpsee::{
@@ -30,7 +30,7 @@ use jsonrpsee::{
 };
 use params::{Args, BlockId, BlockTag, Index, StorageKey};
 use pool::ReadPool;
-use quarry_storage::{Database, ReadTx};
+use quarry_storage::Database;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::net::SocketAddr;
@@ -127,7 +127,7 @@ fn register_snapshot<R, F>(
 ) -> std::result::Result<(), ServeError>
 where
     R: Serialize,
-    F: Fn(&Node, &ReadTx, &Args) -> Result<R> + Clone + Send + Sync + 'static,
+    F: Fn(&Node, &Snapshot, &Args) -> Result<R> + Clone + Send + Sync + 'static,
 {
     register(
         module,

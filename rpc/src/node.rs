@@ -1,6 +1,10 @@
 //! The answers. Each method finds its block through `Reads`: on an async thread the block
 //! cache alone (`Reads::Cache`, which may not know), on the read pool one short MDBX snapshot
 //! behind the cache (`Reads::Snapshot`, which always answers). Then it builds the JSON shape.
+//!
+//! The caches of answers by block number (blocks, and the state calls and eth_getStorageAt
+//! read) and the head hold only while no unwind has committed since they were filled; see
+//! `Caches` for when they are dropped and when memory may answer.
 
 use crate::call::{Call, revert_reason};
 use crate::{
@@ -25,7 +29,8 @@ use quarry_storage::{
 
 use serde::Serialize;
 use std::{
-    sync::{Arc, Mutex, PoisonError},
+    ops::Deref,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::{Duration, Instant},
 };
 
@@ -44,8 +49,26 @@ pub struct BlockMarks {
 pub enum Reads<'a> {
     /// Memory only: the answer is `None` when the cache cannot give it.
     Cache,
-    /// A database snapshot (behind the cache): there is always an answer.
-    Snapshot(&'a ReadTx),
+    /// A database snapshot (behind the caches of its chain): there is always an answer.
+    Snapshot(&'a Snapshot),
+}
+
+/// One MDBX snapshot with the caches that hold facts about the chain it sees: one per request on
+/// the read pool, held only while it is answered. It reads as a `ReadTx`.
+pub struct Snapshot {
+    tx: ReadTx,
+    /// The id of the commit it sees.
+    commit: u64,
+    blocks: Arc<BlockCache>,
+    state: Arc<StateCache>,
+}
+
+impl Deref for Snapshot {
+    type Target = ReadTx;
+
+    fn deref(&self) -> &ReadTx {
+        &self.tx
+    }
 }
 
 /// A block as the by-number and by-hash methods name it.
@@ -64,28 +87,52 @@ const BLOCK_CACHE_BYTES: usize = 64 << 20;
 pub struct Node {
     db: Database,
     marks: BlockMarks,
-    blocks: Arc<BlockCache>,
+    /// Answers by block number and the head, and the commit they were last checked against.
+    caches: Arc<Mutex<Caches>>,
     /// The stored chain's rules; `None` for a database no ingest has written yet.
     spec: Option<Arc<ChainSpec>>,
     /// The wall-clock limit of one eth_call or one whole eth_estimateGas.
     call_timeout: Duration,
-    /// Bytecode, accounts and slots that calls read, shared between calls.
-    state_cache: Arc<StateCache>,
     logs: LogsConfig,
     /// The network this one is a rollup of: rollup_getInfo's ethContext is its head.
     l1: Option<Database>,
-    /// The last tip suggestion and the head it was computed at.
+    /// The last tip suggestion and the head it was computed at (by hash: still right after an
+    /// unwind, since a head hash names its whole chain).
     last_tip: Arc<Mutex<TipSuggestion>>,
-    /// The newest head a snapshot has read, and the commit it was read at.
-    seen_head: Arc<Mutex<Option<SeenHead>>>,
 }
 
-/// The head as of one commit. While the database's last commit is still that one, the head is
-/// known without a snapshot, so `latest` can be answered from memory.
-#[derive(Debug, Clone, Copy)]
-struct SeenHead {
+/// What memory knows about the stored chain: decoded blocks by number (and, through them, by
+/// block and transaction hash), the accounts and slots calls and eth_getStorageAt read, by
+/// block number, and the head.
+///
+/// A block number names the same block only until an unwind removes it, which another process
+/// (an ingest, `quarry follow`) may commit at any time; each unwind adds one to the database's
+/// unwind count in the same commit. So:
+///
+/// - every entry was read from a snapshot whose unwind count was `unwinds`, and holds for
+///   every commit with that count;
+/// - each snapshot is checked when it is opened (`Node::reader`): one with a higher count
+///   replaces the caches with empty ones (bytecode by code hash is kept) before it answers
+///   anything; one with a lower count (begun before an unwind a newer snapshot has seen) gets
+///   empty caches of its own, dropped with it, so it neither reads nor fills the shared ones;
+/// - memory answers a request (`Node::in_memory`) only while the database's last commit is
+///   `commit`, whose count is `unwinds`, checked AFTER the cache is read: if no commit landed
+///   before that check, no unwind did, and the answer was true at that instant; if one did, the
+///   request goes to a snapshot, which alone can tell whether the commit was an unwind.
+///
+/// An entry a slow snapshot adds after the caches were replaced goes to the caches that snapshot
+/// was given, never to the new ones, so no interleaving brings a removed block back.
+#[derive(Debug)]
+struct Caches {
+    /// The newest commit a snapshot has checked the caches against.
     commit: u64,
-    number: u64,
+    /// The unwind count at `commit`.
+    unwinds: u64,
+    /// The head at `commit`, once a snapshot of that commit has read it: `latest` from memory.
+    head: Option<u64>,
+    blocks: Arc<BlockCache>,
+    /// Bytecode, accounts and slots that calls and eth_getStorageAt read.
+    state: Arc<StateCache>,
 }
 
 /// geth's fee oracle remembers its last answer: it is returned again while the head has not
@@ -113,67 +160,132 @@ impl Node {
         logs: LogsConfig,
         l1: Option<Database>,
     ) -> Result<Self> {
-        let spec = ChainSpec::stored(&db.reader()?).map_err(|e| match e {
+        let tx = db.reader()?;
+        let spec = ChainSpec::stored(&tx).map_err(|e| match e {
             quarry_executor::Error::Storage(e) => RpcError::Storage(e),
             other => RpcError::Internal(other.to_string()),
         })?;
+        let caches = Caches {
+            commit: tx.commit_id()?,
+            unwinds: tx.unwind_count()?,
+            head: None,
+            blocks: Arc::new(BlockCache::new(BLOCK_CACHE_BYTES)),
+            state: Arc::default(),
+        };
         Ok(Self {
             db,
             marks,
-            blocks: Arc::new(BlockCache::new(BLOCK_CACHE_BYTES)),
+            caches: Arc::new(Mutex::new(caches)),
             spec: spec.map(Arc::new),
             call_timeout,
-            state_cache: Arc::default(),
             logs,
             l1,
             last_tip: Arc::new(Mutex::new(TipSuggestion {
                 head: None,
                 tip: DEFAULT_TIP,
             })),
-            seen_head: Arc::default(),
         })
     }
 
-    /// A fresh snapshot: one per request, held only while it is answered.
-    pub fn reader(&self) -> Result<ReadTx> {
-        Ok(self.db.reader()?)
+    fn caches(&self) -> MutexGuard<'_, Caches> {
+        self.caches.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A fresh snapshot, one per request, with the caches of the chain it sees: the shared ones,
+    /// after dropping them if an unwind committed since they were filled (see `Caches`).
+    pub fn reader(&self) -> Result<Snapshot> {
+        self.snapshot(self.db.reader()?)
+    }
+
+    /// `tx` with the caches of the chain it sees (see `Caches`).
+    fn snapshot(&self, tx: ReadTx) -> Result<Snapshot> {
+        let commit = tx.commit_id()?;
+        let snapshot = |caches: &Caches, tx| Snapshot {
+            tx,
+            commit,
+            blocks: caches.blocks.clone(),
+            state: caches.state.clone(),
+        };
+        {
+            // The common case: nothing was committed since the caches were last checked.
+            let caches = self.caches();
+            if caches.commit == commit {
+                return Ok(snapshot(&caches, tx));
+            }
+        }
+        let unwinds = tx.unwind_count()?;
+        let mut caches = self.caches();
+        if unwinds > caches.unwinds {
+            // An unwind committed since the caches were filled: any number may now name another
+            // block, or none. Start over (code by hash holds on every branch), before this
+            // snapshot answers anything and before memory may answer at this commit.
+            tracing::info!(
+                commit,
+                unwinds,
+                "the stored chain was unwound: dropping the caches of blocks and state by number"
+            );
+            let state = Arc::new(caches.state.after_unwind());
+            *caches = Caches {
+                commit,
+                unwinds,
+                head: None,
+                blocks: Arc::new(BlockCache::new(BLOCK_CACHE_BYTES)),
+                state,
+            };
+        } else if unwinds < caches.unwinds {
+            // Begun before an unwind that a newer snapshot has seen: the shared caches hold the
+            // newer chain. This one reads its own chain, through caches of its own.
+            return Ok(Snapshot {
+                tx,
+                commit,
+                blocks: Arc::new(BlockCache::new(BLOCK_CACHE_BYTES)),
+                state: Arc::new(caches.state.after_unwind()),
+            });
+        } else if commit > caches.commit {
+            // Only blocks were added since: the caches hold at this commit too.
+            caches.commit = commit;
+            caches.head = None;
+        }
+        Ok(snapshot(&caches, tx))
+    }
+
+    /// An answer from memory alone, or `None` when memory cannot give it. `read` looks in the
+    /// caches as they were last checked; its answer stands only if the database's last commit
+    /// is still the one they were checked against, and that is asked after `read`: a commit,
+    /// perhaps an unwind, that lands before the check sends the request to a snapshot; one that
+    /// lands after it came after the answer was read, which was then still true. Asking first
+    /// would let an unwind commit between the check and the read. The check reads MDBX's meta
+    /// pages (memory, no snapshot) and is made only when memory had the answer.
+    fn in_memory<T>(&self, read: impl FnOnce(&Caches) -> Option<T>) -> Result<Option<T>> {
+        let (commit, found) = {
+            let caches = self.caches();
+            (caches.commit, read(&caches))
+        };
+        let Some(found) = found else {
+            return Ok(None);
+        };
+        Ok((self.db.last_commit_id()? == commit).then_some(found))
     }
 
     fn head(tx: &ReadTx) -> Result<u64> {
         Ok(tx.head()?.map_or(0, |(number, _)| number))
     }
 
-    /// The snapshot's head, remembered with the commit it was read at.
-    fn snapshot_head(&self, tx: &ReadTx) -> Result<Option<u64>> {
+    /// The snapshot's head, kept for `latest` from memory when the snapshot is of the commit the
+    /// caches were last checked against (a snapshot of an older commit knows an older head).
+    fn snapshot_head(&self, tx: &Snapshot) -> Result<Option<u64>> {
         let head = tx.head()?.map(|(number, _)| number);
         if let Some(number) = head {
-            let commit = tx.commit_id()?;
-            let mut seen = self
-                .seen_head
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if seen.is_none_or(|seen| seen.commit < commit) {
-                *seen = Some(SeenHead { commit, number });
+            let mut caches = self.caches();
+            if caches.commit == tx.commit {
+                caches.head = Some(number);
             }
         }
         Ok(head)
     }
 
-    /// The head, when the newest snapshot that read it is still the newest commit: a read of
-    /// MDBX's meta pages and a lock, no snapshot.
-    fn head_in_memory(&self) -> Result<Option<u64>> {
-        let seen = *self
-            .seen_head
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        Ok(match seen {
-            Some(seen) if self.db.last_commit_id()? == seen.commit => Some(seen.number),
-            _ => None,
-        })
-    }
-
     /// The block number a tag names now. `pending` is the head: quarry has no mempool.
-    fn tag_number(&self, tx: &ReadTx, tag: BlockTag) -> Result<u64> {
+    fn tag_number(&self, tx: &Snapshot, tag: BlockTag) -> Result<u64> {
         let mark = |configured: Option<u64>, mark: BlockMark| -> Result<u64> {
             if let Some(number) = configured {
                 return Ok(number);
@@ -194,7 +306,7 @@ impl Node {
 
     /// The stored block a state method names, and whether it is the head (whose state the
     /// plain tables hold), or geth's "header not found" errors.
-    fn state_block(&self, tx: &ReadTx, id: BlockId) -> Result<(u64, bool)> {
+    fn state_block(&self, tx: &Snapshot, id: BlockId) -> Result<(u64, bool)> {
         let head = self.snapshot_head(tx)?.ok_or(RpcError::HeaderNotFound)?;
         let number = match id {
             // The head is read once, here, for the most common case.
@@ -222,8 +334,8 @@ impl Node {
     }
 
     /// Block `number` of the snapshot, through the cache.
-    fn stored_block(&self, tx: &ReadTx, number: u64) -> Result<Option<Arc<CachedBlock>>> {
-        if let Some(block) = self.blocks.by_number(number) {
+    fn stored_block(&self, tx: &Snapshot, number: u64) -> Result<Option<Arc<CachedBlock>>> {
+        if let Some(block) = tx.blocks.by_number(number) {
             return Ok(Some(block));
         }
         // Not cached: it may still be missing from this snapshot (a number past the head).
@@ -231,27 +343,29 @@ impl Node {
             return Ok(None);
         };
         let block = Arc::new(block);
-        self.blocks.insert(block.clone());
+        tx.blocks.insert(block.clone());
         Ok(Some(block))
     }
 
     /// The block `at` names: `None` when only the cache was asked and it cannot tell.
     fn find_block(&self, reads: &Reads, at: BlockAt) -> Result<Option<Option<Arc<CachedBlock>>>> {
         match (reads, at) {
-            (Reads::Cache, BlockAt::Tag(BlockTag::Number(number))) => {
-                Ok(self.blocks.by_number(number).map(Some))
-            }
-            (Reads::Cache, BlockAt::Hash(hash)) => Ok(self.blocks.by_hash(&hash).map(Some)),
-            (Reads::Cache, BlockAt::Tag(BlockTag::Latest | BlockTag::Pending)) => Ok(self
-                .head_in_memory()?
-                .and_then(|head| self.blocks.by_number(head))
+            (Reads::Cache, at) => Ok(self
+                .in_memory(|memory| {
+                    let number = match at {
+                        BlockAt::Tag(BlockTag::Number(number)) => number,
+                        BlockAt::Tag(BlockTag::Latest | BlockTag::Pending) => memory.head?,
+                        BlockAt::Hash(hash) => return memory.blocks.by_hash(&hash),
+                        // The other marks are read from the database.
+                        BlockAt::Tag(_) => return None,
+                    };
+                    memory.blocks.by_number(number)
+                })?
                 .map(Some)),
-            // The other marks are read from the database.
-            (Reads::Cache, BlockAt::Tag(_)) => Ok(None),
             (Reads::Snapshot(tx), at) => {
                 let number = match at {
                     BlockAt::Tag(tag) => Some(self.tag_number(tx, tag)?),
-                    BlockAt::Hash(hash) => match self.blocks.by_hash(&hash) {
+                    BlockAt::Hash(hash) => match tx.blocks.by_hash(&hash) {
                         Some(block) => return Ok(Some(Some(block))),
                         None => tx.block_number(&hash)?,
                     },
@@ -331,7 +445,9 @@ impl Node {
     /// stored, `None` when only the cache was asked and it cannot tell.
     fn locate_transaction(&self, reads: &Reads, hash: B256) -> Result<Option<Option<TxInBlock>>> {
         match reads {
-            Reads::Cache => Ok(self.blocks.by_transaction(&hash).map(Some)),
+            Reads::Cache => Ok(self
+                .in_memory(|memory| memory.blocks.by_transaction(&hash))?
+                .map(Some)),
             Reads::Snapshot(tx) => {
                 let Some(location) = tx.tx_location(&hash)? else {
                     return Ok(Some(None));
@@ -378,7 +494,7 @@ impl Node {
     /// The account `address` after block `at` (`None`: it does not exist).
     fn account_at(
         &self,
-        tx: &ReadTx,
+        tx: &Snapshot,
         address: Address,
         at: BlockId,
     ) -> Result<Option<StoredAccount>> {
@@ -391,14 +507,14 @@ impl Node {
     }
 
     /// eth_getBalance: zero for an account that does not exist.
-    pub fn balance(&self, tx: &ReadTx, address: Address, at: BlockId) -> Result<U256> {
+    pub fn balance(&self, tx: &Snapshot, address: Address, at: BlockId) -> Result<U256> {
         Ok(self
             .account_at(tx, address, at)?
             .map_or(U256::ZERO, |account| account.balance))
     }
 
     /// eth_getTransactionCount: the account's nonce.
-    pub fn transaction_count(&self, tx: &ReadTx, address: Address, at: BlockId) -> Result<U64> {
+    pub fn transaction_count(&self, tx: &Snapshot, address: Address, at: BlockId) -> Result<U64> {
         Ok(U64::from(
             self.account_at(tx, address, at)?
                 .map_or(0, |account| account.nonce),
@@ -407,7 +523,7 @@ impl Node {
 
     /// eth_getCode: `0x` for an account without code (an EIP-7702 account shows its
     /// delegation designator).
-    pub fn code(&self, tx: &ReadTx, address: Address, at: BlockId) -> Result<Bytes> {
+    pub fn code(&self, tx: &Snapshot, address: Address, at: BlockId) -> Result<Bytes> {
         let Some(account) = self.account_at(tx, address, at)? else {
             return Ok(Bytes::new());
         };
@@ -428,7 +544,7 @@ impl Node {
         ))
     }
 
-    pub fn block_number(&self, tx: &ReadTx) -> Result<U64> {
+    pub fn block_number(&self, tx: &Snapshot) -> Result<U64> {
         Ok(U64::from(Self::head(tx)?))
     }
 
@@ -437,7 +553,7 @@ impl Node {
     /// effective tips at the given percentiles of gas used.
     pub fn fee_history(
         &self,
-        tx: &ReadTx,
+        tx: &Snapshot,
         count: u64,
         newest: BlockTag,
         percentiles: &[f64],
@@ -511,7 +627,7 @@ impl Node {
 
     /// eth_blobBaseFee: the blob base fee of the head block, as geth answers (`null` before
     /// Cancun).
-    pub fn blob_base_fee(&self, tx: &ReadTx) -> Result<Option<alloy_primitives::U128>> {
+    pub fn blob_base_fee(&self, tx: &Snapshot) -> Result<Option<alloy_primitives::U128>> {
         let spec = self.spec.as_ref().ok_or(RpcError::NoChain)?;
         let head = Self::head(tx)?;
         let header = tx.header(head)?.ok_or(RpcError::HeaderNotFound)?;
@@ -530,13 +646,13 @@ impl Node {
     /// when blocks give fewer than two samples): the three lowest effective tips of each
     /// block, ignoring tips under 2 wei and the miner's own transactions, at the 60th
     /// percentile, at most 500 gwei.
-    pub fn suggest_tip(&self, tx: &ReadTx) -> Result<U128> {
+    pub fn suggest_tip(&self, tx: &Snapshot) -> Result<U128> {
         let (head, head_hash) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
         self.tip_at(tx, head, head_hash).map(U128::from)
     }
 
     /// The suggested tip with block `head` (hash `head_hash`) as the head.
-    fn tip_at(&self, tx: &ReadTx, head: u64, head_hash: B256) -> Result<u128> {
+    fn tip_at(&self, tx: &Snapshot, head: u64, head_hash: B256) -> Result<u128> {
         let last = *self.last_tip.lock().map_err(|_| poisoned())?;
         if last.head == Some(head_hash) {
             return Ok(last.tip);
@@ -555,7 +671,7 @@ impl Node {
     }
 
     /// eth_gasPrice: the suggested tip plus the head's base fee, as geth answers.
-    pub fn gas_price(&self, tx: &ReadTx) -> Result<U128> {
+    pub fn gas_price(&self, tx: &Snapshot) -> Result<U128> {
         let (head, head_hash) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
         let tip = self.tip_at(tx, head, head_hash)?;
         let header = tx.header(head)?.ok_or(RpcError::HeaderNotFound)?;
@@ -566,7 +682,7 @@ impl Node {
 
     /// eth_syncing: `false`, or geth's progress object while a live ingest is importing
     /// towards a block above the head.
-    pub fn syncing(&self, tx: &ReadTx) -> Result<Syncing> {
+    pub fn syncing(&self, tx: &Snapshot) -> Result<Syncing> {
         let head = Self::head(tx)?;
         Ok(match tx.sync_target()? {
             Some(target) if target.block > head && process_alive(target.pid) => Syncing::Progress {
@@ -676,7 +792,7 @@ impl Node {
     }
 
     /// debug_getRawTransaction: the transaction's EIP-2718 encoding.
-    pub fn raw_transaction(&self, tx: &ReadTx, hash: B256) -> Result<Option<Bytes>> {
+    pub fn raw_transaction(&self, tx: &Snapshot, hash: B256) -> Result<Option<Bytes>> {
         let Some((block, index)) = self
             .locate_transaction(&Reads::Snapshot(tx), hash)?
             .flatten()
@@ -720,15 +836,16 @@ impl Node {
         let index = U256::from_be_bytes(slot.0);
         let tx = match reads {
             Reads::Cache => {
-                let number = match at {
-                    BlockId::Tag(BlockTag::Latest | BlockTag::Pending) => self.head_in_memory()?,
-                    // Only a stored block's slots are cached, and stored state never changes.
-                    BlockId::Tag(BlockTag::Number(number)) => Some(number),
-                    _ => None,
-                };
-                return Ok(number
-                    .and_then(|number| self.state_cache.slot(number, address, index))
-                    .map(B256::from));
+                let value = self.in_memory(|memory| {
+                    let number = match at {
+                        BlockId::Tag(BlockTag::Latest | BlockTag::Pending) => memory.head?,
+                        // Only a stored block's slots are cached.
+                        BlockId::Tag(BlockTag::Number(number)) => number,
+                        _ => return None,
+                    };
+                    memory.state.slot(number, address, index)
+                })?;
+                return Ok(value.map(B256::from));
             }
             Reads::Snapshot(tx) => tx,
         };
@@ -738,15 +855,14 @@ impl Node {
         } else {
             tx.storage_at(&address, &slot, number)?
         };
-        self.state_cache
-            .remember_slot(number, address, index, value);
+        tx.state.remember_slot(number, address, index, value);
         Ok(Some(B256::from(value)))
     }
 
     /// Runs `call` against the state after block `at` and returns what it returned.
     pub fn call(
         &self,
-        tx: &ReadTx,
+        tx: &Snapshot,
         call: &Call,
         at: BlockId,
         overrides: &StateOverrides,
@@ -765,7 +881,7 @@ impl Node {
     /// geth's gas estimate for `call` at block `at`.
     pub fn estimate_gas(
         &self,
-        tx: &ReadTx,
+        tx: &Snapshot,
         call: &Call,
         at: BlockId,
         overrides: &StateOverrides,
@@ -789,7 +905,7 @@ impl Node {
     /// still answers, with geth's `error`.
     pub fn create_access_list(
         &self,
-        tx: &ReadTx,
+        tx: &Snapshot,
         call: &Call,
         at: BlockId,
         overrides: &StateOverrides,
@@ -816,7 +932,7 @@ impl Node {
 
     fn with_call_context<T>(
         &self,
-        tx: &ReadTx,
+        tx: &Snapshot,
         call: &Call,
         at: BlockId,
         overrides: &StateOverrides,
@@ -837,7 +953,7 @@ impl Node {
             header: &header,
             is_head,
             overrides,
-            cache: &self.state_cache,
+            cache: &tx.state,
             deadline: Instant::now() + self.call_timeout,
             timeout: self.call_timeout,
         };
@@ -845,7 +961,7 @@ impl Node {
     }
 
     /// eth_getLogs: resolves the range as geth does, then runs the query within the limits.
-    pub fn logs(&self, tx: &ReadTx, filter: &Filter) -> Result<Vec<LogJson>> {
+    pub fn logs(&self, tx: &Snapshot, filter: &Filter) -> Result<Vec<LogJson>> {
         let count = filter.parameter_count();
         if count > self.logs.max_params {
             return Err(RpcError::InvalidParams(format!(
@@ -902,7 +1018,7 @@ impl Node {
         }
     }
 
-    pub fn rollup_info(&self, tx: &ReadTx) -> Result<RollupInfo> {
+    pub fn rollup_info(&self, tx: &Snapshot) -> Result<RollupInfo> {
         let head = Self::head(tx)?;
         let eth_context = match &self.l1 {
             Some(l1) => {
@@ -1226,6 +1342,124 @@ struct RollupContext {
     index: Option<u64>,
     queue_index: Option<u64>,
     verified_index: Option<u64>,
+}
+
+#[cfg(test)]
+mod unwind_tests {
+    use super::*;
+    use quarry_storage::{BlockRecord, StoredBody, WriteTx};
+
+    /// Stores an empty block `number` of branch `branch` (its extra data), returns its hash.
+    fn insert(tx: &WriteTx, number: u64, branch: u8) -> B256 {
+        let header = Header {
+            number,
+            extra_data: vec![branch].into(),
+            ..Default::default()
+        };
+        let hash = header.hash_slow();
+        tx.insert_block(&BlockRecord {
+            hash,
+            header: &header,
+            body: &StoredBody::default(),
+            senders: &[],
+            receipts: &[],
+            total_difficulty: U256::ZERO,
+        })
+        .unwrap();
+        hash
+    }
+
+    /// The hash of the block `node` finds: `Some(None)` when it is not stored, `None` when only
+    /// memory was asked and it cannot tell.
+    fn found(node: &Node, reads: &Reads, at: BlockAt) -> Option<Option<B256>> {
+        let block = node.find_block(reads, at).unwrap();
+        block.map(|block| block.map(|block| block.hash))
+    }
+
+    /// Blocks 0..=3 are stored, block 3 is cached, then another writer unwinds to block 1 and
+    /// stores blocks 2 and 3 of another branch in the same commit. Memory stops answering at
+    /// once; the first snapshot after the commit drops the caches; a snapshot begun before the
+    /// commit but opened through the node only after that reads its own chain, and what it reads
+    /// never reaches the caches of the new one.
+    #[test]
+    fn caches_never_mix_the_chains_before_and_after_an_unwind() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        let old: Vec<B256> = (0..=3).map(|number| insert(&tx, number, 0)).collect();
+        tx.commit().unwrap();
+        let logs = LogsConfig {
+            max_results: 10,
+            timeout: Duration::from_secs(1),
+            max_params: 10,
+            use_index: true,
+        };
+        let node = Node::new(
+            db.clone(),
+            BlockMarks::default(),
+            Duration::from_secs(1),
+            logs,
+            None,
+        )
+        .unwrap();
+        let number = |n| BlockAt::Tag(BlockTag::Number(n));
+        let latest = BlockAt::Tag(BlockTag::Latest);
+
+        let warm = node.reader().unwrap();
+        assert_eq!(
+            found(&node, &Reads::Snapshot(&warm), latest),
+            Some(Some(old[3]))
+        );
+        drop(warm);
+        for at in [number(3), latest, BlockAt::Hash(old[3])] {
+            assert_eq!(found(&node, &Reads::Cache, at), Some(Some(old[3])));
+        }
+        let begun_before = db.reader().unwrap();
+
+        let tx = db.writer().unwrap();
+        tx.unwind_to(1).unwrap();
+        let new: Vec<B256> = (2..=3).map(|number| insert(&tx, number, 1)).collect();
+        tx.commit().unwrap();
+
+        // A commit landed since the caches were checked: memory cannot tell what it was.
+        for at in [number(3), latest, BlockAt::Hash(old[3])] {
+            assert_eq!(found(&node, &Reads::Cache, at), None);
+        }
+        let after = node.reader().unwrap();
+        let before = node.snapshot(begun_before).unwrap();
+        // The older snapshot, checked after the newer one: its own chain, its own caches.
+        assert_eq!(
+            found(&node, &Reads::Snapshot(&before), number(3)),
+            Some(Some(old[3]))
+        );
+        assert_eq!(
+            found(&node, &Reads::Snapshot(&after), number(3)),
+            Some(Some(new[1]))
+        );
+        assert_eq!(
+            found(&node, &Reads::Snapshot(&after), BlockAt::Hash(old[3])),
+            Some(None)
+        );
+        assert_eq!(
+            found(&node, &Reads::Snapshot(&before), number(2)),
+            Some(Some(old[2]))
+        );
+        // Memory holds the new chain only.
+        assert_eq!(found(&node, &Reads::Cache, number(3)), Some(Some(new[1])));
+        for at in [
+            number(2),
+            latest,
+            BlockAt::Hash(old[3]),
+            BlockAt::Hash(old[2]),
+        ] {
+            assert_eq!(found(&node, &Reads::Cache, at), None);
+        }
+        assert_eq!(
+            found(&node, &Reads::Snapshot(&after), latest),
+            Some(Some(new[1]))
+        );
+        assert_eq!(found(&node, &Reads::Cache, latest), Some(Some(new[1])));
+    }
 }
 
 #[cfg(test)]
