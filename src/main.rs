@@ -142,6 +142,17 @@ enum Command {
         /// Osaka active at block 0, as geth --dev and reth --dev start).
         #[arg(long, default_value = "staged")]
         forks: quarry_devchain::Forks,
+        /// Write a competing branch of the chain the other options describe: blocks 1..=N
+        /// identical to it byte for byte, then blocks N+1..=--blocks with a different mix and
+        /// withdrawals (from --fork-seed) and the extra data "quarry devchain fork". `quarry
+        /// ingest --reorg` takes it over the ordinary chain. N must be after the merge (at
+        /// least 12 with --forks staged, 1 with --forks genesis) and below --blocks.
+        #[arg(long, value_name = "N")]
+        fork_at: Option<u64>,
+        /// With --fork-at: seed of the branch's own blocks (default 1); each seed gives a
+        /// different branch.
+        #[arg(long, value_name = "S", requires = "fork_at")]
+        fork_seed: Option<u64>,
     },
     /// Manage API keys in a key store file (the config's `keys_file`).
     Keys {
@@ -234,6 +245,8 @@ fn main() -> Result<()> {
             txs_per_block,
             seed,
             forks,
+            fork_at,
+            fork_seed,
         } => devchain(
             out,
             quarry_devchain::Options {
@@ -241,6 +254,10 @@ fn main() -> Result<()> {
                 txs_per_block,
                 seed,
                 forks,
+                fork: fork_at.map(|at| quarry_devchain::Fork {
+                    at,
+                    seed: fork_seed.unwrap_or(1),
+                }),
             },
         ),
         Command::IndexLogs { datadir } => index_logs(datadir),

@@ -18,15 +18,13 @@ use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
 };
-use support::{Server, decode_blocks, encode_blocks, ingest_args, ingested, run_quarry};
+use support::{
+    Server, decode_blocks, devchain, encode_blocks, ingest_args, ingested, quarry_fails,
+    run_quarry, stored_head,
+};
 
 fn devnet() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet")
-}
-
-fn generate(out: &Path, args: &[&str]) {
-    let command = ["devchain".as_ref(), "--out".as_ref(), out.as_os_str()];
-    run_quarry(command.into_iter().chain(args.iter().map(|a| a.as_ref())));
 }
 
 /// An address as quarry writes it in JSON: lowercase hex.
@@ -46,9 +44,9 @@ fn generation_is_deterministic_and_reproduces_the_bundled_chain() {
         dir.path().join("b"),
         dir.path().join("c"),
     );
-    generate(&first, &[]);
-    generate(&second, &[]);
-    generate(&other, &["--seed", "2"]);
+    devchain(&first, &[]);
+    devchain(&second, &[]);
+    devchain(&other, &["--seed", "2"]);
     for file in ["genesis.json", "chain.rlp"] {
         assert_eq!(read(first.join(file)), read(second.join(file)), "{file}");
         assert_eq!(
@@ -61,11 +59,107 @@ fn generation_is_deterministic_and_reproduces_the_bundled_chain() {
     assert!(!first.join("chain.rlp.partial").exists());
 }
 
+/// `--fork-at N`: blocks 1..=N are the ordinary chain's byte for byte; every block after N is
+/// a different, valid block (its own mix, extra data "quarry devchain fork") on the fork's own
+/// parent. Another `--fork-seed` gives another branch; fork points before the merge, at or past
+/// the last block, and `--fork-seed` alone are refused.
+#[test]
+fn a_fork_shares_the_chain_up_to_its_fork_point_and_differs_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain_args = ["--blocks", "24", "--txs-per-block", "3", "--seed", "4"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        chain_args.iter().chain(extra).copied().collect()
+    };
+    let (base, fork, other) = (
+        dir.path().join("base"),
+        dir.path().join("fork"),
+        dir.path().join("other"),
+    );
+    devchain(&base, &chain_args);
+    devchain(&fork, &with(&["--fork-at", "16", "--fork-seed", "3"]));
+    devchain(&other, &with(&["--fork-at", "16", "--fork-seed", "4"]));
+    assert_eq!(
+        read(base.join("genesis.json")),
+        read(fork.join("genesis.json"))
+    );
+    let (base_bytes, fork_bytes) = (read(base.join("chain.rlp")), read(fork.join("chain.rlp")));
+    let (base_blocks, fork_blocks) = (decode_blocks(&base_bytes), decode_blocks(&fork_bytes));
+    assert_eq!(fork_blocks.len(), 24);
+    let shared = encode_blocks(&base_blocks[..16]).len();
+    assert_eq!(base_bytes[..shared], fork_bytes[..shared]);
+    assert_ne!(base_bytes[shared..], fork_bytes[shared..]);
+    for (base_block, fork_block) in base_blocks[16..].iter().zip(&fork_blocks[16..]) {
+        let number = fork_block.header.number;
+        assert_ne!(
+            base_block.header.hash_slow(),
+            fork_block.header.hash_slow(),
+            "block {number}"
+        );
+        assert_eq!(
+            fork_block.header.extra_data.as_ref(),
+            quarry_devchain::FORK_EXTRA_DATA
+        );
+        assert_ne!(base_block.body.transactions, fork_block.body.transactions);
+        // The same scripted transactions (blobs from Cancun on, the delegation at Prague) and
+        // as large a mix.
+        assert_eq!(
+            fork_block.body.transactions.len(),
+            base_block.body.transactions.len(),
+            "block {number}"
+        );
+    }
+    assert_eq!(
+        fork_blocks[16].header.parent_hash,
+        base_blocks[15].header.hash_slow()
+    );
+    let other_blocks = decode_blocks(&read(other.join("chain.rlp")));
+    assert_eq!(other_blocks[15], fork_blocks[15]);
+    assert_ne!(other_blocks[16], fork_blocks[16]);
+
+    // Every fork block is valid: the fork ingests into an empty datadir.
+    let datadir = ingested(&fork);
+    assert_eq!(
+        stored_head(&datadir),
+        (24, fork_blocks[23].header.hash_slow())
+    );
+
+    let refused = |args: &[&str]| {
+        let out = dir.path().join("refused");
+        let command = ["devchain".as_ref(), "--out".as_ref(), out.as_os_str()];
+        quarry_fails(command.into_iter().chain(args.iter().map(|a| a.as_ref())))
+    };
+    let before_merge = refused(&with(&["--fork-at", "11"]));
+    assert!(
+        before_merge.contains("--fork-at 11 is before the merge")
+            && before_merge.contains(&format!("at least {MERGE_BLOCK}")),
+        "{before_merge}"
+    );
+    let past_end = refused(&with(&["--fork-at", "24"]));
+    assert!(
+        past_end.contains("--fork-at 24 must be below --blocks 24"),
+        "{past_end}"
+    );
+    let seed_alone = refused(&with(&["--fork-seed", "3"]));
+    assert!(seed_alone.contains("--fork-at"), "{seed_alone}");
+    let genesis_zero = refused(&["--blocks", "3", "--forks", "genesis", "--fork-at", "0"]);
+    assert!(
+        genesis_zero.contains("must be at least 1"),
+        "{genesis_zero}"
+    );
+    // With every fork at genesis, a fork may start at block 1.
+    let early = dir.path().join("early");
+    devchain(
+        &early,
+        &["--blocks", "3", "--forks", "genesis", "--fork-at", "1"],
+    );
+    assert_eq!(decode_blocks(&read(early.join("chain.rlp"))).len(), 3);
+}
+
 #[test]
 fn a_scale_chain_ingests() {
     let dir = tempfile::tempdir().unwrap();
     let chain = dir.path().join("chain");
-    generate(
+    devchain(
         &chain,
         &["--blocks", "40", "--txs-per-block", "60", "--seed", "9"],
     );
@@ -84,7 +178,7 @@ fn a_scale_chain_ingests() {
 fn a_chain_with_every_fork_at_genesis_ingests() {
     let dir = tempfile::tempdir().unwrap();
     let chain = dir.path().join("chain");
-    generate(
+    devchain(
         &chain,
         &[
             "--blocks",
@@ -144,23 +238,7 @@ fn a_chain_with_every_fork_at_genesis_ingests() {
 /// stderr.
 fn ingest_fails(datadir: &Path, folder: &Path, file: &Path) -> String {
     let genesis = folder.join("genesis.json");
-    let output = std::process::Command::new(support::QUARRY)
-        .args(ingest_args(datadir, &genesis, &[file]))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(
-        !output.status.success(),
-        "ingest of {} succeeded",
-        file.display()
-    );
-    stderr
-}
-
-/// The stored head: number and hash.
-fn stored_head(datadir: &Path) -> (u64, B256) {
-    let db = quarry_storage::Database::open(datadir).unwrap();
-    db.reader().unwrap().head().unwrap().unwrap()
+    quarry_fails(ingest_args(datadir, &genesis, &[file]))
 }
 
 /// Ingest decodes a batch (256 blocks) ahead of execution and commits many batches at once: a
@@ -170,7 +248,7 @@ fn stored_head(datadir: &Path) -> (u64, B256) {
 fn failures_past_the_first_batches_keep_every_block_before_them() {
     let dir = tempfile::tempdir().unwrap();
     let chain = dir.path().join("chain");
-    generate(
+    devchain(
         &chain,
         &["--blocks", "600", "--txs-per-block", "1", "--seed", "3"],
     );

@@ -2,6 +2,8 @@
 //! of `testdata/contracts`, the seeded plan of every block's transactions, uncles and
 //! withdrawals, and the output files (`genesis.json`, `chain.rlp`) that `quarry ingest` reads.
 //! Blocks are built by quarry-executor's `build_block`, the code ingest verifies them with.
+//! `Options::fork` writes a competing branch of a chain instead (the same blocks up to a fork
+//! point after the merge, different ones after it), for testing `quarry ingest --reorg`.
 //!
 //! Two fork schedules: `Forks::Staged` (the bundled devnet; see the `*_BLOCK` constants), proof of
 //! work with uncles up to block 11, the merge at block 12, Shanghai at 16, Cancun at 20, Prague at
@@ -113,6 +115,8 @@ pub struct Options {
     pub txs_per_block: usize,
     pub seed: u64,
     pub forks: Forks,
+    /// Write a competing branch instead of the ordinary chain (`None`: the ordinary chain).
+    pub fork: Option<Fork>,
 }
 
 impl Default for Options {
@@ -123,7 +127,63 @@ impl Default for Options {
             txs_per_block: 12,
             seed: 1,
             forks: Forks::Staged,
+            fork: None,
         }
+    }
+}
+
+/// A competing branch of the chain the other options describe: blocks `1..=at` are that
+/// chain's, byte for byte; from block `at + 1` on, the mix (and the withdrawals) come from a
+/// second random stream seeded by `seed`, and the extra data is `FORK_EXTRA_DATA`, so that
+/// every block above `at` differs from the ordinary chain's, even an empty one. Nonces continue
+/// from block `at`, so every transaction of the branch is valid on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fork {
+    /// The last block the branch shares with the ordinary chain.
+    pub at: u64,
+    pub seed: u64,
+}
+
+/// The extra data of the blocks of the ordinary chain and of a fork's own blocks.
+pub const EXTRA_DATA: &[u8] = b"quarry devchain";
+pub const FORK_EXTRA_DATA: &[u8] = b"quarry devchain fork";
+
+impl Options {
+    /// Refuses options that describe no chain: no blocks, or a fork point that is not a
+    /// proof-of-stake block below the last one.
+    fn check(&self) -> Result<()> {
+        if self.blocks == 0 {
+            return Err(Error::Options("--blocks must be at least 1".into()));
+        }
+        let Some(fork) = self.fork else {
+            return Ok(());
+        };
+        match self.forks {
+            // A branch that forks before the merge would have to be heavier than the chain it
+            // replaces; after the merge, the chain to follow is whatever the input says.
+            Forks::Staged if fork.at < MERGE_BLOCK => {
+                return Err(Error::Options(format!(
+                    "--fork-at {} is before the merge: with --forks staged a fork point must be at least {MERGE_BLOCK} (the merge block), since a proof-of-work branch would have to be heavier than the chain it replaces",
+                    fork.at
+                )));
+            }
+            Forks::Genesis if fork.at == 0 => {
+                return Err(Error::Options(
+                    "--fork-at must be at least 1: block 0 is the genesis both branches share"
+                        .into(),
+                ));
+            }
+            _ => {}
+        }
+        if fork.at >= self.blocks {
+            return Err(Error::Options(format!(
+                "--fork-at {} must be below --blocks {}: the fork's own blocks start at block {}",
+                fork.at,
+                self.blocks,
+                fork.at + 1
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -244,9 +304,7 @@ pub fn generate(
     options: &Options,
     on_block: &mut dyn FnMut(&Summary),
 ) -> Result<Summary> {
-    if options.blocks == 0 {
-        return Err(Error::Options("--blocks must be at least 1".into()));
-    }
+    options.check()?;
     let started = Instant::now();
     let io = |path: &Path| {
         let path = path.display().to_string();
@@ -278,6 +336,12 @@ pub fn generate(
         let last = (number + COMMIT_EVERY - 1).min(options.blocks);
         for number in number..=last {
             let planning = Instant::now();
+            let forked = options.fork.is_some_and(|fork| number > fork.at);
+            if let Some(fork) = options.fork
+                && number == fork.at + 1
+            {
+                planner.fork(options.seed, fork.seed);
+            }
             let parent = importer.head_header().clone();
             let timestamp = GENESIS_TIMESTAMP + BLOCK_TIME * number;
             let parent_td = tx.total_difficulty(parent.number)?.unwrap_or_default();
@@ -308,7 +372,7 @@ pub fn generate(
                 timestamp,
                 beneficiary: MINER,
                 gas_limit: GAS_LIMIT,
-                extra_data: Bytes::from_static(b"quarry devchain"),
+                extra_data: Bytes::from_static(if forked { FORK_EXTRA_DATA } else { EXTRA_DATA }),
                 mix_hash: if merged {
                     keccak256([b"prevrandao".as_slice(), &number.to_be_bytes()].concat())
                 } else {

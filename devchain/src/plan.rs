@@ -87,6 +87,23 @@ impl<'a> Planner<'a> {
         &mut self.rng
     }
 
+    /// From here on, draws from a second random stream, derived from the chain's `seed` and
+    /// `fork_seed`, so the blocks planned next form a competing branch of the chain planned so
+    /// far. The nonces, the sender rotation and the fresh addresses go on where they were.
+    pub fn fork(&mut self, seed: u64, fork_seed: u64) {
+        let hash = keccak256(
+            [
+                b"quarry devchain fork".as_slice(),
+                &seed.to_be_bytes(),
+                &fork_seed.to_be_bytes(),
+            ]
+            .concat(),
+        );
+        let mut state = [0u8; 8];
+        state.copy_from_slice(&hash[..8]);
+        self.rng = Rng::new(u64::from_be_bytes(state));
+    }
+
     /// The signed transactions of block `number`, with their senders.
     pub fn block(&mut self, number: u64, fees: Fees) -> Result<(Vec<TxEnvelope>, Vec<Address>)> {
         let mut unsigned = Vec::new();

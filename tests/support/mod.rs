@@ -62,6 +62,42 @@ pub fn run_quarry<'a>(args: impl IntoIterator<Item = &'a OsStr>) -> (String, Str
     (stdout, stderr)
 }
 
+/// Runs `quarry` with `args`, which must fail: its stderr.
+pub fn quarry_fails<'a>(args: impl IntoIterator<Item = &'a OsStr>) -> String {
+    let args: Vec<&OsStr> = args.into_iter().collect();
+    let output = Command::new(QUARRY).args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "quarry {args:?} succeeded");
+    stderr
+}
+
+/// Runs `quarry devchain --out <out>` with `args`, which must succeed.
+pub fn devchain(out: &Path, args: &[&str]) {
+    let command = ["devchain".as_ref(), "--out".as_ref(), out.as_os_str()];
+    run_quarry(command.into_iter().chain(args.iter().map(|a| a.as_ref())));
+}
+
+/// The stored head of `datadir`: number and hash.
+pub fn stored_head(datadir: &Path) -> (u64, alloy_primitives::B256) {
+    let db = quarry_storage::Database::open(datadir).unwrap();
+    db.reader().unwrap().head().unwrap().unwrap()
+}
+
+/// `(entries, digest)` of every table of `datadir` but those in `except`, in
+/// `Table::ALL` order.
+pub fn table_digests(
+    datadir: &Path,
+    except: &[quarry_storage::Table],
+) -> Vec<(quarry_storage::Table, (u64, alloy_primitives::B256))> {
+    let db = quarry_storage::Database::open(datadir).unwrap();
+    let reader = db.reader().unwrap();
+    quarry_storage::Table::ALL
+        .iter()
+        .filter(|table| !except.contains(table))
+        .map(|&table| (table, reader.table_digest(table).unwrap()))
+        .collect()
+}
+
 /// The arguments of `quarry ingest` of `files` into `datadir` with `genesis`.
 pub fn ingest_args<'a>(datadir: &'a Path, genesis: &'a Path, files: &[&'a Path]) -> Vec<&'a OsStr> {
     let mut args: Vec<&OsStr> = vec![
