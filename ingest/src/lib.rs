@@ -465,7 +465,10 @@ impl Importer {
         let mut announced = false;
         for batch in batches {
             stats.stages += batch.stages;
-            if !announced {
+            // An unfinished reorganisation must commit whole: the announcement, a commit of
+            // its own, waits until it has.
+            let reorganising = pending.as_ref().is_some_and(|p| p.replaced.is_some());
+            if !announced && !reorganising {
                 let target = batch.blocks.last().map(|d| d.block.header.number);
                 // One new block needs no announcement: its own commit is the whole import.
                 if target.is_some_and(|target| target > self.head.number + 1) {
