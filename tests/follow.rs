@@ -1,0 +1,425 @@
+//! `quarry follow` against real upstreams: a `quarry serve` whose datadir another process grows
+//! and reorganises, and a scripted upstream that serves a block failing verification.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use alloy_primitives::B256;
+use alloy_rlp::Encodable;
+use quarry_storage::{Database, Table};
+use serde_json::{Value, json};
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+use support::{Block, QUARRY, Server, decode_blocks, encode_blocks, ingest_args, run_quarry};
+
+/// A dev chain and a fork of it: `main` (40 blocks) and `fork` (diverging after block 30, 45
+/// blocks), with their genesis.
+struct Chains {
+    _dir: tempfile::TempDir,
+    genesis: PathBuf,
+    main: Vec<Block>,
+    fork: Vec<Block>,
+    dir: PathBuf,
+}
+
+const FORK_AT: u64 = 30;
+
+impl Chains {
+    fn generate() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let generate = |out: &Path, extra: &[&str]| {
+            let mut args = vec![
+                "devchain".to_string(),
+                "--out".into(),
+                out.display().to_string(),
+                "--txs-per-block".into(),
+                "4".into(),
+            ];
+            args.extend(extra.iter().map(|a| a.to_string()));
+            let output = Command::new(QUARRY).args(&args).output().unwrap();
+            assert!(output.status.success(), "{output:?}");
+        };
+        generate(&path.join("main"), &["--blocks", "40"]);
+        generate(
+            &path.join("fork"),
+            &[
+                "--blocks",
+                "45",
+                "--fork-at",
+                &FORK_AT.to_string(),
+                "--fork-seed",
+                "7",
+            ],
+        );
+        let read =
+            |name: &str| decode_blocks(&std::fs::read(path.join(name).join("chain.rlp")).unwrap());
+        Self {
+            genesis: path.join("main/genesis.json"),
+            main: read("main"),
+            fork: read("fork"),
+            dir: path,
+            _dir: dir,
+        }
+    }
+
+    /// Writes blocks `1..=last` of `blocks` to a file named `name`.
+    fn file(&self, name: &str, blocks: &[Block], last: u64) -> PathBuf {
+        let path = self.dir.join(name);
+        std::fs::write(
+            &path,
+            encode_blocks(blocks.iter().filter(|b| b.header.number <= last)),
+        )
+        .unwrap();
+        path
+    }
+
+    /// A fresh datadir holding exactly `blocks`.
+    fn fresh(&self, name: &str, blocks: &[Block]) -> PathBuf {
+        let file = self.file(&format!("{name}.rlp"), blocks, u64::MAX);
+        let datadir = self.dir.join(name);
+        run_quarry(ingest_args(&datadir, &self.genesis, &[&file]));
+        datadir
+    }
+}
+
+fn head(datadir: &Path) -> Option<(u64, B256)> {
+    if !datadir.join("mdbx.dat").exists() {
+        return None;
+    }
+    Database::open(datadir)
+        .unwrap()
+        .reader()
+        .unwrap()
+        .head()
+        .unwrap()
+}
+
+fn wait_for_head(datadir: &Path, wanted: B256, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while head(datadir).map(|(_, hash)| hash) != Some(wanted) {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: head {:?}, waiting for {wanted}",
+            head(datadir)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every table's digest but Meta's (marks and counters differ by design) and Bytecodes' (code
+/// of unwound blocks stays, keyed by its hash).
+fn digests(datadir: &Path) -> Vec<(&'static str, (u64, B256))> {
+    let db = Database::open(datadir).unwrap();
+    let reader = db.reader().unwrap();
+    Table::ALL
+        .iter()
+        .filter(|t| !matches!(t, Table::Meta | Table::Bytecodes))
+        .map(|t| (t.name(), reader.table_digest(*t).unwrap()))
+        .collect()
+}
+
+/// A `quarry follow` process, killed when dropped.
+struct Follower {
+    child: Child,
+}
+
+impl Follower {
+    fn start(datadir: &Path, genesis: &Path, upstream: &str, extra: &[&str]) -> Self {
+        let child = Command::new(QUARRY)
+            .args(["follow", "--datadir"])
+            .arg(datadir)
+            .arg("--genesis")
+            .arg(genesis)
+            .args(["--upstream", upstream, "--poll-ms", "20"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Self { child }
+    }
+
+    /// Kills it (SIGKILL) and returns what it logged.
+    fn kill(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut log = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _ = stderr.read_to_string(&mut log);
+        }
+        log
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A follower (raw blocks, and a second one rebuilding blocks from JSON) tracks an upstream
+/// `quarry serve` whose datadir another process grows and then reorganises to a fork: both end
+/// on the fork's head with every table equal to a fresh ingest of the fork.
+#[test]
+fn followers_track_an_upstream_through_growth_and_a_reorg() {
+    let chains = Chains::generate();
+    let upstream_dir = chains.dir.join("upstream");
+    let first = chains.file("first20.rlp", &chains.main, 20);
+    run_quarry(ingest_args(&upstream_dir, &chains.genesis, &[&first]));
+    let upstream = Server::start(&upstream_dir, "");
+    let (raw_dir, json_dir) = (chains.dir.join("raw"), chains.dir.join("json"));
+    let raw = Follower::start(
+        &raw_dir,
+        &chains.genesis,
+        &upstream.http_url(support::KEY),
+        &[],
+    );
+    let json = Follower::start(
+        &json_dir,
+        &chains.genesis,
+        &upstream.ws_url(support::KEY),
+        &["--fetch", "json"],
+    );
+    let hash = |blocks: &[Block], number: u64| blocks[number as usize - 1].header.hash_slow();
+    for dir in [&raw_dir, &json_dir] {
+        wait_for_head(dir, hash(&chains.main, 20), "first 20 blocks");
+    }
+
+    // Another process grows the upstream's datadir...
+    let all = chains.file("main.rlp", &chains.main, u64::MAX);
+    run_quarry(ingest_args(&upstream_dir, &chains.genesis, &[&all]));
+    for dir in [&raw_dir, &json_dir] {
+        wait_for_head(dir, hash(&chains.main, 40), "main chain");
+    }
+    // ...then switches it to the fork, 10 blocks deep.
+    let fork = chains.file("fork.rlp", &chains.fork, u64::MAX);
+    let mut args = ingest_args(&upstream_dir, &chains.genesis, &[&fork]);
+    args.push("--reorg".as_ref());
+    run_quarry(args);
+    for dir in [&raw_dir, &json_dir] {
+        wait_for_head(dir, hash(&chains.fork, 45), "fork");
+    }
+    let raw_log = raw.kill();
+    json.kill();
+    assert!(
+        raw_log.contains("reorg: replaced blocks 31 to 40"),
+        "{raw_log}"
+    );
+
+    let fresh = digests(&chains.fresh("fresh-fork", &chains.fork));
+    assert_eq!(digests(&raw_dir), fresh, "raw follower");
+    assert_eq!(digests(&json_dir), fresh, "JSON follower");
+}
+
+/// A scripted upstream over HTTP: eth_blockNumber, eth_getBlockByNumber (number and hash only)
+/// and debug_getRawBlock over a fixed list of blocks, a thread per connection.
+struct ScriptedUpstream {
+    addr: String,
+}
+
+impl ScriptedUpstream {
+    fn start(genesis: &Path, blocks: Vec<Block>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        // Block 0's hash, from a datadir holding only the genesis.
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.rlp");
+        std::fs::write(&empty, b"").unwrap();
+        let datadir = dir.path().join("data");
+        run_quarry(ingest_args(&datadir, genesis, &[&empty]));
+        let genesis_hash = head(&datadir).unwrap().1;
+        let blocks = std::sync::Arc::new(blocks);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let blocks = blocks.clone();
+                std::thread::spawn(move || serve_connection(stream, genesis_hash, &blocks));
+            }
+        });
+        Self { addr }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+/// Answers the requests of one keep-alive connection until the client closes it.
+fn serve_connection(
+    stream: std::net::TcpStream,
+    genesis_hash: B256,
+    blocks: &[Block],
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut writer = stream;
+    loop {
+        let mut length = 0;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            let trimmed = line.trim_end();
+            if trimmed.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = trimmed.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let number = |value: &Value| {
+            value
+                .as_str()
+                .and_then(|n| u64::from_str_radix(n.trim_start_matches("0x"), 16).ok())
+        };
+        let block = |n: Option<u64>| n.and_then(|n| blocks.iter().find(|b| b.header.number == n));
+        let result = match request["method"].as_str() {
+            Some("eth_blockNumber") => json!(format!("{:#x}", blocks.len())),
+            Some("eth_getBlockByNumber") => {
+                let n = number(&request["params"][0]);
+                match (n, block(n)) {
+                    (Some(0), _) => json!({"number": "0x0", "hash": genesis_hash}),
+                    (Some(n), Some(b)) => {
+                        json!({"number": format!("{n:#x}"), "hash": b.header.hash_slow()})
+                    }
+                    _ => Value::Null,
+                }
+            }
+            Some("debug_getRawBlock") => match block(number(&request["params"][0])) {
+                Some(b) => {
+                    let mut rlp = Vec::new();
+                    b.encode(&mut rlp);
+                    json!(alloy_primitives::Bytes::from(rlp))
+                }
+                None => Value::Null,
+            },
+            _ => Value::Null,
+        };
+        let response = json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string();
+        write!(
+            writer,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{response}",
+            response.len()
+        )?;
+    }
+}
+
+/// An upstream serving a block whose state root is wrong: the follower refuses it, keeps the
+/// chain before it, says why, and keeps running.
+#[test]
+fn a_block_that_fails_verification_is_refused_and_the_chain_before_it_kept() {
+    let chains = Chains::generate();
+    let mut blocks: Vec<Block> = chains.main.iter().take(12).cloned().collect();
+    blocks[11].header.state_root = B256::repeat_byte(0xee);
+    let bad_hash = blocks[11].header.hash_slow();
+    let upstream = ScriptedUpstream::start(&chains.genesis, blocks);
+    let datadir = chains.dir.join("follower");
+    let follower = Follower::start(&datadir, &chains.genesis, &upstream.url(), &[]);
+    wait_for_head(
+        &datadir,
+        chains.main[10].header.hash_slow(),
+        "blocks 1 to 11",
+    );
+    // Retried with backoff, refused every time.
+    std::thread::sleep(Duration::from_millis(1500));
+    let log = follower.kill();
+    assert_eq!(head(&datadir).unwrap().0, 11);
+    assert!(log.contains(&format!("block 12 ({bad_hash})")), "{log}");
+    assert!(log.contains("stateRoot"), "{log}");
+    assert!(log.matches("retrying").count() >= 2, "{log}");
+}
+
+/// A reorganisation deeper than --max-reorg-depth is refused, naming both blocks at the
+/// height where the walk back stopped, and nothing changes.
+#[test]
+fn a_reorg_deeper_than_the_limit_is_refused() {
+    let chains = Chains::generate();
+    let datadir = chains.fresh("follower", &chains.main);
+    let before = digests(&datadir);
+    let upstream_dir = chains.fresh("upstream", &chains.fork);
+    let upstream = Server::start(&upstream_dir, "");
+    let follower = Follower::start(
+        &datadir,
+        &chains.genesis,
+        &upstream.http_url(support::KEY),
+        &["--max-reorg-depth", "5"],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let log = follower.kill();
+    assert!(
+        log.contains("more than 5 blocks below the head: stored block 35"),
+        "{log}"
+    );
+    assert!(
+        log.contains(&chains.main[34].header.hash_slow().to_string()),
+        "{log}"
+    );
+    assert_eq!(digests(&datadir), before);
+}
+
+/// kill -9 at random moments of a catch-up and of an unwind: every restart finds one chain
+/// whole (its state root checked on open) and the same command resumes to the upstream's head.
+#[test]
+fn kill_9_during_catch_up_and_unwind_leaves_one_whole_chain() {
+    let chains = Chains::generate();
+    let main_hashes: Vec<B256> = chains.main.iter().map(|b| b.header.hash_slow()).collect();
+    let fork_hashes: Vec<B256> = chains.fork.iter().map(|b| b.header.hash_slow()).collect();
+    let on_a_chain = |datadir: &Path| {
+        // Killed before it created the datadir: nothing to check.
+        let Some((number, hash)) = head(datadir) else {
+            return true;
+        };
+        number == 0
+            || main_hashes.get(number as usize - 1) == Some(&hash)
+            || fork_hashes.get(number as usize - 1) == Some(&hash)
+    };
+    let upstream_dir = chains.fresh("upstream", &chains.main);
+    let upstream = Server::start(&upstream_dir, "");
+    let url = upstream.http_url(support::KEY);
+    let datadir = chains.dir.join("follower");
+    for delay_ms in [30, 90, 150, 250] {
+        let follower = Follower::start(&datadir, &chains.genesis, &url, &["--concurrency", "2"]);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        follower.kill();
+        assert!(on_a_chain(&datadir), "after kill at {delay_ms} ms");
+    }
+    let follower = Follower::start(&datadir, &chains.genesis, &url, &[]);
+    wait_for_head(&datadir, main_hashes[39], "catch-up after kills");
+    follower.kill();
+
+    // The upstream switches to the fork; the follower is killed while it reorganises.
+    let fork = chains.file("fork.rlp", &chains.fork, u64::MAX);
+    let mut args = ingest_args(&upstream_dir, &chains.genesis, &[&fork]);
+    args.push("--reorg".as_ref());
+    run_quarry(args);
+    for delay_ms in [5, 20, 40, 80, 120] {
+        let follower = Follower::start(&datadir, &chains.genesis, &url, &[]);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        follower.kill();
+        assert!(
+            on_a_chain(&datadir),
+            "after kill at {delay_ms} ms of the reorg"
+        );
+    }
+    let follower = Follower::start(&datadir, &chains.genesis, &url, &[]);
+    wait_for_head(&datadir, fork_hashes[44], "reorg after kills");
+    follower.kill();
+    assert_eq!(
+        digests(&datadir),
+        digests(&chains.fresh("fresh-fork", &chains.fork))
+    );
+}
