@@ -423,3 +423,118 @@ fn kill_9_during_catch_up_and_unwind_leaves_one_whole_chain() {
         digests(&chains.fresh("fresh-fork", &chains.fork))
     );
 }
+
+/// While another process commits a reorganisation (`quarry ingest --reorg`), concurrent
+/// readers of `quarry serve` get answers of the old chain or of the new one, never a mix or a
+/// gap: blocks by number and `latest`, a slot that differs between the chains (EIP-2935's
+/// record of block 35's hash) at `latest` and by number, and eth_getLogs by number and up to
+/// `latest`.
+#[test]
+fn readers_see_one_chain_while_a_reorg_commits() {
+    let chains = Chains::generate();
+    let datadir = chains.fresh("served", &chains.main);
+    let (main_server, fork_server) = (
+        Server::start(&chains.fresh("main-only", &chains.main), ""),
+        Server::start(&chains.fresh("fork-only", &chains.fork), ""),
+    );
+    let history = format!("{:#x}", alloy_eips::eip2935::HISTORY_STORAGE_ADDRESS);
+    let slot35 = format!("{:#x}", 35);
+    let logs = |server: &Server, to: &str| {
+        server.result("eth_getLogs", json!([{"fromBlock": "0x19", "toBlock": to}]))
+    };
+    // Each query with its answer on the old chain and on the new one.
+    let mut queries: Vec<(&str, Value, Value, Value)> = Vec::new();
+    for tag in ["0x1e", "0x23", "0x28", "0x2b", "latest"] {
+        let params = json!([tag, false]);
+        let hash =
+            |server: &Server| server.result("eth_getBlockByNumber", params.clone())["hash"].clone();
+        queries.push((
+            "eth_getBlockByNumber",
+            params.clone(),
+            hash(&main_server),
+            hash(&fork_server),
+        ));
+    }
+    for tag in ["0x24", "0x28", "latest"] {
+        let params = json!([history, slot35, tag]);
+        let value = |server: &Server| server.result("eth_getStorageAt", params.clone());
+        queries.push((
+            "eth_getStorageAt",
+            params.clone(),
+            value(&main_server),
+            value(&fork_server),
+        ));
+    }
+    for to in ["0x28", "latest"] {
+        let params = json!([{"fromBlock": "0x19", "toBlock": to}]);
+        queries.push((
+            "eth_getLogs",
+            params,
+            logs(&main_server, to),
+            logs(&fork_server, to),
+        ));
+    }
+    for (method, params, old, new) in &queries {
+        if params[0] != "0x1e" && params[2] != "0x24" {
+            assert_ne!(old, new, "{method} {params} must tell the chains apart");
+        }
+    }
+
+    let server = Server::start(&datadir, "");
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (old_seen, new_seen) = std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    let (mut old_seen, mut new_seen) = (0, 0);
+                    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                        for (method, params, old, new) in &queries {
+                            let got = server.result(method, params.clone());
+                            let project = |v: &Value| match *method {
+                                "eth_getBlockByNumber" => v["hash"].clone(),
+                                _ => v.clone(),
+                            };
+                            let got = project(&got);
+                            assert!(
+                                got == *old || got == *new,
+                                "{method} {params}: {got} is of neither chain"
+                            );
+                            if old != new {
+                                if got == *old {
+                                    old_seen += 1;
+                                } else {
+                                    new_seen += 1;
+                                }
+                            }
+                        }
+                    }
+                    (old_seen, new_seen)
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let fork = chains.file("fork.rlp", &chains.fork, u64::MAX);
+        let mut args = ingest_args(&datadir, &chains.genesis, &[&fork]);
+        args.push("--reorg".as_ref());
+        run_quarry(args);
+        std::thread::sleep(Duration::from_millis(200));
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        readers
+            .into_iter()
+            .map(|r| r.join().unwrap())
+            .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+    });
+    assert!(
+        old_seen > 0 && new_seen > 0,
+        "old {old_seen}, new {new_seen}"
+    );
+    // Once the reorganisation has committed, nothing of the old chain is served.
+    for (method, params, _, new) in &queries {
+        let got = server.result(method, params.clone());
+        let got = match *method {
+            "eth_getBlockByNumber" => got["hash"].clone(),
+            _ => got,
+        };
+        assert_eq!(got, *new, "{method} {params} after the reorg");
+    }
+}

@@ -28,8 +28,8 @@ tables! {
     /// block number it has read (u64 BE) then its process id (u32 BE); `log_index_head`: the
     /// highest block through which `LogAddresses` and `LogTopics` are complete (u64 BE);
     /// `schema`: the layout version (u64 BE, see `SCHEMA_VERSION`); `unwinds`: how many
-    /// unwinds were ever committed (u64 BE) then the lowest block number one removed (u64 BE),
-    /// so a reader that caches by block number can tell that stored blocks changed.
+    /// unwinds were ever committed (u64 BE), so a reader that caches by block number can tell
+    /// that stored blocks changed.
     Meta = "meta";
     /// Key: block number (u64 BE). Value: the RLP-encoded header.
     Headers = "headers";
