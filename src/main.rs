@@ -168,6 +168,19 @@ enum Command {
         #[arg(long)]
         datadir: PathBuf,
     },
+    /// Remove every block above a given one from a datadir, as a reorganisation does before
+    /// it applies a new branch (state, history, receipts, log index and trie return to that
+    /// block's), in one commit.
+    Unwind {
+        #[arg(long)]
+        datadir: PathBuf,
+        /// The chain's genesis.json.
+        #[arg(long)]
+        genesis: PathBuf,
+        /// The block to keep as the new head.
+        #[arg(long)]
+        to: u64,
+    },
     /// Bring a datadir written by an older quarry to the current layout (builds the per-block
     /// changesets that unwinding needs from the state history). Resumable: each batch commits
     /// on its own, and running it again continues.
@@ -262,6 +275,11 @@ fn main() -> Result<()> {
         ),
         Command::IndexLogs { datadir } => index_logs(datadir),
         Command::Migrate { datadir } => migrate(datadir),
+        Command::Unwind {
+            datadir,
+            genesis,
+            to,
+        } => unwind(&datadir, &genesis, to),
         Command::Keys { store, action } => keys(&store, action),
         Command::Blocktest { paths } => run_blocktests(paths),
     }
@@ -581,6 +599,26 @@ fn index_logs(datadir: PathBuf) -> Result<()> {
     }
     println!(
         "log index complete through block {head} in {:.2}s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn unwind(datadir: &Path, genesis: &Path, to: u64) -> Result<()> {
+    if !datadir.join("mdbx.dat").exists() {
+        bail!("no quarry database in {}", datadir.display());
+    }
+    let mut importer = open_importer(datadir, genesis)?;
+    let (head, _) = importer.head();
+    if to >= head {
+        bail!("--to {to} is not below the head, block {head}: nothing to unwind");
+    }
+    let started = Instant::now();
+    importer.unwind_to(to)?;
+    let (number, hash) = importer.head();
+    println!(
+        "unwound {} blocks in {:.3}s; head: block {number} ({hash})",
+        head - to,
         started.elapsed().as_secs_f64()
     );
     Ok(())

@@ -579,6 +579,27 @@ impl Importer {
         drop(pending.tx);
     }
 
+    /// Removes every stored block above `ancestor` and commits (`quarry unwind`): the state,
+    /// its history and the trie go back to the ancestor's, checked against its state root; on
+    /// any failure nothing changes.
+    pub fn unwind_to(&mut self, ancestor: u64) -> Result<()> {
+        let tx = self.db.writer()?;
+        self.trie.hold();
+        let (head, head_hash) = (self.head.clone(), self.head_hash);
+        match self.unwind(&tx, ancestor).and_then(|()| Ok(tx.commit()?)) {
+            Ok(()) => {
+                self.trie.release();
+                Ok(())
+            }
+            Err(err) => {
+                self.trie.rollback_held();
+                self.head = head;
+                self.head_hash = head_hash;
+                Err(err)
+            }
+        }
+    }
+
     /// Unwinds the stored chain above `ancestor` in `tx` and rolls the trie back with it,
     /// checking that the trie's root is then the ancestor's state root.
     fn unwind(&mut self, tx: &WriteTx, ancestor: u64) -> Result<()> {
