@@ -67,7 +67,15 @@ impl CachedBlock {
         if let Some(receipts) = self.receipts.get() {
             return Ok(receipts);
         }
-        let list = tx.receipts(self.header.number)?.unwrap_or_default();
+        // Every stored block has a receipt list (empty without transactions). None means this
+        // snapshot began before the commit that stored the block another snapshot cached:
+        // caching an empty list here would answer every later request wrongly.
+        let Some(list) = tx.receipts(self.header.number)? else {
+            return Err(RpcError::Storage(quarry_storage::Error::Corrupt(format!(
+                "the receipts of block {} are not in this snapshot yet",
+                self.header.number
+            ))));
+        };
         let blooms = list.iter().map(|r| logs_bloom(&r.logs)).collect();
         Ok(self.receipts.get_or_init(|| BlockReceipts { list, blooms }))
     }
