@@ -21,6 +21,7 @@ use alloy_evm::{
 };
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256, Bloom, Bytes, TxKind, U256};
+use quarry_storage::Access;
 use quarry_storage::{
     AccountChange, ReceiptOutcome, StorageTx, StoredAccount, StoredBody, StoredReceipt,
 };
@@ -30,7 +31,6 @@ use revm::{
     database::{State, states::bundle_state::BundleRetention},
     state::Account,
 };
-use signet_libmdbx::TransactionKind;
 use std::{
     borrow::Cow,
     collections::HashSet,
@@ -60,7 +60,7 @@ pub struct ExecutedBlock {
 /// Executes `block` on the state in `tx` (which must be the state after `parent`), checks it
 /// completely, and on success advances `trie` to the block's state. On any failure `trie` is
 /// left as it was and nothing is returned to store.
-pub fn execute_block<K: TransactionKind>(
+pub fn execute_block<K: Access>(
     spec: &ChainSpec,
     tx: &StorageTx<K>,
     trie: &mut StateTrie,
@@ -129,7 +129,7 @@ pub struct BlockTemplate {
 /// Builds the block that follows the stored head from `template`: executes it with the same
 /// code `execute_block` verifies with, fills in the header, checks it against every header and
 /// body rule, and advances `trie` to its state. On failure `trie` is left as it was.
-pub fn build_block<K: TransactionKind>(
+pub fn build_block<K: Access>(
     spec: &ChainSpec,
     tx: &StorageTx<K>,
     trie: &mut StateTrie,
@@ -242,7 +242,7 @@ fn finish(
 }
 
 /// The stored header of block `number` and the total difficulty through it.
-fn stored_parent<K: TransactionKind>(tx: &StorageTx<K>, number: u64) -> Result<(Header, U256)> {
+fn stored_parent<K: Access>(tx: &StorageTx<K>, number: u64) -> Result<(Header, U256)> {
     let header = stored(tx.header(number)?, "header", number)?;
     let td = stored(tx.total_difficulty(number)?, "total difficulty", number)?;
     Ok((header, td))
@@ -274,7 +274,7 @@ impl From<Invalid> for RunError {
 }
 
 /// Checks of the body against the header and of the uncles (geth's `VerifyUncles`).
-fn check_body<K: TransactionKind>(
+fn check_body<K: Access>(
     spec: &ChainSpec,
     tx: &StorageTx<K>,
     block: &SealedBlock,
@@ -315,7 +315,7 @@ fn check_body<K: TransactionKind>(
     check_uncles(spec, tx, block).map_err(Invalid::Rule)
 }
 
-fn check_uncles<K: TransactionKind>(
+fn check_uncles<K: Access>(
     spec: &ChainSpec,
     tx: &StorageTx<K>,
     block: &SealedBlock,
@@ -371,7 +371,7 @@ fn check_uncles<K: TransactionKind>(
     Ok(())
 }
 
-fn run<K: TransactionKind>(
+fn run<K: Access>(
     spec: &ChainSpec,
     tx: &StorageTx<K>,
     trie: &mut StateTrie,
@@ -570,7 +570,7 @@ fn check_outputs(header: &Header, outputs: &Outputs) -> std::result::Result<(), 
 /// does: every listed account's balance moves to the refund contract. Accounts it touches keep
 /// pre-EIP-161 semantics (an emptied account is kept, not deleted), which revm's
 /// `drain_balances` would not do.
-fn apply_dao_drain<DB: revm::Database>(
+pub(crate) fn apply_dao_drain<DB: revm::Database>(
     db: &mut State<DB>,
     pre_eip161: bool,
 ) -> std::result::Result<(), <State<DB> as revm::Database>::Error> {

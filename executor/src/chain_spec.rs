@@ -18,7 +18,7 @@ pub struct ChainSpec {
 impl ChainSpec {
     /// The spec of the chain stored in `tx` (ingest records genesis.json's `config`), or `None`
     /// for an empty database.
-    pub fn stored<K: signet_libmdbx::TransactionKind>(
+    pub fn stored<K: quarry_storage::Access>(
         tx: &quarry_storage::StorageTx<K>,
     ) -> crate::Result<Option<Self>> {
         let Some(bytes) = tx.meta("chain_config")? else {

@@ -4,6 +4,7 @@
 //! still goes up, the address becomes warm, and the creation fails consuming all its gas.
 
 use crate::state_db::StateSnapshot;
+use quarry_storage::Access;
 use revm::{
     Inspector,
     context::{ContextTr, JournalTr},
@@ -15,7 +16,6 @@ use revm::{
     },
     primitives::{Address, Bytes, KECCAK_EMPTY},
 };
-use signet_libmdbx::TransactionKind;
 
 /// revm's call depth limit.
 const CALL_STACK_LIMIT: usize = 1024;
@@ -75,7 +75,7 @@ type BlockDb<'s, 't, K> = &'s mut State<WrapDatabaseRef<StateSnapshot<'t, K>>>;
 
 impl<'s, 't: 's, CTX, K> Inspector<CTX, EthInterpreter> for StorageCollision
 where
-    K: TransactionKind + 't,
+    K: Access + 't,
     CTX: ContextTr<Db = BlockDb<'s, 't, K>>,
 {
     fn create(&mut self, context: &mut CTX, inputs: &mut CreateInputs) -> Option<CreateOutcome> {
@@ -99,7 +99,7 @@ where
 
 /// eth_call's check: storage as the call's overrides and its own execution left it, else as
 /// the state it runs on holds it.
-pub(crate) fn call_has_storage<K: TransactionKind>(
+pub(crate) fn call_has_storage<K: Access>(
     db: &CacheDB<StateSnapshot<'_, K>>,
     address: Address,
     error: &mut Option<quarry_storage::Error>,

@@ -1,6 +1,7 @@
 //! The one revm database adapter: the state after a given block, read from storage.
 
 use alloy_primitives::{Address, B256, U256};
+use quarry_storage::Access;
 use quarry_storage::StorageTx;
 use revm::{
     bytecode::Bytecode,
@@ -8,7 +9,6 @@ use revm::{
     primitives::KECCAK_EMPTY,
     state::AccountInfo,
 };
-use signet_libmdbx::TransactionKind;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, PoisonError},
@@ -32,7 +32,7 @@ pub enum StateAt {
 
 /// The state of the chain at one point, as a revm `DatabaseRef`.
 #[derive(Clone)]
-pub struct StateSnapshot<'tx, K: TransactionKind> {
+pub struct StateSnapshot<'tx, K: Access> {
     tx: &'tx StorageTx<K>,
     at: StateAt,
     /// Shared across snapshots, with the number of the block whose state `at` is.
@@ -106,7 +106,7 @@ impl StateCache {
     }
 }
 
-impl<K: TransactionKind> std::fmt::Debug for StateSnapshot<'_, K> {
+impl<K: Access> std::fmt::Debug for StateSnapshot<'_, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StateSnapshot")
             .field("at", &self.at)
@@ -114,7 +114,7 @@ impl<K: TransactionKind> std::fmt::Debug for StateSnapshot<'_, K> {
     }
 }
 
-impl<'tx, K: TransactionKind> StateSnapshot<'tx, K> {
+impl<'tx, K: Access> StateSnapshot<'tx, K> {
     pub fn new(tx: &'tx StorageTx<K>, at: StateAt) -> Self {
         Self {
             tx,
@@ -173,7 +173,7 @@ impl<'tx, K: TransactionKind> StateSnapshot<'tx, K> {
     }
 }
 
-impl<K: TransactionKind> DatabaseRef for StateSnapshot<'_, K> {
+impl<K: Access> DatabaseRef for StateSnapshot<'_, K> {
     type Error = StateError;
 
     fn basic_ref(&self, address: Address) -> Result<Option<AccountInfo>, StateError> {

@@ -80,6 +80,12 @@ impl std::fmt::Debug for Database {
     }
 }
 
+/// The access of a read snapshot ([`ReadTx`]).
+pub use signet_libmdbx::RoSync as ReadOnly;
+/// What a transaction may do, as a type parameter of [`StorageTx`]: code generic over it works
+/// on a read snapshot and on the writer alike, without naming the MDBX binding.
+pub use signet_libmdbx::TransactionKind as Access;
+
 /// A read-only transaction: one consistent snapshot of the database.
 pub type ReadTx = StorageTx<RoSync>;
 /// The read-write transaction; it also reads its own uncommitted writes.
