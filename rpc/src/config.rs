@@ -65,6 +65,29 @@ pub struct Config {
     /// Most reads waiting for the read pool; past it a read is refused as overload.
     #[serde(default = "default_max_queued_reads")]
     pub max_queued_reads: usize,
+    /// Subscriptions (eth_subscribe) one WebSocket connection may hold at once.
+    #[serde(default = "default_max_subscriptions_per_connection")]
+    pub max_subscriptions_per_connection: usize,
+    /// Polling filters (eth_newFilter, eth_newBlockFilter) one API key may hold at once.
+    #[serde(default = "default_max_filters_per_key")]
+    pub max_filters_per_key: usize,
+    /// Seconds a filter lives without being polled (geth's deadline: 5 minutes).
+    #[serde(default = "default_filter_timeout_secs")]
+    pub filter_timeout_secs: u64,
+    /// Most changes (logs or block hashes) a filter keeps between two polls; past it the
+    /// filter is dropped and its next poll says so.
+    #[serde(default = "default_max_filter_changes")]
+    pub max_filter_changes: usize,
+    /// Messages waiting to be sent on one WebSocket: past it (or past `ws_send_buffer_bytes`)
+    /// a notification closes the connection as a slow consumer.
+    #[serde(default = "default_ws_send_buffer_messages")]
+    pub ws_send_buffer_messages: usize,
+    /// Bytes waiting to be sent on one WebSocket (see `ws_send_buffer_messages`).
+    #[serde(default = "default_ws_send_buffer_bytes")]
+    pub ws_send_buffer_bytes: usize,
+    /// How often each network's database is asked whether another process committed, in ms.
+    #[serde(default = "default_new_block_poll_ms")]
+    pub new_block_poll_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -229,6 +252,27 @@ const fn default_forward_timeout_ms() -> u64 {
 }
 const fn default_max_queued_reads() -> usize {
     16_384
+}
+const fn default_max_subscriptions_per_connection() -> usize {
+    1000
+}
+const fn default_max_filters_per_key() -> usize {
+    100
+}
+const fn default_filter_timeout_secs() -> u64 {
+    300
+}
+const fn default_max_filter_changes() -> usize {
+    10_000
+}
+const fn default_ws_send_buffer_messages() -> usize {
+    4096
+}
+const fn default_ws_send_buffer_bytes() -> usize {
+    8 << 20
+}
+const fn default_new_block_poll_ms() -> u64 {
+    10
 }
 const fn default_config_key_plan() -> Plan {
     Plan::Custom

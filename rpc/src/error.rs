@@ -9,6 +9,8 @@ const INTERNAL_ERROR_CODE: i32 = -32603;
 const LIMIT_EXCEEDED_CODE: i32 = -32005;
 /// geth's code for a call that reverted.
 const REVERT_CODE: i32 = 3;
+/// geth's code for a subscription this transport or node does not offer.
+const NOT_OFFERED_CODE: i32 = -32601;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RpcError {
@@ -49,6 +51,34 @@ pub enum RpcError {
     /// Too many reads are waiting already.
     #[error("server overloaded: too many requests waiting, try again")]
     Overloaded,
+    /// eth_subscribe over HTTP (geth's words and code).
+    #[error("notifications not supported")]
+    NotificationsUnsupported,
+    /// eth_subscribe of a kind geth does not know (geth's words and code).
+    #[error("no {0:?} subscription in eth namespace")]
+    UnknownSubscription(String),
+    /// newPendingTransactions and its filter: quarry serves imported blocks only.
+    #[error(
+        "{0} is not supported: quarry has no transaction pool, it serves only blocks already imported (use newHeads or logs)"
+    )]
+    NoTransactionPool(&'static str),
+    /// eth_unsubscribe of an id this connection does not hold (geth's words).
+    #[error("subscription not found")]
+    SubscriptionNotFound,
+    /// An unknown, expired or uninstalled filter id (geth's words).
+    #[error("filter not found")]
+    FilterNotFound,
+    #[error("too many subscriptions on this connection: at most {0}; unsubscribe some first")]
+    TooManySubscriptions(usize),
+    #[error(
+        "too many filters for this API key: at most {0}; uninstall some (eth_uninstallFilter) or let them expire"
+    )]
+    TooManyFilters(usize),
+    /// A filter gathered more changes between two polls than it may keep; it was removed.
+    #[error(
+        "filter dropped: more than {0} changes waited since the last poll; install a new filter and read the missed range with eth_getLogs"
+    )]
+    FilterOverflow(usize),
     /// A blocking task panicked or was cancelled.
     #[error("internal error: {0}")]
     Internal(String),
@@ -87,7 +117,15 @@ impl From<RpcError> for ErrorObjectOwned {
                 });
                 return ErrorObject::owned(LIMIT_EXCEEDED_CODE, error.to_string(), Some(data));
             }
-            RpcError::LogsTimeout => LIMIT_EXCEEDED_CODE,
+            RpcError::LogsTimeout
+            | RpcError::TooManySubscriptions(_)
+            | RpcError::TooManyFilters(_) => LIMIT_EXCEEDED_CODE,
+            RpcError::NotificationsUnsupported
+            | RpcError::UnknownSubscription(_)
+            | RpcError::NoTransactionPool(_) => NOT_OFFERED_CODE,
+            RpcError::SubscriptionNotFound
+            | RpcError::FilterNotFound
+            | RpcError::FilterOverflow(_) => SERVER_ERROR_CODE,
             RpcError::HeaderNotFound
             | RpcError::UnknownBlock
             | RpcError::HeaderForHashNotFound

@@ -1,7 +1,8 @@
 //! The HTTP gate in front of jsonrpsee: `/health`, `/ready` and `/metrics`; the network chosen
 //! by the Host header; JSON-RPC only on `POST /v3/<KEY>` and WebSocket `/ws/v3/<KEY>`, with a
 //! live key allowed on that network. Anything else is refused here with an HTTP status and a
-//! JSON-RPC error body. A call refused for its rate turns the response into an HTTP 429.
+//! JSON-RPC error body. A call refused for its rate turns the response into an HTTP 429. An
+//! admitted WebSocket upgrade goes to quarry's own transport (`ws`).
 
 use crate::{
     calls::RateLimited,
@@ -19,11 +20,15 @@ use tower::{Layer, Service as TowerService};
 #[derive(Debug, Clone)]
 pub struct GateLayer {
     service: Arc<Service>,
+    websockets: Arc<crate::ws::Transport>,
 }
 
 impl GateLayer {
-    pub fn new(service: Arc<Service>) -> Self {
-        Self { service }
+    pub fn new(service: Arc<Service>, websockets: Arc<crate::ws::Transport>) -> Self {
+        Self {
+            service,
+            websockets,
+        }
     }
 }
 
@@ -34,6 +39,7 @@ impl<S> Layer<S> for GateLayer {
         Gate {
             inner,
             service: self.service.clone(),
+            websockets: self.websockets.clone(),
         }
     }
 }
@@ -42,6 +48,7 @@ impl<S> Layer<S> for GateLayer {
 pub struct Gate<S> {
     inner: S,
     service: Arc<Service>,
+    websockets: Arc<crate::ws::Transport>,
 }
 
 /// Why a request was refused.
@@ -222,6 +229,11 @@ where
             return Box::pin(async move { Ok(response) });
         }
         match self.admit(&request) {
+            // An admitted WebSocket is quarry's own (see `ws`), not jsonrpsee's.
+            Ok(caller) if is_websocket_upgrade(&request) => {
+                let response = self.websockets.accept(request, caller);
+                Box::pin(async move { Ok(response) })
+            }
             Ok(caller) => {
                 request.extensions_mut().insert(caller);
                 let answer = self.inner.call(request);

@@ -7,6 +7,7 @@ mod call;
 mod calls;
 mod config;
 mod error;
+mod filters;
 mod gate;
 pub mod keys;
 mod limits;
@@ -16,7 +17,9 @@ mod node;
 mod params;
 mod pool;
 mod service;
+mod subscriptions;
 mod types;
+mod ws;
 
 pub use config::{ApiKey, Config, ConfigError, NetworkConfig, Plan};
 pub use error::{Result, RpcError};
@@ -142,6 +145,29 @@ where
     )
 }
 
+/// Answers with `handler` on a snapshot in `pool`: database reads never run on async threads.
+async fn on_snapshot<R, F>(
+    pool: &ReadPool,
+    node: std::sync::Arc<Node>,
+    method: &'static str,
+    handler: F,
+) -> Result<Box<RawValue>>
+where
+    R: Serialize,
+    F: FnOnce(&Node, &Snapshot) -> Result<R> + Send + 'static,
+{
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    pool.spawn(move || {
+        let answer = node
+            .reader()
+            .and_then(|tx| to_raw(method, &handler(&node, &tx)?));
+        let _ = reply.send(answer);
+    })?;
+    answer
+        .await
+        .map_err(|_| RpcError::Internal(format!("{method}: the read task panicked")))?
+}
+
 /// Registers the by-number and by-hash twins of a method: all parameters required, the first
 /// naming the block (`methods[0]` by number or tag, `methods[1]` by hash).
 fn register_by_block<R, F>(
@@ -209,9 +235,12 @@ fn methods(
     networks: Networks,
     pool: &ReadPool,
     call_pool: &ReadPool,
+    service: &std::sync::Arc<service::Service>,
 ) -> std::result::Result<RpcModule<Networks>, ServeError> {
     let mut module = RpcModule::new(networks);
     let m = &mut module;
+    subscriptions::register(m, service)?;
+    filters::register(m, pool, service)?;
     register_by_block(
         m,
         pool,
@@ -525,8 +554,24 @@ pub async fn start(
         .map_err(|e| ServeError::ReadPool(e.to_string()))?;
     let call_pool = ReadPool::new("call", threads, config.max_queued_reads)
         .map_err(|e| ServeError::ReadPool(e.to_string()))?;
-    let module = methods(Networks(nodes), &pool, &call_pool)?;
+    subscriptions::start_watchers(
+        &nodes,
+        &service,
+        std::time::Duration::from_millis(config.new_block_poll_ms.max(1)),
+    )
+    .map_err(|e| ServeError::Open(format!("cannot start the new-block watchers: {e}")))?;
+    let module = methods(Networks(nodes), &pool, &call_pool, &service)?;
     let method_names: Vec<&'static str> = module.method_names().collect();
+    let call_layer = calls::CallLayer::new(service.clone(), method_names);
+    // WebSockets are quarry's own transport (see `ws`), behind the same call layer.
+    let websockets = std::sync::Arc::new(ws::Transport::new(
+        config,
+        service.clone(),
+        tower::Layer::layer(
+            &call_layer,
+            ws::Dispatch::new(module.clone(), config.max_response_bytes),
+        ),
+    ));
     let server_config = ServerConfig::builder()
         .max_request_body_size(config.max_request_bytes)
         .max_response_body_size(config.max_response_bytes)
@@ -536,12 +581,9 @@ pub async fn start(
     let server = Server::builder()
         .set_config(server_config)
         .set_http_middleware(
-            tower::ServiceBuilder::new().layer(gate::GateLayer::new(service.clone())),
+            tower::ServiceBuilder::new().layer(gate::GateLayer::new(service.clone(), websockets)),
         )
-        .set_rpc_middleware(
-            jsonrpsee::core::middleware::RpcServiceBuilder::new()
-                .layer(calls::CallLayer::new(service.clone(), method_names)),
-        )
+        .set_rpc_middleware(jsonrpsee::core::middleware::RpcServiceBuilder::new().layer(call_layer))
         .build(config.listen)
         .await
         .map_err(|source| ServeError::Bind {

@@ -65,6 +65,54 @@ impl RateLimiter {
         self.admit_at(id, limits, Instant::now(), unix)
     }
 
+    /// Counts `count` notifications sent to key `id` as calls: they use up its daily quota and
+    /// its rate (so its own calls wait their turn), but a burst of notifications is never
+    /// refused for its rate, which one block can exceed; only an exhausted daily quota refuses,
+    /// and then the key's subscriptions end.
+    pub fn charge(&self, id: &Arc<str>, limits: &PlanLimits, count: u64) -> Result<(), Refusal> {
+        if limits.requests_per_second.is_none() && limits.requests_per_day.is_none() {
+            return Ok(());
+        }
+        let unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.charge_at(id, limits, count, Instant::now(), unix)
+    }
+
+    fn charge_at(
+        &self,
+        id: &Arc<str>,
+        limits: &PlanLimits,
+        count: u64,
+        now: Instant,
+        unix: u64,
+    ) -> Result<(), Refusal> {
+        let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        let usage = keys.entry(id.clone()).or_insert(Usage {
+            next_at: now,
+            day: unix / DAY,
+            today: 0,
+        });
+        if usage.day != unix / DAY {
+            usage.day = unix / DAY;
+            usage.today = 0;
+        }
+        usage.today = usage.today.saturating_add(count);
+        if let Some(rate) = limits.requests_per_second.filter(|&r| r > 0) {
+            // The debt is capped at a second: calls resume at most a second after a flood.
+            let interval = Duration::from_secs(1) / rate;
+            let owed = interval.saturating_mul(u32::try_from(count).unwrap_or(u32::MAX));
+            usage.next_at = (usage.next_at.max(now) + owed).min(now + Duration::from_secs(1));
+        }
+        match limits.requests_per_day {
+            Some(allowed) if usage.today > allowed => Err(Refusal::Daily {
+                allowed_per_day: allowed,
+                retry_after: Duration::from_secs(DAY - unix % DAY),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     fn admit_at(
         &self,
         id: &Arc<str>,
@@ -148,6 +196,30 @@ mod tests {
         assert!(refusal.retry_after() <= Duration::from_millis(10));
         // Other keys are not affected.
         assert!(limiter.admit_at(&"other".into(), &plan, start, 0).is_ok());
+    }
+
+    #[test]
+    fn notifications_use_up_the_quota_and_the_rate() {
+        let limiter = RateLimiter::default();
+        let key: Arc<str> = "k".into();
+        let plan = limits(Some(10), Some(100));
+        let now = Instant::now();
+        limiter.charge_at(&key, &plan, 60, now, 0).unwrap();
+        // The rate is spent for the next second: a call waits.
+        assert!(matches!(
+            limiter.admit_at(&key, &plan, now, 0),
+            Err(Refusal::Rate { .. })
+        ));
+        let later = now + Duration::from_secs(2);
+        limiter.admit_at(&key, &plan, later, 0).unwrap();
+        // 61 used; 40 more passes the quota of 100.
+        assert!(matches!(
+            limiter.charge_at(&key, &plan, 40, later, 0),
+            Err(Refusal::Daily {
+                allowed_per_day: 100,
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -1,12 +1,17 @@
-//! eth_getLogs' filter object, parsed as geth parses it.
+//! eth_getLogs' filter object, parsed as geth parses it, and the criteria that logs of new
+//! blocks are matched against (`logs` subscriptions and filters).
 
-use crate::params::{BlockTag, FromArg};
-use alloy_primitives::{Address, B256};
+use crate::{
+    error::RpcError,
+    params::{BlockTag, FromArg},
+};
+use alloy_primitives::{Address, B256, Log};
+use quarry_storage::{LogFilter, MAX_TOPICS};
 use serde_json::Value;
 
 /// The filter as given: a block hash, or a range of numbers or tags (each defaulting to
 /// `latest`), plus addresses and positional topics.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     pub block_hash: Option<B256>,
     pub from: Option<BlockTag>,
@@ -20,6 +25,73 @@ impl Filter {
     /// Addresses plus topic entries: what the parameter limit counts.
     pub fn parameter_count(&self) -> usize {
         self.addresses.len() + self.topics.iter().map(Vec::len).sum::<usize>()
+    }
+}
+
+/// What a `logs` subscription or a log filter wants of each new block's logs: geth's rules,
+/// where a numeric `fromBlock` / `toBlock` bounds the blocks and a tag bounds nothing.
+#[derive(Debug, Clone)]
+pub struct LogCriteria {
+    filter: LogFilter,
+    from: Option<u64>,
+    to: Option<u64>,
+}
+
+impl LogCriteria {
+    /// Checks `filter` as eth_getLogs does (`max_params` addresses plus topics at most).
+    pub fn new(filter: &Filter, max_params: usize) -> crate::Result<Self> {
+        filter.check(max_params)?;
+        let number = |tag: Option<BlockTag>| match tag {
+            Some(BlockTag::Number(number)) => Ok(Some(number)),
+            Some(BlockTag::Earliest) => Ok(Some(0)),
+            Some(BlockTag::Pending) => Err(RpcError::InvalidParams(
+                "pending logs are not supported".into(),
+            )),
+            _ => Ok(None),
+        };
+        let (from, to) = (number(filter.from)?, number(filter.to)?);
+        if let (Some(from), Some(to)) = (from, to)
+            && from > to
+        {
+            return Err(RpcError::InvalidParams("invalid block range params".into()));
+        }
+        Ok(Self {
+            filter: LogFilter {
+                from: 0,
+                to: u64::MAX,
+                addresses: filter.addresses.clone(),
+                topics: filter.topics.clone(),
+            },
+            from,
+            to,
+        })
+    }
+
+    /// Whether `log` of block `number` is wanted.
+    pub fn matches(&self, log: &Log, number: u64) -> bool {
+        self.from.is_none_or(|from| number >= from)
+            && self.to.is_none_or(|to| number <= to)
+            && self.filter.matches(log)
+    }
+}
+
+impl Filter {
+    /// The limits eth_getLogs enforces on a filter, with geth's messages.
+    pub fn check(&self, max_params: usize) -> crate::Result<()> {
+        let count = self.parameter_count();
+        if count > max_params {
+            return Err(RpcError::InvalidParams(format!(
+                "too many filter parameters: {count} addresses and topics, at most {max_params}"
+            )));
+        }
+        // A filter naming more positions than a log can have is refused, as geth does.
+        if self.topics.len() > MAX_TOPICS {
+            return Err(RpcError::InvalidParams(format!(
+                "exceed max topics: {} positions, at most {MAX_TOPICS}",
+                self.topics.len()
+            )));
+        }
+        Ok(())
     }
 }
 

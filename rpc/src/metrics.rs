@@ -1,12 +1,13 @@
 //! What `/metrics` shows, in Prometheus' text format: calls by network, method and outcome,
-//! their latency, forwards to partners, rate-limit refusals, and each network's head.
+//! their latency, forwards to partners, rate-limit refusals, each network's head, and what is
+//! pushed: WebSocket connections, subscriptions and filters, notifications, slow consumers.
 
 use std::{
     collections::HashMap,
     fmt::Write,
     sync::{
         Mutex, PoisonError,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -64,6 +65,20 @@ pub struct NetworkStatus {
     pub syncing: AtomicBool,
 }
 
+/// What one network pushes to clients.
+#[derive(Debug, Default)]
+struct Pushes {
+    websockets: AtomicI64,
+    /// By kind: newHeads, logs, syncing.
+    subscriptions: [AtomicI64; 3],
+    filters: AtomicI64,
+    notifications: AtomicU64,
+    slow_consumers: AtomicU64,
+}
+
+/// The kinds of subscription, in `Pushes::subscriptions` order.
+const SUBSCRIPTION_KINDS: [&str; 3] = ["newHeads", "logs", "syncing"];
+
 #[derive(Debug)]
 pub struct Metrics {
     networks: Vec<String>,
@@ -74,6 +89,7 @@ pub struct Metrics {
     /// Per network: [rate, daily].
     refusals: Vec<[AtomicU64; 2]>,
     pub status: Vec<NetworkStatus>,
+    pushes: Vec<Pushes>,
 }
 
 impl Metrics {
@@ -85,6 +101,42 @@ impl Metrics {
             forwards: (0..n).map(|_| Mutex::default()).collect(),
             refusals: (0..n).map(|_| Default::default()).collect(),
             status: (0..n).map(|_| NetworkStatus::default()).collect(),
+            pushes: (0..n).map(|_| Pushes::default()).collect(),
+        }
+    }
+
+    pub fn ws_connection(&self, network: usize, change: i64) {
+        if let Some(pushes) = self.pushes.get(network) {
+            pushes.websockets.fetch_add(change, Ordering::Relaxed);
+        }
+    }
+
+    /// A subscription of kind `slot` (see `SUBSCRIPTION_KINDS`) started (1) or ended (-1).
+    pub fn subscription(&self, network: usize, slot: usize, change: i64) {
+        if let Some(gauge) = self
+            .pushes
+            .get(network)
+            .and_then(|p| p.subscriptions.get(slot))
+        {
+            gauge.fetch_add(change, Ordering::Relaxed);
+        }
+    }
+
+    pub fn filters(&self, network: usize, change: i64) {
+        if let Some(pushes) = self.pushes.get(network) {
+            pushes.filters.fetch_add(change, Ordering::Relaxed);
+        }
+    }
+
+    pub fn notifications(&self, network: usize, count: u64) {
+        if let Some(pushes) = self.pushes.get(network) {
+            pushes.notifications.fetch_add(count, Ordering::Relaxed);
+        }
+    }
+
+    pub fn slow_consumer(&self, network: usize) {
+        if let Some(pushes) = self.pushes.get(network) {
+            pushes.slow_consumers.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -213,7 +265,62 @@ impl Metrics {
                 u8::from(status.syncing.load(Ordering::Relaxed))
             );
         }
+        self.render_pushes(&mut out);
         out
+    }
+
+    fn render_pushes(&self, out: &mut String) {
+        let series = |out: &mut String,
+                      name: &str,
+                      kind: &str,
+                      help: &str,
+                      value: &dyn Fn(&Pushes) -> String| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for (network, pushes) in self.networks.iter().zip(&self.pushes) {
+                let _ = writeln!(out, "{name}{{network=\"{network}\"}} {}", value(pushes));
+            }
+        };
+        series(
+            out,
+            "quarry_websocket_connections",
+            "gauge",
+            "Open WebSocket connections.",
+            &|p| p.websockets.load(Ordering::Relaxed).to_string(),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP quarry_subscriptions Active eth_subscribe subscriptions, by kind.\n# TYPE quarry_subscriptions gauge"
+        );
+        for (network, pushes) in self.networks.iter().zip(&self.pushes) {
+            for (kind, gauge) in SUBSCRIPTION_KINDS.iter().zip(&pushes.subscriptions) {
+                let _ = writeln!(
+                    out,
+                    "quarry_subscriptions{{network=\"{network}\",kind=\"{kind}\"}} {}",
+                    gauge.load(Ordering::Relaxed)
+                );
+            }
+        }
+        series(
+            out,
+            "quarry_filters",
+            "gauge",
+            "Installed polling filters (eth_newFilter, eth_newBlockFilter).",
+            &|p| p.filters.load(Ordering::Relaxed).to_string(),
+        );
+        series(
+            out,
+            "quarry_notifications_total",
+            "counter",
+            "Subscription notifications queued for sending.",
+            &|p| p.notifications.load(Ordering::Relaxed).to_string(),
+        );
+        series(
+            out,
+            "quarry_slow_consumers_total",
+            "counter",
+            "WebSocket connections closed because they did not read their notifications fast enough.",
+            &|p| p.slow_consumers.load(Ordering::Relaxed).to_string(),
+        );
     }
 }
 
@@ -230,6 +337,14 @@ mod tests {
         metrics.forward(0, "eth_getBlockByNumber", true);
         metrics.refusal(1, false);
         metrics.status[0].head.store(64, Ordering::Relaxed);
+        metrics.subscription(0, 1, 1);
+        metrics.subscription(0, 1, 1);
+        metrics.subscription(0, 0, 1);
+        metrics.subscription(0, 0, -1);
+        metrics.filters(1, 1);
+        metrics.notifications(0, 7);
+        metrics.slow_consumer(0);
+        metrics.ws_connection(0, 1);
         let text = metrics.render();
         for line in [
             r#"quarry_requests_total{network="main",method="eth_call",outcome="ok"} 1"#,
@@ -242,6 +357,11 @@ mod tests {
             r#"quarry_rate_limited_total{network="side",reason="rate"} 1"#,
             r#"quarry_head_block{network="main"} 64"#,
             r#"quarry_syncing{network="side"} 0"#,
+            r#"quarry_subscriptions{network="main",kind="logs"} 2"#,
+            r#"quarry_filters{network="side"} 1"#,
+            r#"quarry_notifications_total{network="main"} 7"#,
+            r#"quarry_slow_consumers_total{network="main"} 1"#,
+            r#"quarry_websocket_connections{network="main"} 1"#,
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line}\n{text}");
         }

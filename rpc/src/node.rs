@@ -24,7 +24,7 @@ use quarry_executor::{
     call::{HaltReason, TX_GAS_LIMIT_CAP, halt_message},
 };
 use quarry_storage::{
-    BlockMark, Database, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS, ReadTx, StoredAccount,
+    BlockMark, Database, LogFilter, LogLimits, LogsOutcome, ReadTx, StoredAccount,
 };
 
 use serde::Serialize;
@@ -61,6 +61,13 @@ pub struct Snapshot {
     commit: u64,
     blocks: Arc<BlockCache>,
     state: Arc<StateCache>,
+}
+
+impl Snapshot {
+    /// The id of the commit the snapshot sees.
+    pub(crate) fn commit(&self) -> u64 {
+        self.commit
+    }
 }
 
 impl Deref for Snapshot {
@@ -267,6 +274,16 @@ impl Node {
         Ok((self.db.last_commit_id()? == commit).then_some(found))
     }
 
+    /// The id of the newest commit by any process (a read of MDBX's meta pages).
+    pub(crate) fn last_commit_id(&self) -> Result<u64> {
+        Ok(self.db.last_commit_id()?)
+    }
+
+    /// The most addresses plus topics a log filter may name.
+    pub(crate) fn max_log_params(&self) -> usize {
+        self.logs.max_params
+    }
+
     fn head(tx: &ReadTx) -> Result<u64> {
         Ok(tx.head()?.map_or(0, |(number, _)| number))
     }
@@ -334,7 +351,11 @@ impl Node {
     }
 
     /// Block `number` of the snapshot, through the cache.
-    fn stored_block(&self, tx: &Snapshot, number: u64) -> Result<Option<Arc<CachedBlock>>> {
+    pub(crate) fn stored_block(
+        &self,
+        tx: &Snapshot,
+        number: u64,
+    ) -> Result<Option<Arc<CachedBlock>>> {
         if let Some(block) = tx.blocks.by_number(number) {
             return Ok(Some(block));
         }
@@ -962,20 +983,7 @@ impl Node {
 
     /// eth_getLogs: resolves the range as geth does, then runs the query within the limits.
     pub fn logs(&self, tx: &Snapshot, filter: &Filter) -> Result<Vec<LogJson>> {
-        let count = filter.parameter_count();
-        if count > self.logs.max_params {
-            return Err(RpcError::InvalidParams(format!(
-                "too many filter parameters: {count} addresses and topics, at most {}",
-                self.logs.max_params
-            )));
-        }
-        // A filter naming more positions than a log can have is refused, as geth does.
-        if filter.topics.len() > MAX_TOPICS {
-            return Err(RpcError::InvalidParams(format!(
-                "exceed max topics: {} positions, at most {MAX_TOPICS}",
-                filter.topics.len()
-            )));
-        }
+        filter.check(self.logs.max_params)?;
         let (from, to) = match filter.block_hash {
             Some(hash) => {
                 let number = tx.block_number(&hash)?.ok_or(RpcError::UnknownBlock)?;

@@ -131,6 +131,19 @@ impl FromArg for Address {
     }
 }
 
+impl FromArg for String {
+    fn from_arg(value: &Value) -> Result<Self, String> {
+        as_str(value, "a string").map(str::to_owned)
+    }
+}
+
+/// Any JSON value, checked by the method itself.
+impl FromArg for Value {
+    fn from_arg(value: &Value) -> Result<Self, String> {
+        Ok(value.clone())
+    }
+}
+
 impl FromArg for bool {
     fn from_arg(value: &Value) -> Result<Self, String> {
         value

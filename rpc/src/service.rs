@@ -1,12 +1,16 @@
 //! The service around the nodes: which networks are served on which hosts, the live key ring,
-//! rate limits, partners, metrics, and the watcher that keeps keys and network status fresh.
+//! rate limits, partners, metrics, subscriptions and filters, open WebSockets, and the watcher
+//! that keeps keys and network status fresh.
 
 use crate::{
     config::{Config, Plans},
+    filters::Filters,
     keys::{KeyGrant, KeyRing},
     limits::RateLimiter,
     metrics::Metrics,
     node::Node,
+    subscriptions::Hub,
+    ws::Connections,
 };
 use jsonrpsee::{Extensions, types::ErrorObjectOwned};
 use quarry_storage::Database;
@@ -38,6 +42,11 @@ pub struct Service {
     pub metrics: Metrics,
     pub forward_timeout: Duration,
     pub max_response_bytes: u32,
+    /// Per network: its subscriptions.
+    pub hubs: Vec<Hub>,
+    pub filters: Filters,
+    pub connections: Connections,
+    pub max_subscriptions_per_connection: usize,
 }
 
 /// Who is calling on which network: attached to a request by the gate, read by the call layer
@@ -53,13 +62,17 @@ impl Service {
         let keys = KeyRing::new(&config.keys, config.keys_file.clone())?;
         let metrics = Metrics::new(networks.iter().map(|n| n.name.clone()).collect());
         let service = Self {
-            networks,
             keys,
             plans: config.plans.clone(),
             limiter: RateLimiter::default(),
             metrics,
             forward_timeout: Duration::from_millis(config.forward_timeout_ms),
             max_response_bytes: config.max_response_bytes,
+            hubs: networks.iter().map(|_| Hub::default()).collect(),
+            filters: Filters::new(config, networks.len()),
+            connections: Connections::default(),
+            max_subscriptions_per_connection: config.max_subscriptions_per_connection,
+            networks,
         };
         service.refresh_status();
         Ok(service)
@@ -114,6 +127,7 @@ impl Service {
                     if let Err(e) = service.keys.refresh() {
                         tracing::warn!("keeping the keys read before: {e}");
                     }
+                    service.sweep();
                     service.refresh_status();
                 })
                 .await;

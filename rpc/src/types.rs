@@ -293,6 +293,122 @@ impl TransactionJson {
     }
 }
 
+/// A header as geth's `newHeads` notifications send it: Go's encoding of `types.Header`, every
+/// field present in geth's order, `null` where the block has none, the hash last.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeaderJson {
+    parent_hash: B256,
+    sha3_uncles: B256,
+    miner: Address,
+    state_root: B256,
+    transactions_root: B256,
+    receipts_root: B256,
+    logs_bloom: Bloom,
+    difficulty: U256,
+    number: U64,
+    gas_limit: U64,
+    gas_used: U64,
+    timestamp: U64,
+    extra_data: Bytes,
+    mix_hash: B256,
+    nonce: B64,
+    base_fee_per_gas: Option<U64>,
+    withdrawals_root: Option<B256>,
+    blob_gas_used: Option<U64>,
+    excess_blob_gas: Option<U64>,
+    parent_beacon_block_root: Option<B256>,
+    requests_hash: Option<B256>,
+    block_access_list_hash: Option<B256>,
+    slot_number: Option<U64>,
+    hash: B256,
+}
+
+impl HeaderJson {
+    pub fn new(header: &Header, hash: B256) -> Self {
+        Self {
+            parent_hash: header.parent_hash,
+            sha3_uncles: header.ommers_hash,
+            miner: header.beneficiary,
+            state_root: header.state_root,
+            transactions_root: header.transactions_root,
+            receipts_root: header.receipts_root,
+            logs_bloom: header.logs_bloom,
+            difficulty: header.difficulty,
+            number: U64::from(header.number),
+            gas_limit: U64::from(header.gas_limit),
+            gas_used: U64::from(header.gas_used),
+            timestamp: U64::from(header.timestamp),
+            extra_data: header.extra_data.clone(),
+            mix_hash: header.mix_hash,
+            nonce: header.nonce,
+            base_fee_per_gas: header.base_fee_per_gas.map(U64::from),
+            withdrawals_root: header.withdrawals_root,
+            blob_gas_used: header.blob_gas_used.map(U64::from),
+            excess_blob_gas: header.excess_blob_gas.map(U64::from),
+            parent_beacon_block_root: header.parent_beacon_block_root,
+            requests_hash: header.requests_hash,
+            block_access_list_hash: header.block_access_list_hash,
+            slot_number: header.slot_number.map(U64::from),
+            hash,
+        }
+    }
+}
+
+/// A `syncing` subscription's notification: geth sends its downloader's progress under Go's
+/// field names (no JSON tags), or `false` once done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum SyncingJson {
+    Done(bool),
+    Syncing {
+        syncing: bool,
+        status: SyncProgressJson,
+    },
+}
+
+/// geth's `ethereum.SyncProgress`; quarry knows the three block numbers, the rest is zero.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct SyncProgressJson {
+    pub starting_block: u64,
+    pub current_block: u64,
+    pub highest_block: u64,
+    pulled_states: u64,
+    known_states: u64,
+    synced_accounts: u64,
+    synced_account_bytes: u64,
+    synced_bytecodes: u64,
+    synced_bytecode_bytes: u64,
+    synced_storage: u64,
+    synced_storage_bytes: u64,
+    healed_trienodes: u64,
+    healed_trienode_bytes: u64,
+    healed_bytecodes: u64,
+    healed_bytecode_bytes: u64,
+    healing_trienodes: u64,
+    healing_bytecode: u64,
+    synced_access_lists: u64,
+    total_access_lists: u64,
+    trie_gen_progress: u64,
+    tx_index_finished_blocks: u64,
+    tx_index_remaining_blocks: u64,
+    state_index_remaining: u64,
+    trienode_index_remaining: u64,
+}
+
+impl SyncProgressJson {
+    /// Progress from `starting` through `current` towards `highest`.
+    pub fn blocks(starting: u64, current: u64, highest: u64) -> Self {
+        Self {
+            starting_block: starting,
+            current_block: current,
+            highest_block: highest,
+            ..Self::default()
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LogJson {
@@ -337,6 +453,12 @@ impl LogJson {
             log_index: U64::from(log_index),
             removed: false,
         }
+    }
+
+    /// The same log, marked as removed from the canonical chain by a reorganisation.
+    pub fn removed(mut self) -> Self {
+        self.removed = true;
+        self
     }
 }
 

@@ -255,6 +255,11 @@ impl Server {
     pub fn ws(&self) -> WsClient {
         WsClient::connect(&self.ws_url(KEY))
     }
+
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for Server {
@@ -285,6 +290,47 @@ impl WsClient {
                 tungstenite::Message::Ping(_) | tungstenite::Message::Pong(_) => {}
                 other => panic!("unexpected WebSocket message {other:?}"),
             }
+        }
+    }
+}
+
+/// What a WebSocket gave next: a message, or how it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WsEvent {
+    Json(serde_json::Value),
+    /// A close frame: its code and reason.
+    Closed(u16, String),
+    /// The connection ended without a close frame (reset, end of stream).
+    Dropped,
+}
+
+impl WsClient {
+    /// The next text message or the end of the connection, waiting at most `timeout`
+    /// (`None`: nothing came).
+    pub fn next_event(&mut self, timeout: Duration) -> Option<WsEvent> {
+        if let tungstenite::stream::MaybeTlsStream::Plain(stream) = self.0.get_ref() {
+            stream.set_read_timeout(Some(timeout)).unwrap();
+        }
+        loop {
+            return match self.0.read() {
+                Ok(tungstenite::Message::Text(text)) => {
+                    Some(WsEvent::Json(serde_json::from_str(&text).unwrap()))
+                }
+                Ok(tungstenite::Message::Close(frame)) => Some(match frame {
+                    Some(frame) => WsEvent::Closed(frame.code.into(), frame.reason.to_string()),
+                    None => WsEvent::Closed(1005, String::new()),
+                }),
+                Ok(_) => continue,
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    None
+                }
+                Err(_) => Some(WsEvent::Dropped),
+            };
         }
     }
 }

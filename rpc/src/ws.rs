@@ -1,0 +1,550 @@
+//! quarry's WebSocket transport. jsonrpsee's own cannot close one connection with a reason,
+//! nor bound what waits to be sent on it without stalling the sender, so the gate hands every
+//! upgrade here: each connection has a reader task, which runs the calls it receives through the
+//! same call layer and methods as HTTP (jsonrpsee's parsing, batches and limits), and a writer
+//! task, which sends what waits in the connection's outbox: call answers, and the notifications
+//! that the subscription watchers push from their own threads.
+//!
+//! A notification never waits: when the outbox already holds `ws_send_buffer_messages` messages
+//! or `ws_send_buffer_bytes` bytes, the client is not reading fast enough, and the connection is
+//! closed (code 1008, the reason in the close frame) instead of letting memory grow. Answers to
+//! calls are always queued: at most `MAX_CALLS_IN_FLIGHT` run at once per connection, and the
+//! reader stops reading while that many are running, so they are bounded too.
+
+use crate::{
+    calls::Calls,
+    config::Config,
+    service::{Caller, Service},
+    subscriptions::{SubId, SubKind},
+};
+use futures_util::{SinkExt, StreamExt};
+use http_body_util::BodyExt;
+use hyper_util::rt::TokioIo;
+use jsonrpsee::{
+    MethodResponse, Methods,
+    core::middleware::{Batch, BatchEntry, Notification, RpcServiceT},
+    server::{BatchRequestConfig, HttpBody, HttpRequest, HttpResponse, MethodCallback},
+    types::{ErrorCode, ErrorObject, Request},
+};
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{
+        Arc, Mutex, MutexGuard, PoisonError, Weak,
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+use tokio::sync::{Notify, Semaphore, watch};
+use tokio_tungstenite::{
+    WebSocketStream,
+    tungstenite::{
+        Message,
+        protocol::{CloseFrame, Role, WebSocketConfig, frame::coding::CloseCode},
+    },
+};
+
+/// Calls of one connection running at once; the reader waits for one to finish before it
+/// reads the next message.
+const MAX_CALLS_IN_FLIGHT: usize = 64;
+/// How long a closing connection may take to send its close frame before the socket is
+/// dropped (a client that does not read never takes it).
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// The send-buffer bounds of every connection.
+#[derive(Debug, Clone, Copy)]
+pub struct SendLimits {
+    pub messages: usize,
+    pub bytes: usize,
+}
+
+/// What every WebSocket connection shares: the service, the methods behind the call layer, and
+/// the limits.
+pub struct Transport {
+    service: Arc<Service>,
+    rpc: Calls<Dispatch>,
+    batch: BatchRequestConfig,
+    max_request_bytes: u32,
+    max_connections: usize,
+    limits: SendLimits,
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transport").finish_non_exhaustive()
+    }
+}
+
+impl Transport {
+    pub fn new(config: &Config, service: Arc<Service>, rpc: Calls<Dispatch>) -> Self {
+        Self {
+            service,
+            rpc,
+            batch: BatchRequestConfig::Limit(config.max_batch_requests),
+            max_request_bytes: config.max_request_bytes,
+            max_connections: config.max_connections as usize,
+            limits: SendLimits {
+                messages: config.ws_send_buffer_messages.max(1),
+                bytes: config.ws_send_buffer_bytes,
+            },
+        }
+    }
+
+    /// Answers an upgrade request from an admitted `caller`: 101 and the connection's tasks, or
+    /// an HTTP error.
+    pub fn accept<B>(
+        self: &Arc<Self>,
+        mut request: HttpRequest<B>,
+        caller: Caller,
+    ) -> HttpResponse {
+        let key = request
+            .headers()
+            .get(http::header::SEC_WEBSOCKET_KEY)
+            .map(|key| key.as_bytes().to_vec());
+        let version_ok = request
+            .headers()
+            .get(http::header::SEC_WEBSOCKET_VERSION)
+            .is_some_and(|v| v.as_bytes() == b"13");
+        let (Some(key), true) = (key, version_ok) else {
+            return plain(
+                http::StatusCode::BAD_REQUEST,
+                "a WebSocket upgrade needs Sec-WebSocket-Key and Sec-WebSocket-Version: 13",
+            );
+        };
+        let connections = &self.service.connections;
+        if connections.open.fetch_add(1, Ordering::SeqCst) >= self.max_connections {
+            connections.open.fetch_sub(1, Ordering::SeqCst);
+            return plain(
+                http::StatusCode::SERVICE_UNAVAILABLE,
+                "too many WebSocket connections, try again later",
+            );
+        }
+        let upgrade = hyper::upgrade::on(&mut request);
+        let transport = self.clone();
+        tokio::spawn(async move {
+            match upgrade.await {
+                Ok(upgraded) => transport.clone().run(TokioIo::new(upgraded), caller).await,
+                Err(e) => tracing::debug!("WebSocket upgrade failed: {e}"),
+            }
+            transport
+                .service
+                .connections
+                .open
+                .fetch_sub(1, Ordering::SeqCst);
+        });
+        let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(&key);
+        let mut response = HttpResponse::new(HttpBody::default());
+        *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
+        let headers = response.headers_mut();
+        headers.insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("upgrade"),
+        );
+        headers.insert(
+            http::header::UPGRADE,
+            http::HeaderValue::from_static("websocket"),
+        );
+        if let Ok(value) = http::HeaderValue::from_str(&accept) {
+            headers.insert(http::header::SEC_WEBSOCKET_ACCEPT, value);
+        }
+        response
+    }
+
+    /// Serves one connection until either side closes it.
+    async fn run(self: Arc<Self>, io: TokioIo<hyper::upgrade::Upgraded>, caller: Caller) {
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(self.max_request_bytes as usize))
+            .max_frame_size(Some(self.max_request_bytes as usize));
+        let socket = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
+        let (sink, mut stream) = socket.split();
+        let conn = self
+            .service
+            .connections
+            .open_connection(caller, self.limits);
+        let network = conn.caller.network;
+        self.service.metrics.ws_connection(network, 1);
+        let writer = tokio::spawn(write(conn.clone(), sink));
+        let calls = Arc::new(Semaphore::new(MAX_CALLS_IN_FLIGHT));
+        let mut ended = conn.ended.subscribe();
+        loop {
+            let message = tokio::select! {
+                message = stream.next() => message,
+                _ = ended.wait_for(|ended| *ended) => break,
+            };
+            let text = match message {
+                Some(Ok(Message::Text(text))) => text.as_str().to_owned(),
+                Some(Ok(Message::Binary(bytes))) => match String::from_utf8(bytes.to_vec()) {
+                    Ok(text) => text,
+                    Err(_) => {
+                        conn.close(CloseCode::Unsupported, "binary messages must be UTF-8 JSON");
+                        continue;
+                    }
+                },
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+            };
+            let Ok(permit) = calls.clone().acquire_owned().await else {
+                break;
+            };
+            let (transport, conn) = (self.clone(), conn.clone());
+            tokio::spawn(async move {
+                if let Some(answer) = transport.call(&conn, text).await {
+                    conn.respond(answer);
+                }
+                // Subscriptions start once their id is on its way, so none is notified first.
+                transport.service.activate(&conn);
+                drop(permit);
+            });
+        }
+        conn.finish();
+        self.service.release(&conn);
+        self.service.metrics.ws_connection(network, -1);
+        let _ = writer.await;
+    }
+
+    /// Runs one message (a call, a notification or a batch) as HTTP would: its answer, or
+    /// `None` when there is none (only notifications).
+    async fn call(&self, conn: &Arc<Connection>, text: String) -> Option<String> {
+        let mut request = HttpRequest::new(HttpBody::from(text));
+        *request.method_mut() = http::Method::POST;
+        request.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        request.extensions_mut().insert(conn.caller.clone());
+        request.extensions_mut().insert(conn.clone());
+        let response = jsonrpsee::server::http::call_with_service(
+            request,
+            self.batch,
+            self.max_request_bytes,
+            self.rpc.clone(),
+        )
+        .await;
+        let body = response.into_body().collect().await.ok()?.to_bytes();
+        if body.is_empty() {
+            return None;
+        }
+        String::from_utf8(body.to_vec()).ok()
+    }
+}
+
+fn plain(status: http::StatusCode, text: &'static str) -> HttpResponse {
+    let mut response = HttpResponse::new(HttpBody::from(text));
+    *response.status_mut() = status;
+    response
+}
+
+/// Sends what the outbox holds until the connection closes.
+async fn write<S>(conn: Arc<Connection>, mut sink: S)
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    let mut ended = conn.ended.subscribe();
+    let mut closing = conn.closing.subscribe();
+    loop {
+        let ready = conn.ready.notified();
+        tokio::pin!(ready);
+        ready.as_mut().enable();
+        let next = conn.outbox().next();
+        match next {
+            Next::Send(text) => {
+                tokio::select! {
+                    sent = sink.send(Message::text(text)) => if sent.is_err() { break },
+                    // A send stuck on a full socket gives way to the close frame.
+                    _ = closing.wait_for(|closing| *closing) => {}
+                    _ = ended.wait_for(|ended| *ended) => break,
+                }
+            }
+            Next::Close(frame) => {
+                let _ =
+                    tokio::time::timeout(CLOSE_GRACE, sink.send(Message::Close(Some(frame)))).await;
+                break;
+            }
+            Next::Wait => {
+                tokio::select! {
+                    _ = ready => {}
+                    _ = ended.wait_for(|ended| *ended) => break,
+                }
+            }
+        }
+    }
+    // The reader stops too: nothing more is sent on this connection.
+    let _ = conn.ended.send(true);
+}
+
+/// Every open connection, for revocation and limits.
+#[derive(Debug, Default)]
+pub struct Connections {
+    open: AtomicUsize,
+    next_id: AtomicU64,
+    live: Mutex<HashMap<u64, Weak<Connection>>>,
+}
+
+impl Connections {
+    fn open_connection(&self, caller: Caller, limits: SendLimits) -> Arc<Connection> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let conn = Arc::new(Connection {
+            id,
+            caller,
+            limits,
+            outbox: Mutex::default(),
+            ready: Notify::new(),
+            closing: watch::Sender::new(false),
+            ended: watch::Sender::new(false),
+            subscriptions: Mutex::default(),
+        });
+        self.lock().insert(id, Arc::downgrade(&conn));
+        conn
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Weak<Connection>>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn forget(&self, conn: &Connection) {
+        self.lock().remove(&conn.id);
+    }
+
+    /// The open connections.
+    pub fn all(&self) -> Vec<Arc<Connection>> {
+        self.lock().values().filter_map(Weak::upgrade).collect()
+    }
+}
+
+/// One WebSocket connection as the rest of the server sees it: who is calling, what waits to be
+/// sent, and its subscriptions.
+pub struct Connection {
+    pub id: u64,
+    pub caller: Caller,
+    limits: SendLimits,
+    outbox: Mutex<Outbox>,
+    /// Wakes the writer when the outbox gets something.
+    ready: Notify,
+    /// Set when a close frame is queued.
+    closing: watch::Sender<bool>,
+    /// Set when the connection is over: both tasks stop.
+    ended: watch::Sender<bool>,
+    subscriptions: Mutex<ConnSubscriptions>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A connection's subscriptions: `pending` ones are answered but not yet notified (see
+/// `Service::activate`).
+#[derive(Debug, Default)]
+pub struct ConnSubscriptions {
+    pub active: HashMap<SubId, SubKind>,
+    pub pending: Vec<(SubId, SubKind)>,
+    /// Set once the connection ended: nothing may subscribe any more.
+    pub closed: bool,
+}
+
+#[derive(Debug, Default)]
+struct Outbox {
+    queue: VecDeque<String>,
+    bytes: usize,
+    close: Option<CloseFrame>,
+    /// A close frame was queued: nothing more goes out.
+    closing: bool,
+}
+
+enum Next {
+    Send(String),
+    Close(CloseFrame),
+    Wait,
+}
+
+impl Outbox {
+    fn next(&mut self) -> Next {
+        if let Some(text) = self.queue.pop_front() {
+            self.bytes -= text.len();
+            return Next::Send(text);
+        }
+        match self.close.take() {
+            Some(frame) => Next::Close(frame),
+            None => Next::Wait,
+        }
+    }
+}
+
+/// Why a notification was not queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The connection is closing.
+    Closed,
+    /// The outbox is full: the client does not read fast enough.
+    Full,
+}
+
+impl Connection {
+    fn outbox(&self) -> MutexGuard<'_, Outbox> {
+        self.outbox.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn subscriptions(&self) -> MutexGuard<'_, ConnSubscriptions> {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues an answer to a call.
+    fn respond(&self, text: String) {
+        let mut outbox = self.outbox();
+        if outbox.closing {
+            return;
+        }
+        outbox.bytes += text.len();
+        outbox.queue.push_back(text);
+        drop(outbox);
+        self.ready.notify_one();
+    }
+
+    /// Queues a notification, unless the outbox is over its bounds (one message always fits
+    /// an empty outbox, however large).
+    pub fn notify(&self, text: String) -> Result<(), Refused> {
+        let mut outbox = self.outbox();
+        if outbox.closing {
+            return Err(Refused::Closed);
+        }
+        if !outbox.queue.is_empty()
+            && (outbox.queue.len() >= self.limits.messages
+                || outbox.bytes + text.len() > self.limits.bytes)
+        {
+            return Err(Refused::Full);
+        }
+        outbox.bytes += text.len();
+        outbox.queue.push_back(text);
+        drop(outbox);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// How many messages and bytes wait to be sent.
+    pub fn waiting(&self) -> (usize, usize) {
+        let outbox = self.outbox();
+        (outbox.queue.len(), outbox.bytes)
+    }
+
+    /// Drops what waits to be sent and closes the connection with `code` and `reason`: the
+    /// close frame goes out at once if the client reads, and the socket is dropped after
+    /// `CLOSE_GRACE` if not. The caller removes the subscriptions (`Service::release`).
+    pub fn close(&self, code: CloseCode, reason: &str) {
+        let mut outbox = self.outbox();
+        if outbox.closing {
+            return;
+        }
+        outbox.closing = true;
+        outbox.queue.clear();
+        outbox.bytes = 0;
+        outbox.close = Some(CloseFrame {
+            code,
+            reason: reason.to_owned().into(),
+        });
+        drop(outbox);
+        let _ = self.closing.send(true);
+        self.ready.notify_one();
+    }
+
+    /// Whether the connection is closing or over.
+    pub fn is_closing(&self) -> bool {
+        self.outbox().closing || *self.ended.borrow()
+    }
+
+    /// The connection is over: both tasks stop, and nothing may subscribe on it any more.
+    fn finish(&self) {
+        let _ = self.ended.send(true);
+        self.subscriptions().closed = true;
+        self.ready.notify_one();
+    }
+}
+
+/// The methods behind the call layer for WebSocket calls: what jsonrpsee's own service does for
+/// calls (subscriptions are quarry's, ordinary methods).
+#[derive(Clone)]
+pub struct Dispatch {
+    methods: Methods,
+    max_response_bytes: usize,
+}
+
+impl Dispatch {
+    pub fn new(methods: impl Into<Methods>, max_response_bytes: u32) -> Self {
+        Self {
+            methods: methods.into(),
+            max_response_bytes: max_response_bytes as usize,
+        }
+    }
+}
+
+impl RpcServiceT for Dispatch {
+    type MethodResponse = MethodResponse;
+    type NotificationResponse = MethodResponse;
+    type BatchResponse = MethodResponse;
+
+    fn call<'a>(&self, request: Request<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
+        let methods = self.methods.clone();
+        let max = self.max_response_bytes;
+        async move {
+            let Request {
+                id,
+                method,
+                params,
+                extensions,
+                ..
+            } = request;
+            let params = jsonrpsee::types::Params::new(params.as_ref().map(|p| p.get()));
+            match methods.method_with_name(&method) {
+                None => MethodResponse::error(id, ErrorObject::from(ErrorCode::MethodNotFound))
+                    .with_extensions(extensions),
+                Some((_, MethodCallback::Async(callback))) => {
+                    let conn_id = jsonrpsee::core::server::ConnectionId(0);
+                    callback(
+                        id.into_owned(),
+                        params.into_owned(),
+                        conn_id,
+                        max,
+                        extensions,
+                    )
+                    .await
+                }
+                Some((_, MethodCallback::Sync(callback))) => callback(id, params, max, extensions),
+                Some(_) => MethodResponse::error(id, ErrorObject::from(ErrorCode::InternalError))
+                    .with_extensions(extensions),
+            }
+        }
+    }
+
+    /// The call layer answers each call of a batch through `call`; this is its fallback.
+    fn batch<'a>(&self, batch: Batch<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
+        let this = self.clone();
+        async move {
+            let mut responses =
+                jsonrpsee::BatchResponseBuilder::new_with_limit(this.max_response_bytes);
+            for entry in batch {
+                let response = match entry {
+                    Ok(BatchEntry::Call(request)) => this.call(request).await,
+                    Ok(BatchEntry::Notification(_)) => continue,
+                    Err(error) => {
+                        let (error, id) = error.into_parts();
+                        MethodResponse::error(id, error)
+                    }
+                };
+                if let Err(too_big) = responses.append(response) {
+                    return too_big;
+                }
+            }
+            MethodResponse::from_batch(responses.finish())
+        }
+    }
+
+    fn notification<'a>(
+        &self,
+        _notification: Notification<'a>,
+    ) -> impl Future<Output = MethodResponse> + Send + 'a {
+        std::future::ready(MethodResponse::notification())
+    }
+}
