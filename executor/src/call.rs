@@ -250,10 +250,65 @@ pub struct AccessListOutcome {
     pub outcome: CallOutcome,
 }
 
-type CallDb<'a> = CacheDB<StateSnapshot<'a, signet_libmdbx::RoSync>>;
+pub(crate) type CallDb<'a> = CacheDB<StateSnapshot<'a, quarry_storage::ReadOnly>>;
+
+/// What a call changes in its block's environment (geth's block overrides).
+#[derive(Debug, Clone, Default)]
+pub struct BlockOverrides {
+    pub number: Option<u64>,
+    pub time: Option<u64>,
+    pub gas_limit: Option<u64>,
+    pub fee_recipient: Option<Address>,
+    pub prev_randao: Option<B256>,
+    pub difficulty: Option<U256>,
+    pub base_fee: Option<u64>,
+    pub blob_base_fee: Option<u128>,
+}
+
+impl BlockOverrides {
+    fn apply(&self, env: &mut EvmEnv) {
+        let block = &mut env.block_env;
+        if let Some(number) = self.number {
+            block.number = U256::from(number);
+        }
+        if let Some(time) = self.time {
+            block.timestamp = U256::from(time);
+        }
+        if let Some(gas_limit) = self.gas_limit {
+            block.gas_limit = gas_limit;
+        }
+        if let Some(recipient) = self.fee_recipient {
+            block.beneficiary = recipient;
+        }
+        if let Some(randao) = self.prev_randao {
+            block.prevrandao = Some(randao);
+        }
+        if let Some(difficulty) = self.difficulty {
+            block.difficulty = difficulty;
+        }
+        if let Some(base_fee) = self.base_fee {
+            block.basefee = base_fee;
+        }
+        if let Some(price) = self.blob_base_fee
+            && let Some(blob) = block.blob_excess_gas_and_price.as_mut()
+        {
+            blob.blob_gasprice = price;
+        }
+    }
+}
 
 impl CallContext<'_> {
     fn env(&self, request: &CallRequest) -> Result<EvmEnv, CallError> {
+        self.env_with(request, &BlockOverrides::default())
+    }
+
+    /// The block's environment for `request`, changed by `overrides` before geth's zero fees
+    /// apply.
+    pub(crate) fn env_with(
+        &self,
+        request: &CallRequest,
+        overrides: &BlockOverrides,
+    ) -> Result<EvmEnv, CallError> {
         let parent_td = match self.header.number.checked_sub(1) {
             Some(parent) => self.tx.total_difficulty(parent)?.unwrap_or_default(),
             None => U256::ZERO,
@@ -262,6 +317,7 @@ impl CallContext<'_> {
         let rules = self.spec.at_block(merged);
         let blob_params = self.spec.blob_params_at(self.header.timestamp);
         let mut env = EvmEnv::for_eth_block(self.header, rules, self.spec.chain_id, blob_params);
+        overrides.apply(&mut env);
         let cfg = &mut env.cfg_env;
         cfg.disable_nonce_check = true;
         cfg.disable_eip3607 = true;
@@ -280,7 +336,7 @@ impl CallContext<'_> {
         Ok(env)
     }
 
-    fn database(&self) -> Result<CallDb<'_>, CallError> {
+    pub(crate) fn database(&self) -> Result<CallDb<'_>, CallError> {
         let at = if self.is_head {
             StateAt::Latest
         } else {
@@ -491,7 +547,7 @@ impl CallContext<'_> {
 }
 
 /// The nonce a call runs with: the one it names, else its sender's in `db`.
-fn call_nonce(db: &CallDb<'_>, request: &CallRequest) -> Result<u64, CallError> {
+pub(crate) fn call_nonce(db: &CallDb<'_>, request: &CallRequest) -> Result<u64, CallError> {
     match request.nonce {
         Some(nonce) => Ok(nonce),
         None => Ok(
@@ -517,7 +573,13 @@ fn fees(request: &CallRequest) -> (u128, Option<u128>) {
     }
 }
 
-fn tx_env(request: &CallRequest, caller: Address, nonce: u64, gas: u64, chain_id: u64) -> TxEnv {
+pub(crate) fn tx_env(
+    request: &CallRequest,
+    caller: Address,
+    nonce: u64,
+    gas: u64,
+    chain_id: u64,
+) -> TxEnv {
     let (fee_cap, tip) = fees(request);
     let tx_type = if request.authorization_list.is_some() {
         4
@@ -557,7 +619,7 @@ fn tx_env(request: &CallRequest, caller: Address, nonce: u64, gas: u64, chain_id
 }
 
 /// geth's message for a call that cannot start.
-fn invalid_message(invalid: &InvalidTransaction, from: Address) -> String {
+pub(crate) fn invalid_message(invalid: &InvalidTransaction, from: Address) -> String {
     match invalid {
         InvalidTransaction::LackOfFundForMaxFee { fee, balance } => format!(
             "insufficient funds for gas * price + value: address {from} have {balance} want {fee}"

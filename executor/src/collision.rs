@@ -120,3 +120,23 @@ pub(crate) fn call_has_storage<K: Access>(
         false
     })
 }
+
+/// EIP-7610 for a traced call: `call_has_storage` as an inspector of its own.
+#[derive(Debug, Default)]
+pub struct CallCollision {
+    /// A database error met while checking, reported after the call.
+    pub error: Option<quarry_storage::Error>,
+}
+
+impl<'a, CTX, K> Inspector<CTX, EthInterpreter> for CallCollision
+where
+    K: Access + 'a,
+    CTX: ContextTr<Db = CacheDB<StateSnapshot<'a, K>>>,
+{
+    fn create(&mut self, context: &mut CTX, inputs: &mut CreateInputs) -> Option<CreateOutcome> {
+        let error = &mut self.error;
+        storage_collision(context, inputs, |db, address| {
+            call_has_storage(db, address, error)
+        })
+    }
+}

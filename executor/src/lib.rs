@@ -11,11 +11,15 @@ pub mod error;
 pub mod genesis;
 pub mod state_db;
 pub mod state_root;
+pub mod trace;
 pub mod trie;
 pub mod verify;
 
 pub use block::{BlockTemplate, ExecutedBlock, SealedBlock, build_block, execute_block};
-pub use call::{AccountOverride, CallContext, CallError, CallOutcome, CallRequest, StateOverrides};
+pub use call::{
+    AccountOverride, BlockOverrides, CallContext, CallError, CallOutcome, CallRequest,
+    StateOverrides,
+};
 pub use chain_spec::ChainSpec;
 pub use error::{BlockError, Error, Invalid, Result};
 pub use state_db::{StateAt, StateCache, StateSnapshot};

@@ -1,0 +1,896 @@
+//! debug_trace*: a stored block's transactions re-executed on its parent's state (system calls
+//! and the DAO drain included, so each trace agrees with the stored receipts), or one call on
+//! the state after a block, watched by geth's tracers.
+//!
+//! The tracers are revm-inspectors': its `TracingInspector` records the struct logger's steps,
+//! which are written here in geth's JSON encoding (its own builder differs from geth in the
+//! refund counter, step errors, empty return data and opcode names), and its `DebugInspector`
+//! runs every named tracer. A `Guard` in front of them stops a trace at its deadline and bounds
+//! what the struct logger records.
+
+use crate::{
+    block::apply_dao_drain,
+    call::{BlockOverrides, CallContext, CallError, call_nonce, invalid_message, tx_env},
+    chain_spec::ChainSpec,
+    collision::{CallCollision, StorageCollision},
+    state_db::{StateAt, StateCache, StateError, StateSnapshot},
+};
+use alloy_consensus::{Header, TxEnvelope, transaction::Recovered};
+use alloy_eips::eip4895::Withdrawal;
+use alloy_evm::{
+    EthEvmFactory, Evm, EvmEnv, EvmFactory, FromRecoveredTx,
+    block::{BlockExecutionError, BlockExecutor},
+    eth::{EthBlockExecutionCtx, EthBlockExecutor, receipt_builder::AlloyReceiptBuilder},
+};
+use alloy_hardforks::EthereumHardforks;
+use alloy_primitives::{Address, B256, U256, map::HashMap};
+use alloy_rpc_types_trace::geth::{GethDebugTracingOptions, GethDefaultTracingOptions};
+use quarry_storage::ReadTx;
+use revm::{
+    DatabaseRef, Inspector,
+    context::{
+        BlockEnv, ContextTr, JournalTr, TxEnv,
+        result::{EVMError, ExecutionResult, ResultAndState},
+    },
+    database::State,
+    handler::FrameResult,
+    inspector::JournalExt,
+    interpreter::{
+        CallInputs, CallOutcome, CreateInputs, CreateOutcome, FrameInput, InstructionResult,
+        Interpreter,
+        interpreter_types::{InputsTr, Jumps, MemoryTr, ReturnData},
+    },
+    primitives::Log,
+};
+use revm_inspectors::tracing::{
+    DebugInspector, TracingInspector, TracingInspectorConfig, TransactionContext,
+    types::{CallTraceNode, CallTraceStep, TraceMemberOrder},
+};
+use serde_json::value::RawValue;
+use std::{
+    borrow::Cow,
+    collections::{BTreeMap, HashSet},
+    fmt::Write as _,
+    time::{Duration, Instant},
+};
+
+/// geth's limit for tracing one transaction when the request sets no `timeout`.
+pub const DEFAULT_TRACE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One trace's JSON, as geth writes it.
+pub type TraceJson = Box<RawValue>;
+
+/// How to trace: the tracer and its options, and the limits.
+#[derive(Debug, Clone)]
+pub struct TraceRequest<'a> {
+    pub options: &'a GethDebugTracingOptions,
+    /// Each traced transaction's limit: geth's `timeout` option (5 s unless given).
+    pub timeout: Duration,
+    /// The server's limit for the whole request.
+    pub deadline: Instant,
+    /// Most bytes of struct logs one request may produce (estimated as they are recorded).
+    pub max_bytes: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// geth's words for a trace stopped by its timeout (or by the server's deadline).
+    #[error("execution timeout")]
+    Timeout,
+    /// The struct logs grew past the server's limit; recording stopped there.
+    #[error(
+        "trace exceeds the server's limit of {max_bytes} bytes of struct logs (reached after {steps} steps): trace fewer steps with the \"limit\" option, disable the stack, memory or storage, or use a tracer such as callTracer"
+    )]
+    TooLarge { max_bytes: usize, steps: u64 },
+    /// An unknown tracer or a tracer config that does not parse.
+    #[error("{0}")]
+    Tracer(String),
+    /// The traced call cannot run at all (geth: "tracing failed: ...").
+    #[error("tracing failed: {0}")]
+    Invalid(String),
+    #[error(transparent)]
+    State(#[from] quarry_storage::Error),
+    /// Re-executing a stored block failed: the stored chain and this node's rules disagree.
+    #[error("re-executing the block failed: {0}")]
+    Execution(String),
+}
+
+impl From<CallError> for TraceError {
+    fn from(error: CallError) -> Self {
+        match error {
+            CallError::State(e) => Self::State(e),
+            CallError::Timeout(_) => Self::Timeout,
+            other => Self::Invalid(other.to_string()),
+        }
+    }
+}
+
+impl From<StateError> for TraceError {
+    fn from(StateError(e): StateError) -> Self {
+        Self::State(e)
+    }
+}
+
+impl From<revm::database_interface::bal::EvmDatabaseError<StateError>> for TraceError {
+    fn from(error: revm::database_interface::bal::EvmDatabaseError<StateError>) -> Self {
+        match error {
+            revm::database_interface::bal::EvmDatabaseError::Database(StateError(e)) => {
+                Self::State(e)
+            }
+            other => Self::Execution(other.to_string()),
+        }
+    }
+}
+
+/// A block to re-execute: stored, or (debug_traceBlock) decoded from the request.
+#[derive(Debug, Clone, Copy)]
+pub struct BlockRef<'a> {
+    pub hash: B256,
+    pub header: &'a Header,
+    pub transactions: &'a [TxEnvelope],
+    pub senders: &'a [Address],
+    pub ommers: &'a [Header],
+    pub withdrawals: Option<&'a [Withdrawal]>,
+}
+
+/// Re-executes `block` on its parent's state, tracing every transaction or only the one at
+/// `only` (the execution stops after it). Returns each traced transaction's hash and trace.
+/// The parent must be stored; `parent_is_head` says whether its state is the latest one.
+pub fn trace_block(
+    spec: &ChainSpec,
+    tx: &ReadTx,
+    cache: &StateCache,
+    block: BlockRef<'_>,
+    parent_is_head: bool,
+    only: Option<usize>,
+    request: &TraceRequest<'_>,
+) -> Result<Vec<(B256, TraceJson)>, TraceError> {
+    let header = block.header;
+    let parent = header
+        .number
+        .checked_sub(1)
+        .ok_or_else(|| TraceError::Execution("the genesis block has no parent".into()))?;
+    let parent_td = tx.total_difficulty(parent)?.unwrap_or_default();
+    let merged = spec.is_merged(parent_td, header.timestamp);
+    let rules = spec.at_block(merged);
+    let env = EvmEnv::for_eth_block(
+        header,
+        rules,
+        spec.chain_id,
+        spec.blob_params_at(header.timestamp),
+    );
+    let block_env = env.block_env.clone();
+    let at = if parent_is_head {
+        StateAt::Latest
+    } else {
+        StateAt::Block(parent)
+    };
+    let mut state = State::builder()
+        .with_database_ref(StateSnapshot::cached(tx, at, parent, cache))
+        .build();
+    let inspector = (
+        Guard::new(None, request.deadline, request.max_bytes),
+        StorageCollision::default(),
+    );
+    let evm = EthEvmFactory::default().create_evm_with_inspector(&mut state, env, inspector);
+    let ctx = EthBlockExecutionCtx {
+        parent_hash: header.parent_hash,
+        parent_beacon_block_root: header.parent_beacon_block_root,
+        ommers: block.ommers,
+        withdrawals: block.withdrawals.map(Cow::Borrowed),
+        extra_data: header.extra_data.clone(),
+        tx_count_hint: Some(block.transactions.len()),
+        slot_number: None,
+    };
+    let mut executor = EthBlockExecutor::new(evm, ctx, rules, AlloyReceiptBuilder::default());
+    executor
+        .apply_pre_execution_changes()
+        .map_err(replay_error)?;
+    if spec.dao_fork_block() == Some(header.number) {
+        let pre_eip161 = !spec.is_spurious_dragon_active_at_block(header.number);
+        apply_dao_drain(executor.evm_mut().db_mut(), pre_eip161)
+            .map_err(|e| TraceError::Execution(e.to_string()))?;
+    }
+    let mut traces = Vec::new();
+    for (index, (transaction, sender)) in block.transactions.iter().zip(block.senders).enumerate() {
+        let recovered = Recovered::new_unchecked(transaction, *sender);
+        if only.is_some_and(|only| only != index) {
+            executor
+                .execute_transaction(recovered)
+                .map_err(replay_error)?;
+            check_replayed(executor.evm_mut().inspector_mut())?;
+            continue;
+        }
+        let deadline = request.deadline.min(Instant::now() + request.timeout);
+        executor
+            .evm_mut()
+            .inspector_mut()
+            .0
+            .begin(Tracer::new(request.options)?, deadline);
+        let output = executor
+            .execute_transaction_without_commit(recovered)
+            .map_err(replay_error)?;
+        let (db, inspector, _) = executor.evm_mut().components_mut();
+        if let Some(e) = inspector.1.error.take() {
+            return Err(TraceError::State(e));
+        }
+        let context = TransactionContext {
+            block_hash: Some(block.hash),
+            tx_index: Some(index),
+            tx_hash: Some(*transaction.tx_hash()),
+        };
+        let tx_env = TxEnv::from_recovered_tx(transaction, *sender);
+        let trace = inspector.0.finish(
+            &output.result,
+            &tx_env,
+            &block_env,
+            &mut **db,
+            Some(context),
+        )?;
+        traces.push((*transaction.tx_hash(), trace));
+        executor.commit_transaction(output);
+        if only.is_some() {
+            break;
+        }
+    }
+    Ok(traces)
+}
+
+/// After an untraced transaction: the server's deadline, and a storage error met by EIP-7610's
+/// check.
+fn check_replayed(inspector: &mut (Guard, StorageCollision)) -> Result<(), TraceError> {
+    if let Some(e) = inspector.1.error.take() {
+        return Err(TraceError::State(e));
+    }
+    match inspector.0.stop {
+        Some(_) => Err(TraceError::Timeout),
+        None => Ok(()),
+    }
+}
+
+fn replay_error(error: BlockExecutionError) -> TraceError {
+    TraceError::Execution(error.to_string())
+}
+
+impl CallContext<'_> {
+    /// debug_traceCall: runs `request` with `gas` gas as eth_call does, in the block's
+    /// environment changed by `block`, and traces it.
+    pub fn trace(
+        &self,
+        request: &crate::CallRequest,
+        gas: u64,
+        block: &BlockOverrides,
+        trace: &TraceRequest<'_>,
+    ) -> Result<TraceJson, TraceError> {
+        let env = self.env_with(request, block)?;
+        let block_env = env.block_env.clone();
+        let chain_id = env.cfg_env.chain_id;
+        let base_fee = env.block_env.basefee;
+        let db = self.database()?;
+        let caller = request.from.unwrap_or_default();
+        let tx = tx_env(request, caller, call_nonce(&db, request)?, gas, chain_id);
+        let deadline = trace.deadline.min(Instant::now() + trace.timeout);
+        let guard = Guard::new(Some(Tracer::new(trace.options)?), deadline, trace.max_bytes);
+        let inspector = (guard, CallCollision::default());
+        let mut evm = EthEvmFactory::default().create_evm_with_inspector(db, env, inspector);
+        let result = evm.transact(tx.clone());
+        let (db, inspector, _) = evm.components_mut();
+        if let Some(e) = inspector.1.error.take() {
+            return Err(TraceError::State(e));
+        }
+        let result = result.map_err(|e| match e {
+            EVMError::Database(StateError(e)) => TraceError::State(e),
+            EVMError::Transaction(
+                revm::context::result::InvalidTransaction::GasPriceLessThanBasefee,
+            ) => TraceError::Invalid(format!(
+                "max fee per gas less than block base fee: address {caller}, maxFeePerGas: {}, baseFee: {base_fee}",
+                request.max_fee_per_gas.or(request.gas_price).unwrap_or_default()
+            )),
+            EVMError::Transaction(invalid) => {
+                TraceError::Invalid(invalid_message(&invalid, caller))
+            }
+            other => TraceError::Invalid(other.to_string()),
+        })?;
+        inspector.0.finish(&result, &tx, &block_env, db, None)
+    }
+}
+
+/// The tracer a request names: geth's struct logger (the default) or a built-in one.
+#[derive(Debug)]
+enum Tracer {
+    StructLogs(Box<TracingInspector>, GethDefaultTracingOptions),
+    BuiltIn(Box<DebugInspector>),
+}
+
+impl Tracer {
+    fn new(options: &GethDebugTracingOptions) -> Result<Self, TraceError> {
+        let named = options
+            .tracer
+            .as_ref()
+            .is_some_and(|tracer| !tracer.as_str().is_empty());
+        if !named {
+            let config = TracingInspectorConfig::from_geth_config(&options.config);
+            return Ok(Self::StructLogs(
+                Box::new(TracingInspector::new(config)),
+                options.config,
+            ));
+        }
+        let inspector = DebugInspector::new(options.clone()).map_err(|e| {
+            let name = options.tracer.as_ref().map_or("", |t| t.as_str());
+            TraceError::Tracer(match e {
+                revm_inspectors::tracing::DebugInspectorError::JsTracerNotEnabled
+                | revm_inspectors::tracing::DebugInspectorError::UnsupportedTracer => {
+                    format!("tracer not found: {name} (JavaScript tracers are not supported)")
+                }
+                other => format!("{name}: {other}"),
+            })
+        })?;
+        Ok(Self::BuiltIn(Box::new(inspector)))
+    }
+}
+
+macro_rules! delegate {
+    ($self:expr => $inspector:ident.$method:ident($($arg:expr),*)) => {
+        match $self {
+            Tracer::StructLogs($inspector, _) => Inspector::<CTX>::$method(&mut **$inspector, $($arg),*),
+            Tracer::BuiltIn($inspector) => Inspector::<CTX>::$method(&mut **$inspector, $($arg),*),
+        }
+    };
+}
+
+impl<CTX: ContextTr<Journal: JournalExt>> Inspector<CTX> for Tracer {
+    fn initialize_interp(&mut self, interp: &mut Interpreter, context: &mut CTX) {
+        delegate!(self => inspector.initialize_interp(interp, context))
+    }
+    fn step(&mut self, interp: &mut Interpreter, context: &mut CTX) {
+        delegate!(self => inspector.step(interp, context))
+    }
+    fn step_end(&mut self, interp: &mut Interpreter, context: &mut CTX) {
+        delegate!(self => inspector.step_end(interp, context))
+    }
+    fn log(&mut self, context: &mut CTX, log: Log) {
+        delegate!(self => inspector.log(context, log))
+    }
+    fn log_full(&mut self, interp: &mut Interpreter, context: &mut CTX, log: Log) {
+        delegate!(self => inspector.log_full(interp, context, log))
+    }
+    fn call(&mut self, context: &mut CTX, inputs: &mut CallInputs) -> Option<CallOutcome> {
+        delegate!(self => inspector.call(context, inputs))
+    }
+    fn call_end(&mut self, context: &mut CTX, inputs: &CallInputs, outcome: &mut CallOutcome) {
+        delegate!(self => inspector.call_end(context, inputs, outcome))
+    }
+    fn create(&mut self, context: &mut CTX, inputs: &mut CreateInputs) -> Option<CreateOutcome> {
+        delegate!(self => inspector.create(context, inputs))
+    }
+    fn create_end(
+        &mut self,
+        context: &mut CTX,
+        inputs: &CreateInputs,
+        outcome: &mut CreateOutcome,
+    ) {
+        delegate!(self => inspector.create_end(context, inputs, outcome))
+    }
+    fn selfdestruct(&mut self, contract: Address, target: Address, value: U256) {
+        match self {
+            Tracer::StructLogs(inspector, _) => {
+                Inspector::<CTX>::selfdestruct(&mut **inspector, contract, target, value)
+            }
+            Tracer::BuiltIn(inspector) => {
+                Inspector::<CTX>::selfdestruct(&mut **inspector, contract, target, value)
+            }
+        }
+    }
+    fn frame_start(
+        &mut self,
+        context: &mut CTX,
+        frame_input: &mut FrameInput,
+    ) -> Option<FrameResult> {
+        delegate!(self => inspector.frame_start(context, frame_input))
+    }
+    fn frame_end(
+        &mut self,
+        context: &mut CTX,
+        frame_input: &FrameInput,
+        frame_result: &mut FrameResult,
+    ) {
+        delegate!(self => inspector.frame_end(context, frame_input, frame_result))
+    }
+}
+
+/// Why a trace stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Timeout,
+    TooLarge,
+}
+
+/// In front of the tracer: stops execution at the deadline or when the struct logs outgrow
+/// their budget (every frame halts at its next step, so the whole transaction unwinds at
+/// once), stops recording steps past geth's `limit`, and keeps geth's refund counter, which
+/// counts the whole transaction's refunds where revm counts each frame's.
+#[derive(Debug)]
+struct Guard {
+    /// `None` while block replay runs a transaction that is not traced.
+    tracer: Option<Tracer>,
+    deadline: Instant,
+    steps: u32,
+    stop: Option<Stop>,
+    /// Whether the current step went to the tracer (its `step_end` must too).
+    forwarded: bool,
+    logs: LogBudget,
+}
+
+/// What the struct logger has recorded, in estimated bytes of geth's JSON, against the limit.
+#[derive(Debug, Default)]
+struct LogBudget {
+    max_bytes: usize,
+    /// Across every transaction of the request.
+    bytes: usize,
+    /// Steps recorded for the current transaction.
+    recorded: u64,
+    /// geth's `limit`: most steps recorded per transaction.
+    limit: u64,
+    stack: bool,
+    memory: bool,
+    return_data: bool,
+    storage: bool,
+    /// The transaction's refund counter at each recorded step.
+    refunds: Vec<u64>,
+    /// Each active frame's refund counter, outermost first.
+    frame_refunds: Vec<i64>,
+    /// The slots each address's SLOAD and SSTORE steps have shown so far.
+    slots: HashMap<Address, HashSet<U256>>,
+}
+
+/// Estimated JSON bytes of a step's fixed fields, of a stack item, of a memory word, and of a
+/// storage entry.
+const STEP_BYTES: usize = 120;
+const STACK_ITEM_BYTES: usize = 70;
+const MEMORY_WORD_BYTES: usize = 70;
+const STORAGE_ENTRY_BYTES: usize = 140;
+
+impl Guard {
+    fn new(tracer: Option<Tracer>, deadline: Instant, max_bytes: usize) -> Self {
+        let mut guard = Self {
+            tracer: None,
+            deadline,
+            steps: 0,
+            stop: None,
+            forwarded: false,
+            logs: LogBudget {
+                max_bytes,
+                ..Default::default()
+            },
+        };
+        if let Some(tracer) = tracer {
+            guard.begin(tracer, deadline);
+        }
+        guard
+    }
+
+    /// Starts tracing a transaction with a fresh tracer.
+    fn begin(&mut self, tracer: Tracer, deadline: Instant) {
+        let logs = &mut self.logs;
+        logs.recorded = 0;
+        logs.refunds.clear();
+        logs.frame_refunds.clear();
+        logs.slots.clear();
+        if let Tracer::StructLogs(_, options) = &tracer {
+            logs.limit = options.limit.filter(|&l| l > 0).unwrap_or(u64::MAX);
+            logs.stack = options.is_stack_enabled();
+            logs.memory = options.is_memory_enabled();
+            logs.return_data = options.is_return_data_enabled();
+            logs.storage = options.is_storage_enabled();
+        }
+        self.deadline = deadline;
+        self.tracer = Some(tracer);
+    }
+
+    /// Whether this step goes to the struct logger, and its refund counter recorded if so.
+    fn record_step<CTX: ContextTr>(&mut self, interp: &Interpreter, context: &mut CTX) -> bool {
+        let logs = &mut self.logs;
+        if logs.recorded >= logs.limit {
+            return false;
+        }
+        let depth = context.journal().depth().max(1);
+        logs.frame_refunds.truncate(depth);
+        logs.frame_refunds.resize(depth, 0);
+        logs.frame_refunds[depth - 1] = interp.gas.refunded();
+        let refund: i64 = logs.frame_refunds.iter().sum();
+        let mut bytes = STEP_BYTES;
+        if logs.stack {
+            bytes += interp.stack.len() * STACK_ITEM_BYTES;
+        }
+        if logs.memory {
+            bytes += interp.memory.size().div_ceil(32) * MEMORY_WORD_BYTES;
+        }
+        if logs.return_data {
+            bytes += 2 * interp.return_data.buffer().len();
+        }
+        let opcode = interp.bytecode.opcode();
+        if logs.storage
+            && matches!(
+                opcode,
+                revm::bytecode::opcode::SLOAD | revm::bytecode::opcode::SSTORE
+            )
+            && let Ok(slot) = interp.stack.peek(0)
+        {
+            let slots = logs.slots.entry(interp.input.target_address()).or_default();
+            slots.insert(slot);
+            bytes += slots.len() * STORAGE_ENTRY_BYTES;
+        }
+        if logs.bytes.saturating_add(bytes) > logs.max_bytes {
+            self.stop = Some(Stop::TooLarge);
+            return false;
+        }
+        logs.bytes += bytes;
+        logs.recorded += 1;
+        logs.refunds.push(u64::try_from(refund).unwrap_or_default());
+        true
+    }
+
+    /// The trace of the transaction that just ran, or why there is none.
+    fn finish<DB>(
+        &mut self,
+        result: &ResultAndState,
+        tx_env: &TxEnv,
+        block_env: &BlockEnv,
+        db: &mut DB,
+        context: Option<TransactionContext>,
+    ) -> Result<TraceJson, TraceError>
+    where
+        DB: DatabaseRef,
+        DB::Error: Into<TraceError>,
+    {
+        let tracer = self.tracer.take();
+        // geth's timer stops a tracer whenever it fires before the result is read.
+        if self.stop.is_none() && Instant::now() >= self.deadline {
+            self.stop = Some(Stop::Timeout);
+        }
+        match self.stop {
+            Some(Stop::Timeout) => return Err(TraceError::Timeout),
+            Some(Stop::TooLarge) => {
+                return Err(TraceError::TooLarge {
+                    max_bytes: self.logs.max_bytes,
+                    steps: self.logs.recorded,
+                });
+            }
+            None => {}
+        }
+        let json = match tracer {
+            Some(Tracer::StructLogs(inspector, options)) => {
+                struct_logs(&inspector, &options, &self.logs.refunds, &result.result)
+            }
+            Some(Tracer::BuiltIn(mut inspector)) => {
+                let trace = inspector
+                    .get_result(context, tx_env, block_env, result, db)
+                    .map_err(|e| match e {
+                        revm_inspectors::tracing::DebugInspectorError::Database(e) => e.into(),
+                        other => TraceError::Tracer(other.to_string()),
+                    })?;
+                serde_json::to_string(&trace)
+                    .map_err(|e| TraceError::Execution(format!("cannot write the trace: {e}")))?
+            }
+            None => return Err(TraceError::Execution("no tracer was set".into())),
+        };
+        RawValue::from_string(json)
+            .map_err(|e| TraceError::Execution(format!("cannot write the trace: {e}")))
+    }
+}
+
+impl<CTX: ContextTr<Journal: JournalExt>> Inspector<CTX> for Guard {
+    fn initialize_interp(&mut self, interp: &mut Interpreter, context: &mut CTX) {
+        if let Some(tracer) = &mut self.tracer {
+            tracer.initialize_interp(interp, context);
+        }
+    }
+
+    fn step(&mut self, interp: &mut Interpreter, context: &mut CTX) {
+        self.forwarded = false;
+        self.steps = self.steps.wrapping_add(1);
+        // The clock is read at the first step and every 1024th after it.
+        if self.stop.is_none() && self.steps % 1024 == 1 && Instant::now() >= self.deadline {
+            self.stop = Some(Stop::Timeout);
+        }
+        if self.stop.is_none()
+            && matches!(self.tracer, Some(Tracer::StructLogs(..)))
+            && !self.record_step(interp, context)
+        {
+            // Past geth's limit the step is not recorded; past the budget, execution stops.
+            if self.stop.is_none() {
+                return;
+            }
+        }
+        if self.stop.is_some() {
+            // Halted before the tracer sees the step: revm then skips its step_end.
+            interp.halt(InstructionResult::OutOfGas);
+            return;
+        }
+        if let Some(tracer) = &mut self.tracer {
+            self.forwarded = true;
+            tracer.step(interp, context);
+        }
+    }
+
+    fn step_end(&mut self, interp: &mut Interpreter, context: &mut CTX) {
+        if self.forwarded
+            && let Some(tracer) = &mut self.tracer
+        {
+            tracer.step_end(interp, context);
+        }
+    }
+
+    fn log(&mut self, context: &mut CTX, log: Log) {
+        if let Some(tracer) = &mut self.tracer {
+            tracer.log(context, log);
+        }
+    }
+
+    fn log_full(&mut self, interp: &mut Interpreter, context: &mut CTX, log: Log) {
+        if let Some(tracer) = &mut self.tracer {
+            tracer.log_full(interp, context, log);
+        }
+    }
+
+    fn call(&mut self, context: &mut CTX, inputs: &mut CallInputs) -> Option<CallOutcome> {
+        self.tracer.as_mut()?.call(context, inputs)
+    }
+
+    fn call_end(&mut self, context: &mut CTX, inputs: &CallInputs, outcome: &mut CallOutcome) {
+        if let Some(tracer) = &mut self.tracer {
+            tracer.call_end(context, inputs, outcome);
+        }
+    }
+
+    fn create(&mut self, context: &mut CTX, inputs: &mut CreateInputs) -> Option<CreateOutcome> {
+        self.tracer.as_mut()?.create(context, inputs)
+    }
+
+    fn create_end(
+        &mut self,
+        context: &mut CTX,
+        inputs: &CreateInputs,
+        outcome: &mut CreateOutcome,
+    ) {
+        if let Some(tracer) = &mut self.tracer {
+            tracer.create_end(context, inputs, outcome);
+        }
+    }
+
+    fn selfdestruct(&mut self, contract: Address, target: Address, value: U256) {
+        if let Some(tracer) = &mut self.tracer {
+            Inspector::<CTX>::selfdestruct(tracer, contract, target, value);
+        }
+    }
+
+    fn frame_start(
+        &mut self,
+        context: &mut CTX,
+        frame_input: &mut FrameInput,
+    ) -> Option<FrameResult> {
+        self.tracer.as_mut()?.frame_start(context, frame_input)
+    }
+
+    fn frame_end(
+        &mut self,
+        context: &mut CTX,
+        frame_input: &FrameInput,
+        frame_result: &mut FrameResult,
+    ) {
+        if let Some(tracer) = &mut self.tracer {
+            tracer.frame_end(context, frame_input, frame_result);
+        }
+    }
+}
+
+/// geth's struct logger result: `{gas, failed, returnValue, structLogs}`, each log in geth's
+/// encoding (stack items as minimal hex, memory as 32-byte words, storage as 32-byte keys and
+/// values, `returnData`, `error` and `refund` only when not empty).
+fn struct_logs(
+    inspector: &TracingInspector,
+    options: &GethDefaultTracingOptions,
+    refunds: &[u64],
+    result: &ExecutionResult,
+) -> String {
+    let (failed, return_value) = match result {
+        ExecutionResult::Success { output, .. } => (false, output.data().clone()),
+        ExecutionResult::Revert { output, .. } => (true, output.clone()),
+        ExecutionResult::Halt { .. } => (true, Default::default()),
+    };
+    let nodes = inspector.traces().nodes();
+    let steps: usize = nodes.iter().map(|node| node.trace.steps.len()).sum();
+    let mut out = String::with_capacity(128 + steps * 128);
+    let _ = write!(
+        out,
+        "{{\"gas\":{},\"failed\":{failed},\"returnValue\":\"{return_value}\",\"structLogs\":[",
+        result.tx_gas_used()
+    );
+    let mut writer = StepWriter {
+        out,
+        options,
+        refunds: (refunds.len() == steps).then_some(refunds),
+        index: 0,
+        storage: HashMap::default(),
+    };
+    if let Some(root) = nodes.first() {
+        writer.node(nodes, root);
+    }
+    let mut out = writer.out;
+    out.push_str("]}");
+    out
+}
+
+struct StepWriter<'a> {
+    out: String,
+    options: &'a GethDefaultTracingOptions,
+    /// The transaction-wide refund counters, in step order (when they match the steps).
+    refunds: Option<&'a [u64]>,
+    index: usize,
+    /// The slots each address's SLOAD and SSTORE steps have shown so far, as geth keeps them.
+    storage: HashMap<Address, BTreeMap<B256, B256>>,
+}
+
+impl StepWriter<'_> {
+    /// The steps of `node` and, at each call, the called frame's, in execution order.
+    fn node(&mut self, nodes: &[CallTraceNode], root: &CallTraceNode) {
+        // Iterative, so that 1024 nested frames cannot overflow the thread's stack.
+        let mut frames = vec![(root, 0usize)];
+        while let Some((node, position)) = frames.last_mut() {
+            let node: &CallTraceNode = node;
+            let Some(member) = node.ordering.get(*position) else {
+                frames.pop();
+                continue;
+            };
+            *position += 1;
+            match *member {
+                TraceMemberOrder::Step(i) => {
+                    if let Some(step) = node.trace.steps.get(i) {
+                        self.step(node, step);
+                    }
+                }
+                TraceMemberOrder::Call(i) => {
+                    if let Some(child) = node.children.get(i).and_then(|&c| nodes.get(c)) {
+                        frames.push((child, 0));
+                    }
+                }
+                TraceMemberOrder::Log(_) => {}
+            }
+        }
+    }
+
+    fn step(&mut self, node: &CallTraceNode, step: &CallTraceStep) {
+        let out = &mut self.out;
+        if self.index > 0 {
+            out.push(',');
+        }
+        let opcode = step.op.get();
+        let _ = write!(
+            out,
+            "{{\"pc\":{},\"op\":\"{}\",\"gas\":{},\"gasCost\":{},\"depth\":{}",
+            step.pc,
+            opcode_name(opcode),
+            step.gas_remaining,
+            step.gas_cost,
+            node.trace.depth + 1
+        );
+        if let Some(error) = step_error(step) {
+            let _ = write!(out, ",\"error\":\"{error}\"");
+        }
+        if self.options.is_stack_enabled()
+            && let Some(stack) = &step.stack
+        {
+            out.push_str(",\"stack\":[");
+            for (i, item) in stack.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let _ = write!(out, "\"{item:#x}\"");
+            }
+            out.push(']');
+        }
+        if self.options.is_return_data_enabled() && !step.returndata.is_empty() {
+            let _ = write!(out, ",\"returnData\":\"{}\"", step.returndata);
+        }
+        if self.options.is_memory_enabled()
+            && let Some(memory) = &step.memory
+            && !memory.as_bytes().is_empty()
+        {
+            out.push_str(",\"memory\":[");
+            for (i, word) in memory.as_bytes().chunks(32).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let _ = write!(out, "\"0x{}\"", alloy_primitives::hex::encode(word));
+            }
+            out.push(']');
+        }
+        if self.options.is_storage_enabled()
+            && matches!(
+                opcode,
+                revm::bytecode::opcode::SLOAD | revm::bytecode::opcode::SSTORE
+            )
+        {
+            let storage = self.storage.entry(node.execution_address()).or_default();
+            if let Some(change) = &step.storage_change {
+                storage.insert(change.key.into(), change.value.into());
+            }
+            if !storage.is_empty() {
+                out.push_str(",\"storage\":{");
+                for (i, (key, value)) in storage.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    let _ = write!(out, "\"{key}\":\"{value}\"");
+                }
+                out.push('}');
+            }
+        }
+        let refund = match self.refunds {
+            Some(refunds) => refunds.get(self.index).copied().unwrap_or_default(),
+            None => step.gas_refund_counter,
+        };
+        if refund > 0 {
+            let _ = write!(out, ",\"refund\":{refund}");
+        }
+        out.push('}');
+        self.index += 1;
+    }
+}
+
+/// geth's opcode names; an opcode it does not know is "opcode 0x.. not defined".
+fn opcode_name(opcode: u8) -> Cow<'static, str> {
+    let extra = match opcode {
+        0x1e => "CLZ",
+        0x4b => "SLOTNUM",
+        0xd0 => "DATALOAD",
+        0xd1 => "DATALOADN",
+        0xd2 => "DATASIZE",
+        0xd3 => "DATACOPY",
+        0xe0 => "RJUMP",
+        0xe1 => "RJUMPI",
+        0xe2 => "RJUMPV",
+        0xe3 => "CALLF",
+        0xe4 => "RETF",
+        0xe5 => "JUMPF",
+        0xe6 => "DUPN",
+        0xe7 => "SWAPN",
+        0xe8 => "EXCHANGE",
+        0xec => "EOFCREATE",
+        0xee => "RETURNCONTRACT",
+        0xf7 => "RETURNDATALOAD",
+        0xf8 => "EXTCALL",
+        0xf9 => "EXTDELEGATECALL",
+        0xfb => "EXTSTATICCALL",
+        _ => match revm::bytecode::opcode::OpCode::new(opcode) {
+            Some(op) => return Cow::Borrowed(op.as_str()),
+            None => return Cow::Owned(format!("opcode {opcode:#x} not defined")),
+        },
+    };
+    Cow::Borrowed(extra)
+}
+
+/// The error geth attaches to a step: only the failures its interpreter meets before it logs
+/// the step (out of gas, the stack's bounds); the others (REVERT, a bad jump, ...) end the frame
+/// without marking the step.
+fn step_error(step: &CallTraceStep) -> Option<String> {
+    use InstructionResult::*;
+    let info = revm::bytecode::opcode::OpCode::new(step.op.get());
+    let stack_len = step.stack.as_ref().map_or(0, |stack| stack.len());
+    Some(match step.status? {
+        OutOfGas | MemoryOOG | MemoryLimitOOG | PrecompileOOG | InvalidOperandOOG => {
+            "out of gas".to_string()
+        }
+        StackUnderflow => format!(
+            "stack underflow ({stack_len} <=> {})",
+            info.map_or(0, |op| op.inputs())
+        ),
+        StackOverflow => {
+            let limit = info.map_or(1024, |op| {
+                1024 + usize::from(op.inputs()) - usize::from(op.outputs())
+            });
+            format!("stack limit reached {stack_len} ({limit})")
+        }
+        _ => return None,
+    })
+}
