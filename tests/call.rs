@@ -420,3 +420,80 @@ fn ethers_surfaces_reverts() {
         "{stdout}"
     );
 }
+
+/// debug_traceCall with the callTracer of a call that reverts inside a nested call: the inner
+/// frame carries the error and the revert reason, and so does the outer one that bubbled it
+/// up, as geth reports them.
+#[test]
+fn traced_calls_show_the_inner_revert() {
+    let server = server("");
+    let payload = hex(&error_string("inner"));
+    let frame = server.result(
+        "debug_traceCall",
+        json!([{"from": SENDER, "to": address(9)}, "latest", {"tracer": "callTracer"}]),
+    );
+    let inner = &frame["calls"][0];
+    assert_eq!(
+        inner,
+        &json!({
+            "from": address(9),
+            "gas": inner["gas"],
+            "gasUsed": inner["gasUsed"],
+            "to": address(1),
+            "input": "0x",
+            "output": payload,
+            "error": "execution reverted",
+            "revertReason": "inner",
+            "value": "0x0",
+            "type": "CALL",
+        })
+    );
+    assert_eq!(frame["error"], "execution reverted");
+    assert_eq!(frame["revertReason"], "inner");
+    assert_eq!(frame["output"], payload);
+    assert_eq!(frame["from"], SENDER);
+    assert_eq!(frame["to"], address(9));
+    assert_eq!(frame["type"], "CALL");
+    // The gas the call used is the one eth_estimateGas's failure and the struct logger see.
+    let logs = server.result(
+        "debug_traceCall",
+        json!([{"from": SENDER, "to": address(9)}, "latest"]),
+    );
+    assert_eq!(
+        json!(format!("{:#x}", logs["gas"].as_u64().unwrap())),
+        frame["gasUsed"]
+    );
+    let reverts: Vec<&Value> = logs["structLogs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|log| log["op"] == "REVERT")
+        .collect();
+    assert_eq!(reverts.len(), 2);
+    assert_eq!((&reverts[0]["depth"], &reverts[1]["depth"]), (&json!(2), &json!(1)));
+    // State overrides apply as in eth_call, block overrides change the environment.
+    let fresh = "0x00000000000000000000000000000000000000ff";
+    let overridden = server.result(
+        "debug_traceCall",
+        json!([{"to": fresh}, "latest", {
+            "tracer": "callTracer",
+            "stateOverrides": {fresh: {"code": ending_with(0xf3, b"hi")}},
+        }]),
+    );
+    assert_eq!(overridden["output"], hex(b"hi"));
+    let env = server.result(
+        "debug_traceCall",
+        json!([{"to": address(14)}, "latest", {
+            "tracer": "callTracer",
+            "blockOverrides": {"number": "0x99", "time": "0x1234"},
+        }]),
+    );
+    let words = env["output"].as_str().unwrap();
+    assert_eq!(&words[2..66], format!("{:064x}", 0x99));
+    assert_eq!(&words[66..130], format!("{:064x}", 0x1234));
+    let refused = server.call(
+        "debug_traceCall",
+        json!([{"to": address(14)}, "latest", {"blockOverrides": {"beaconRoot": format!("0x{:064x}", 1)}}]),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+}

@@ -175,19 +175,16 @@ fn followers_track_an_upstream_through_growth_and_a_reorg() {
     let first = chains.file("first20.rlp", &chains.main, 20);
     run_quarry(ingest_args(&upstream_dir, &chains.genesis, &[&first]));
     let upstream = Server::start(&upstream_dir, "");
+    // The same upstream without debug_getRawBlock, as many hosted providers serve it.
+    let json_only = JsonOnlyProxy::start(&upstream.http_url(support::KEY));
     let (raw_dir, json_dir) = (chains.dir.join("raw"), chains.dir.join("json"));
     let raw = Follower::start(
         &raw_dir,
         &chains.genesis,
-        &upstream.http_url(support::KEY),
+        &upstream.ws_url(support::KEY),
         &[],
     );
-    let json = Follower::start(
-        &json_dir,
-        &chains.genesis,
-        &upstream.ws_url(support::KEY),
-        &["--fetch", "json"],
-    );
+    let json = Follower::start(&json_dir, &chains.genesis, &json_only.url(), &[]);
     let hash = |blocks: &[Block], number: u64| blocks[number as usize - 1].header.hash_slow();
     for dir in [&raw_dir, &json_dir] {
         wait_for_head(dir, hash(&chains.main, 20), "first 20 blocks");
@@ -208,15 +205,110 @@ fn followers_track_an_upstream_through_growth_and_a_reorg() {
         wait_for_head(dir, hash(&chains.fork, 45), "fork");
     }
     let raw_log = raw.kill();
-    json.kill();
+    let json_log = json.kill();
     assert!(
         raw_log.contains("reorg: replaced blocks 31 to 40"),
         "{raw_log}"
+    );
+    assert!(!raw_log.contains("fetching blocks as JSON"), "{raw_log}");
+    assert!(json_log.contains("fetching blocks as JSON"), "{json_log}");
+    assert!(
+        json_log.contains("reorg: replaced blocks 31 to 40"),
+        "{json_log}"
     );
 
     let fresh = digests(&chains.fresh("fresh-fork", &chains.fork));
     assert_eq!(digests(&raw_dir), fresh, "raw follower");
     assert_eq!(digests(&json_dir), fresh, "JSON follower");
+}
+
+/// An upstream that answers everything as `target` does but debug_getRawBlock, which it does
+/// not offer (-32601), over HTTP.
+struct JsonOnlyProxy {
+    addr: String,
+}
+
+impl JsonOnlyProxy {
+    fn start(target: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let target = target.to_string();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let target = target.clone();
+                std::thread::spawn(move || serve_http(stream, |request| forward(&target, request)));
+            }
+        });
+        Self { addr }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+/// `request` sent to `target`, unless it is debug_getRawBlock.
+fn forward(target: &str, request: &Value) -> Value {
+    if request["method"] == "debug_getRawBlock" {
+        return json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601,
+            "message": "the method debug_getRawBlock does not exist/is not available"}});
+    }
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let text = agent
+        .post(target)
+        .header("Content-Type", "application/json")
+        .send(request.to_string())
+        .and_then(|mut response| {
+            response
+                .body_mut()
+                .with_config()
+                .limit(256 << 20)
+                .read_to_string()
+        })
+        .unwrap_or_default();
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+/// Answers the JSON-RPC requests of one keep-alive HTTP connection with `answer`, until the
+/// client closes it.
+fn serve_http(
+    stream: std::net::TcpStream,
+    answer: impl Fn(&Value) -> Value,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut writer = stream;
+    loop {
+        let mut length = 0;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            let trimmed = line.trim_end();
+            if trimmed.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = trimmed.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let response = answer(&request).to_string();
+        write!(
+            writer,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{response}",
+            response.len()
+        )?;
+    }
 }
 
 /// A scripted upstream over HTTP: eth_blockNumber, eth_getBlockByNumber (number and hash only)
@@ -252,35 +344,13 @@ impl ScriptedUpstream {
     }
 }
 
-/// Answers the requests of one keep-alive connection until the client closes it.
+/// The scripted upstream's answers, on one connection.
 fn serve_connection(
     stream: std::net::TcpStream,
     genesis_hash: B256,
     blocks: &[Block],
 ) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut writer = stream;
-    loop {
-        let mut length = 0;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if reader.read_line(&mut line)? == 0 {
-                return Ok(());
-            }
-            let trimmed = line.trim_end();
-            if trimmed.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = trimmed.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body)?;
-        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    serve_http(stream, |request| {
         let number = |value: &Value| {
             value
                 .as_str()
@@ -309,13 +379,8 @@ fn serve_connection(
             },
             _ => Value::Null,
         };
-        let response = json!({"jsonrpc": "2.0", "id": request["id"], "result": result}).to_string();
-        write!(
-            writer,
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{response}",
-            response.len()
-        )?;
-    }
+        json!({"jsonrpc": "2.0", "id": request["id"], "result": result})
+    })
 }
 
 /// An upstream serving a block whose state root is wrong: the follower refuses it, keeps the

@@ -8,7 +8,10 @@ mod support;
 use alloy_consensus::Header;
 use alloy_primitives::B256;
 use serde_json::{Value, json};
-use support::{KEY, Server, chain_blocks, fixtures, ingested, io_cases, mismatch, partial_datadir};
+use support::{
+    KEY, Server, chain_blocks, fixtures, ingested, io_cases, mismatch, partial_datadir,
+    shape_mismatch,
+};
 
 /// The methods quarry serves that have rpc-compat fixtures.
 const METHODS: &[&str] = &[
@@ -42,6 +45,11 @@ const METHODS: &[&str] = &[
     "eth_blobBaseFee",
     "eth_feeHistory",
     "eth_createAccessList",
+    "debug_traceTransaction",
+    "debug_traceBlockByNumber",
+    "debug_traceBlockByHash",
+    "debug_traceBlock",
+    "debug_traceCall",
 ];
 
 fn server() -> Server {
@@ -59,7 +67,13 @@ fn run_fixtures(mut exchange: impl FnMut(&str) -> Value) {
     let mut failures = Vec::new();
     for case in &cases {
         for (request, expected) in &case.exchanges {
-            if let Some(diff) = mismatch(expected, &exchange(request)) {
+            let actual = exchange(request);
+            let diff = if case.speconly {
+                shape_mismatch(expected, &actual)
+            } else {
+                mismatch(expected, &actual)
+            };
+            if let Some(diff) = diff {
                 failures.push(format!("{}:\n  {diff}", case.name));
             }
         }

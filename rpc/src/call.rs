@@ -3,7 +3,7 @@
 use crate::params::FromArg;
 use alloy_eips::{eip2930::AccessList, eip7702::SignedAuthorization};
 use alloy_primitives::{Address, B256, Bytes, U64, U128, U256};
-use quarry_executor::{AccountOverride, CallRequest, StateOverrides};
+use quarry_executor::{AccountOverride, BlockOverrides, CallRequest, StateOverrides};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -133,6 +133,64 @@ impl FromArg for Overrides {
             );
         }
         Ok(Self(overrides))
+    }
+}
+
+/// geth's block overrides (debug_traceCall's `blockOverrides`, eth_simulateV1's
+/// `blockOverrides`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BlockOverridesObject {
+    number: Option<U256>,
+    difficulty: Option<U256>,
+    time: Option<U64>,
+    gas_limit: Option<U64>,
+    fee_recipient: Option<Address>,
+    prev_randao: Option<B256>,
+    base_fee_per_gas: Option<U256>,
+    blob_base_fee: Option<U256>,
+    beacon_root: Option<B256>,
+    withdrawals: Option<Vec<alloy_eips::eip4895::Withdrawal>>,
+}
+
+/// Block overrides, with the name of a field given that only eth_simulateV1 takes
+/// (`beaconRoot`, `withdrawals`).
+pub struct BlockOverridesArg {
+    pub overrides: BlockOverrides,
+    pub extra: Option<&'static str>,
+}
+
+impl FromArg for BlockOverridesArg {
+    fn from_arg(value: &Value) -> Result<Self, String> {
+        let o: BlockOverridesObject =
+            serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+        let small = |v: Option<U256>, what: &str| -> Result<Option<u64>, String> {
+            v.map(|v| u64::try_from(v).map_err(|_| format!("{what} does not fit in 64 bits")))
+                .transpose()
+        };
+        let extra = if o.beacon_root.is_some() {
+            Some("beaconRoot")
+        } else if o.withdrawals.is_some() {
+            Some("withdrawals")
+        } else {
+            None
+        };
+        Ok(Self {
+            overrides: BlockOverrides {
+                number: small(o.number, "number")?,
+                time: o.time.map(|t| t.to()),
+                gas_limit: o.gas_limit.map(|g| g.to()),
+                fee_recipient: o.fee_recipient,
+                prev_randao: o.prev_randao,
+                difficulty: o.difficulty,
+                base_fee: small(o.base_fee_per_gas, "baseFeePerGas")?,
+                blob_base_fee: o
+                    .blob_base_fee
+                    .map(|v| u128::try_from(v).map_err(|_| "blobBaseFee is too large".to_string()))
+                    .transpose()?,
+            },
+            extra,
+        })
     }
 }
 

@@ -29,6 +29,10 @@ pub struct Config {
     /// Wall-clock limit of one eth_call, or of one whole eth_estimateGas, in ms.
     #[serde(default = "default_call_timeout_ms")]
     pub call_timeout_ms: u64,
+    /// debug_trace*: most bytes of struct logs one request may produce (estimated while
+    /// tracing); past it the trace stops with an error instead of exhausting memory.
+    #[serde(default = "default_max_trace_bytes")]
+    pub max_trace_bytes: usize,
     /// eth_getLogs: most logs in one answer; more is error -32005 with a range that fits.
     #[serde(default = "default_max_logs")]
     pub max_logs: usize,
@@ -231,6 +235,9 @@ const fn default_max_batch() -> u32 {
 }
 const fn default_call_timeout_ms() -> u64 {
     5000
+}
+const fn default_max_trace_bytes() -> usize {
+    64 << 20
 }
 const fn default_max_logs() -> usize {
     10_000

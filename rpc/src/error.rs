@@ -79,6 +79,9 @@ pub enum RpcError {
         "filter dropped: more than {0} changes waited since the last poll; install a new filter and read the missed range with eth_getLogs"
     )]
     FilterOverflow(usize),
+    /// A struct-log trace outgrew `max_trace_bytes`.
+    #[error("{0}")]
+    TraceTooLarge(String),
     /// A blocking task panicked or was cancelled.
     #[error("internal error: {0}")]
     Internal(String),
@@ -118,6 +121,7 @@ impl From<RpcError> for ErrorObjectOwned {
                 return ErrorObject::owned(LIMIT_EXCEEDED_CODE, error.to_string(), Some(data));
             }
             RpcError::LogsTimeout
+            | RpcError::TraceTooLarge(_)
             | RpcError::TooManySubscriptions(_)
             | RpcError::TooManyFilters(_) => LIMIT_EXCEEDED_CODE,
             RpcError::NotificationsUnsupported

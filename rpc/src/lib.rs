@@ -18,6 +18,7 @@ mod params;
 mod pool;
 mod service;
 mod subscriptions;
+mod trace;
 mod types;
 mod ws;
 
@@ -236,11 +237,13 @@ fn methods(
     pool: &ReadPool,
     call_pool: &ReadPool,
     service: &std::sync::Arc<service::Service>,
+    traces: trace::TraceLimits,
 ) -> std::result::Result<RpcModule<Networks>, ServeError> {
     let mut module = RpcModule::new(networks);
     let m = &mut module;
     subscriptions::register(m, service)?;
     filters::register(m, pool, service)?;
+    trace::register(m, call_pool, traces)?;
     register_by_block(
         m,
         pool,
@@ -560,7 +563,10 @@ pub async fn start(
         std::time::Duration::from_millis(config.new_block_poll_ms.max(1)),
     )
     .map_err(|e| ServeError::Open(format!("cannot start the new-block watchers: {e}")))?;
-    let module = methods(Networks(nodes), &pool, &call_pool, &service)?;
+    let traces = trace::TraceLimits {
+        max_bytes: config.max_trace_bytes,
+    };
+    let module = methods(Networks(nodes), &pool, &call_pool, &service, traces)?;
     let method_names: Vec<&'static str> = module.method_names().collect();
     let call_layer = calls::CallLayer::new(service.clone(), method_names);
     // WebSockets are quarry's own transport (see `ws`), behind the same call layer.

@@ -34,6 +34,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+mod traces;
+
 /// eth_call and eth_estimateGas may use at most this many times the block's gas limit.
 const GAS_CAP_MULTIPLIER: u64 = 10;
 

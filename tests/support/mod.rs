@@ -339,6 +339,8 @@ impl WsClient {
 pub struct IoCase {
     pub name: String,
     pub exchanges: Vec<(String, serde_json::Value)>,
+    /// A comment says `speconly`: the answer is checked by its shape only (`shape_mismatch`).
+    pub speconly: bool,
 }
 
 /// The `.io` files of the methods in `QUARRY_RPC_METHODS` (comma-separated; default `methods`).
@@ -362,8 +364,11 @@ pub fn io_cases(folder: &Path, methods: &[&str]) -> Vec<IoCase> {
             let text = std::fs::read_to_string(&file).unwrap();
             let mut exchanges = Vec::new();
             let mut request = None;
+            let mut speconly = false;
             for line in text.lines() {
-                if let Some(req) = line.strip_prefix(">>") {
+                if let Some(comment) = line.strip_prefix("//") {
+                    speconly |= comment.contains("speconly");
+                } else if let Some(req) = line.strip_prefix(">>") {
                     request = Some(req.trim().to_string());
                 } else if let Some(resp) = line.strip_prefix("<<") {
                     let expected = serde_json::from_str(resp.trim()).unwrap();
@@ -373,6 +378,7 @@ pub fn io_cases(folder: &Path, methods: &[&str]) -> Vec<IoCase> {
             cases.push(IoCase {
                 name: format!("{method}/{}", file.file_name().unwrap().to_string_lossy()),
                 exchanges,
+                speconly,
             });
         }
     }
@@ -404,4 +410,49 @@ pub fn mismatch(expected: &serde_json::Value, actual: &serde_json::Value) -> Opt
         block.remove("totalDifficulty");
     }
     (expected != actual).then(|| format!("expected {expected}\n  actual   {actual}"))
+}
+
+/// Hive's check of a `speconly` case: the answer has the same keys and JSON types as the
+/// expected one, recursively (arrays element by element): a result where a result is expected,
+/// an error where an error is. Returns a difference.
+pub fn shape_mismatch(expected: &Value, actual: &Value) -> Option<String> {
+    let part = if expected.get("error").is_some() {
+        "error"
+    } else {
+        "result"
+    };
+    if actual.get(part).is_none() {
+        return Some(format!("expected a {part}, got {actual}"));
+    }
+    shape(&expected[part], &actual[part], part)
+}
+
+fn shape(expected: &Value, actual: &Value, path: &str) -> Option<String> {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            let mut ek: Vec<&String> = e.keys().collect();
+            let mut ak: Vec<&String> = a.keys().collect();
+            ek.sort();
+            ak.sort();
+            if ek != ak {
+                return Some(format!("{path}: keys {ek:?}, got {ak:?}"));
+            }
+            e.iter()
+                .find_map(|(k, v)| shape(v, &a[k], &format!("{path}.{k}")))
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            if e.len() != a.len() {
+                return Some(format!("{path}: {} elements, got {}", e.len(), a.len()));
+            }
+            e.iter()
+                .zip(a)
+                .enumerate()
+                .find_map(|(i, (e, a))| shape(e, a, &format!("{path}[{i}]")))
+        }
+        (Value::Null, Value::Null)
+        | (Value::Bool(_), Value::Bool(_))
+        | (Value::Number(_), Value::Number(_))
+        | (Value::String(_), Value::String(_)) => None,
+        _ => Some(format!("{path}: expected {expected}, got {actual}")),
+    }
 }
