@@ -7,7 +7,7 @@ mod support;
 
 use alloy_primitives::B256;
 use alloy_rlp::Encodable;
-use quarry_storage::{Database, Table};
+use quarry_storage::{BlockMark, Database, Table};
 use serde_json::{Value, json};
 use std::{
     io::{BufRead, BufReader, Read, Write},
@@ -203,6 +203,20 @@ fn followers_track_an_upstream_through_growth_and_a_reorg() {
     run_quarry(args);
     for dir in [&raw_dir, &json_dir] {
         wait_for_head(dir, hash(&chains.fork, 45), "fork");
+    }
+    // The upstream names no safe or finalized block of its own, so it answers its head for
+    // both (quarry serve's default), and the followers keep that.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for dir in [&raw_dir, &json_dir] {
+        let marks = || {
+            let db = Database::open(dir).unwrap();
+            let reader = db.reader().unwrap();
+            [BlockMark::Safe, BlockMark::Finalized].map(|mark| reader.meta_block(mark).unwrap())
+        };
+        while marks() != [Some(45), Some(45)] {
+            assert!(Instant::now() < deadline, "marks {:?}", marks());
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
     let raw_log = raw.kill();
     let json_log = json.kill();
