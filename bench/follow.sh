@@ -8,12 +8,17 @@
 #     against the file ingest of step 1 (same run).
 #  3. tip latency: blocks appended one at a time to the upstream's datadir (one `quarry ingest`
 #     per block); for each, the time from the upstream answering it to the follower's own
-#     `quarry serve` answering it, both polled every millisecond (p50, p90, p99, max).
+#     `quarry serve` answering it, both polled every millisecond (p50, p90, p99, max). The
+#     follower takes the upstream's pushed heads (eth_subscribe over WebSocket) unless
+#     TIP_URL=http, when it polls every POLL_MS.
 #  4. unwind: `quarry unwind` of the last 64 blocks (timed inside quarry: the unwind, the trie
 #     rolled back and checked against the ancestor's state root, and the commit; not the process
 #     start), then the same 64 blocks imported again.
 #
 #   bench/follow.sh                        BLOCKS=20000 TXS=100 TIP_BLOCKS=60 POLL_MS=20
+#
+# Ingest times are wall time and, since other work on a shared machine stretches wall time,
+# also the process's CPU time (user + system).
 #   SKIP_BASE=1 bench/follow.sh            skip step 1's baseline build and run
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,22 +59,28 @@ PY
 }
 
 seconds() { python3 -c 'import time; print(time.time())'; }
+# cpu OUT COMMAND...: runs COMMAND, writing its user + system CPU seconds to OUT.
+cpu() { local out=$1; shift; /usr/bin/time -f '%U %S' -o "$out" "$@"; }
+cpu_s() { awk '{print $1 + $2}' "$1"; }
 
 echo "== 1. ingest of $chain, with changesets (this build)"
 start=$(seconds)
-$quarry ingest --datadir "$work/ingested" --genesis "$genesis" "$chain/chain.rlp" 2>/dev/null | grep -E '^(imported|stages)'
+cpu "$work/cpu-new" $quarry ingest --datadir "$work/ingested" --genesis "$genesis" "$chain/chain.rlp" 2>/dev/null \
+  | grep -E '^(imported|stages)'
 ingest_s=$(python3 -c "print($(seconds) - $start)")
+ingest_cpu=$(cpu_s "$work/cpu-new")
 if [ "${SKIP_BASE:-0}" != 1 ]; then
   echo "== 1. ingest of $chain, without changesets ($BASE)"
   git worktree add --detach "$work/base" "$BASE" >/dev/null 2>&1
   cargo build --release --quiet --manifest-path "$work/base/Cargo.toml" --target-dir target/bench/base-target
   git worktree remove --force "$work/base"
   start=$(seconds)
-  target/bench/base-target/release/quarry ingest --datadir "$work/base-ingested" --genesis "$genesis" \
-    "$chain/chain.rlp" 2>/dev/null | grep -E '^(imported|stages)'
+  cpu "$work/cpu-base" target/bench/base-target/release/quarry ingest --datadir "$work/base-ingested" \
+    --genesis "$genesis" "$chain/chain.rlp" 2>/dev/null | grep -E '^(imported|stages)'
   base_s=$(python3 -c "print($(seconds) - $start)")
+  base_cpu=$(cpu_s "$work/cpu-base")
   rm -rf "$work/base-ingested"
-  python3 -c "print(f'changesets: ingest {$ingest_s:.1f}s with, {$base_s:.1f}s without: {100*($ingest_s/$base_s-1):+.1f}%')"
+  python3 -c "print(f'changesets: ingest {$ingest_s:.1f}s with, {$base_s:.1f}s without: {100*($ingest_s/$base_s-1):+.1f}% wall; CPU {$ingest_cpu:.1f}s with, {$base_cpu:.1f}s without: {100*($ingest_cpu/$base_cpu-1):+.1f}%')"
 fi
 
 echo "== 2. catch-up: quarry follow from quarry serve of the same chain"
@@ -90,11 +101,16 @@ grep -o "imported blocks 1 to $BLOCKS in .*" "$work/follow.log"
 python3 -c "print(f'catch-up: follow {$follow_s:.1f}s (process start to last commit), file ingest {$ingest_s:.1f}s: {$follow_s/$ingest_s:.2f}x')"
 kill $follow_pid; wait $follow_pid 2>/dev/null || true
 
-echo "== 3. tip latency: $TIP_BLOCKS blocks appended one at a time (follower polls every ${POLL_MS} ms)"
+if [ "${TIP_URL:-ws}" = http ]; then
+  tip_upstream="http://$up/v3/bench"; how="polls every ${POLL_MS} ms"
+else
+  tip_upstream="ws://$up/ws/v3/bench"; how="takes pushed heads over WebSocket"
+fi
+echo "== 3. tip latency: $TIP_BLOCKS blocks appended one at a time (the follower $how)"
 first_tip=$((BLOCKS - TIP_BLOCKS + 1))
 $quarry unwind --datadir "$work/ingested" --genesis "$genesis" --to $((first_tip - 1)) >/dev/null
 $quarry unwind --datadir "$work/follower" --genesis "$genesis" --to $((first_tip - 1)) >/dev/null
-$quarry follow --datadir "$work/follower" --genesis "$genesis" --upstream "http://$up/v3/bench" \
+$quarry follow --datadir "$work/follower" --genesis "$genesis" --upstream "$tip_upstream" \
   --poll-ms "$POLL_MS" 2>"$work/follow-tip.log" &
 pids+=($!)
 serve follower "$work/follower" '[[keys]]
