@@ -470,7 +470,10 @@ fn traced_calls_show_the_inner_revert() {
         .filter(|log| log["op"] == "REVERT")
         .collect();
     assert_eq!(reverts.len(), 2);
-    assert_eq!((&reverts[0]["depth"], &reverts[1]["depth"]), (&json!(2), &json!(1)));
+    assert_eq!(
+        (&reverts[0]["depth"], &reverts[1]["depth"]),
+        (&json!(2), &json!(1))
+    );
     // State overrides apply as in eth_call, block overrides change the environment.
     let fresh = "0x00000000000000000000000000000000000000ff";
     let overridden = server.result(
@@ -496,4 +499,31 @@ fn traced_calls_show_the_inner_revert() {
         json!([{"to": address(14)}, "latest", {"blockOverrides": {"beaconRoot": format!("0x{:064x}", 1)}}]),
     );
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
+}
+
+/// eth_getStorageValues reads several slots of several accounts at one block, as
+/// eth_getStorageAt reads each, and refuses more than geth's 1024 slots with geth's code.
+#[test]
+fn storage_values_read_many_slots_at_one_block() {
+    let server = Server::start(&ingested(&fixtures()), "");
+    let counter = "0x7dcd17433742f4c0ca53122ab541d0ba67fc27df";
+    let slot = |n: u8| format!("0x{n:064x}");
+    let request = json!({counter: [slot(0), slot(1)], "0x00000000000000000000000000000000000000aa": [slot(0)]});
+    for at in ["0xa", "latest"] {
+        let values = server.result("eth_getStorageValues", json!([request, at]));
+        for (address, slots) in request.as_object().unwrap() {
+            for (i, key) in slots.as_array().unwrap().iter().enumerate() {
+                let single = server.result("eth_getStorageAt", json!([address, key, at]));
+                assert_eq!(values[address][i], single, "{address} {key} at {at}");
+            }
+        }
+    }
+    let at_ten = server.result("eth_getStorageValues", json!([request, "0xa"]));
+    assert_eq!(at_ten[counter][0], json!(format!("0x{:064x}", 6)));
+    let many: Vec<String> = (0..1025u32).map(|n| format!("0x{n:064x}")).collect();
+    let refused = server.call("eth_getStorageValues", json!([{counter: many}]));
+    assert_eq!(
+        refused["error"],
+        json!({"code": -38026, "message": "too many slots (max 1024)"})
+    );
 }

@@ -8,6 +8,7 @@ pub mod call;
 pub mod chain_spec;
 mod collision;
 pub mod error;
+pub mod forks;
 pub mod genesis;
 pub mod state_db;
 pub mod state_root;

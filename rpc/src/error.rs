@@ -9,6 +9,8 @@ const INTERNAL_ERROR_CODE: i32 = -32603;
 const LIMIT_EXCEEDED_CODE: i32 = -32005;
 /// geth's code for a call that reverted.
 const REVERT_CODE: i32 = 3;
+/// geth's code for a request over one of its size limits (eth_getStorageValues' slots).
+const CLIENT_LIMIT_CODE: i32 = -38026;
 /// geth's code for a subscription this transport or node does not offer.
 const NOT_OFFERED_CODE: i32 = -32601;
 
@@ -79,6 +81,9 @@ pub enum RpcError {
         "filter dropped: more than {0} changes waited since the last poll; install a new filter and read the missed range with eth_getLogs"
     )]
     FilterOverflow(usize),
+    /// A request over one of geth's limits on its size (-38026).
+    #[error("{0}")]
+    ClientLimitExceeded(String),
     /// A struct-log trace outgrew `max_trace_bytes`.
     #[error("{0}")]
     TraceTooLarge(String),
@@ -120,6 +125,7 @@ impl From<RpcError> for ErrorObjectOwned {
                 });
                 return ErrorObject::owned(LIMIT_EXCEEDED_CODE, error.to_string(), Some(data));
             }
+            RpcError::ClientLimitExceeded(_) => CLIENT_LIMIT_CODE,
             RpcError::LogsTimeout
             | RpcError::TraceTooLarge(_)
             | RpcError::TooManySubscriptions(_)

@@ -9,6 +9,7 @@ mod config;
 mod error;
 mod filters;
 mod gate;
+mod info;
 pub mod keys;
 mod limits;
 mod logs;
@@ -244,6 +245,7 @@ fn methods(
     subscriptions::register(m, service)?;
     filters::register(m, pool, service)?;
     trace::register(m, call_pool, traces)?;
+    info::register(m, pool)?;
     register_by_block(
         m,
         pool,

@@ -34,6 +34,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+mod info;
 mod traces;
 
 /// eth_call and eth_estimateGas may use at most this many times the block's gas limit.

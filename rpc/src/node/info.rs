@@ -1,0 +1,199 @@
+//! eth_config, eth_capabilities, eth_baseFee and eth_getStorageValues, as the execution-apis
+//! specification (and geth) define them.
+
+use super::{Node, Snapshot};
+use crate::{
+    error::{Result, RpcError},
+    params::BlockId,
+};
+use alloy_primitives::{Address, B256, U64, U256};
+use quarry_executor::forks::{EthConfig, ForkConfig};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// geth's limit on the slots one eth_getStorageValues may read.
+pub const MAX_STORAGE_SLOTS: usize = 1024;
+
+/// eth_config's answer (EIP-7910).
+#[derive(Debug, Serialize)]
+pub struct ConfigJson {
+    current: Option<ForkJson>,
+    next: Option<ForkJson>,
+    last: Option<ForkJson>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ForkJson {
+    activation_time: u64,
+    blob_schedule: Option<BlobJson>,
+    chain_id: U64,
+    fork_id: alloy_primitives::Bytes,
+    precompiles: BTreeMap<&'static str, Address>,
+    system_contracts: BTreeMap<&'static str, Address>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BlobJson {
+    target: u64,
+    max: u64,
+    base_fee_update_fraction: u64,
+}
+
+impl From<ForkConfig> for ForkJson {
+    fn from(fork: ForkConfig) -> Self {
+        Self {
+            activation_time: fork.activation_time,
+            blob_schedule: fork.blob_schedule.map(|blob| BlobJson {
+                target: blob.target,
+                max: blob.max,
+                base_fee_update_fraction: blob.base_fee_update_fraction,
+            }),
+            chain_id: U64::from(fork.chain_id),
+            fork_id: fork.fork_id.to_vec().into(),
+            precompiles: fork.precompiles,
+            system_contracts: fork.system_contracts,
+        }
+    }
+}
+
+/// eth_capabilities' answer: which history this node serves.
+#[derive(Debug, Serialize)]
+pub struct CapabilitiesJson {
+    head: HeadJson,
+    state: Resource,
+    tx: Resource,
+    logs: Resource,
+    receipts: Resource,
+    blocks: Resource,
+    stateproofs: Resource,
+}
+
+#[derive(Debug, Serialize)]
+struct HeadJson {
+    number: U64,
+    hash: B256,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Resource {
+    disabled: bool,
+    oldest_block: U64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delete_strategy: Option<DeleteStrategy>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeleteStrategy {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    retention_blocks: U64,
+}
+
+impl Resource {
+    /// Kept from genesis on, never deleted.
+    fn all() -> Self {
+        Self {
+            disabled: false,
+            oldest_block: U64::ZERO,
+            delete_strategy: None,
+        }
+    }
+}
+
+impl Node {
+    /// eth_config: the forks around the head's timestamp, from genesis.json's schedule.
+    pub fn eth_config(&self, tx: &Snapshot) -> Result<ConfigJson> {
+        let spec = self.spec.as_deref().ok_or(RpcError::NoChain)?;
+        let genesis = tx.header(0)?.ok_or(RpcError::HeaderNotFound)?;
+        let genesis_hash = tx.canonical_hash(0)?.ok_or(RpcError::HeaderNotFound)?;
+        let head = tx
+            .header(Self::head(tx)?)?
+            .ok_or(RpcError::HeaderNotFound)?;
+        let EthConfig {
+            current,
+            next,
+            last,
+        } = spec.eth_config(genesis_hash, genesis.timestamp, head.timestamp);
+        Ok(ConfigJson {
+            current: current.map(Into::into),
+            next: next.map(Into::into),
+            last: last.map(Into::into),
+        })
+    }
+
+    /// eth_capabilities: quarry keeps every block, transaction, receipt, log and state from
+    /// genesis on; it serves no state proofs (eth_getProof needs a state trie it does not keep).
+    pub fn capabilities(&self, tx: &Snapshot) -> Result<CapabilitiesJson> {
+        let (number, hash) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
+        Ok(CapabilitiesJson {
+            head: HeadJson {
+                number: U64::from(number),
+                hash,
+            },
+            state: Resource::all(),
+            tx: Resource::all(),
+            // The spec's schema has logs name their deletion strategy: a window, here one that
+            // never closes.
+            logs: Resource {
+                delete_strategy: Some(DeleteStrategy {
+                    kind: "window",
+                    retention_blocks: U64::MAX,
+                }),
+                ..Resource::all()
+            },
+            receipts: Resource::all(),
+            blocks: Resource::all(),
+            // Disabled; the oldest block is still named, as the schema has it.
+            stateproofs: Resource {
+                disabled: true,
+                ..Resource::all()
+            },
+        })
+    }
+
+    /// eth_baseFee: the base fee of the block after the head (`null` before London).
+    pub fn next_base_fee(&self, tx: &Snapshot) -> Result<Option<U256>> {
+        let spec = self.spec.as_deref().ok_or(RpcError::NoChain)?;
+        let head = tx
+            .header(Self::head(tx)?)?
+            .ok_or(RpcError::HeaderNotFound)?;
+        Ok(quarry_executor::verify::expected_base_fee(spec, &head).map(U256::from))
+    }
+
+    /// eth_getStorageValues: several slots of several accounts after block `at`.
+    pub fn storage_values(
+        &self,
+        tx: &Snapshot,
+        requests: &BTreeMap<Address, Vec<B256>>,
+        at: BlockId,
+    ) -> Result<BTreeMap<Address, Vec<B256>>> {
+        let total: usize = requests.values().map(Vec::len).sum();
+        if total > MAX_STORAGE_SLOTS {
+            return Err(RpcError::ClientLimitExceeded(format!(
+                "too many slots (max {MAX_STORAGE_SLOTS})"
+            )));
+        }
+        if total == 0 {
+            return Err(RpcError::InvalidParams("empty request".into()));
+        }
+        let (number, is_head) = self.state_block(tx, at)?;
+        let mut values = BTreeMap::new();
+        for (address, slots) in requests {
+            let mut read = Vec::with_capacity(slots.len());
+            for slot in slots {
+                let value = if is_head {
+                    tx.storage(address, slot)?
+                } else {
+                    tx.storage_at(address, slot, number)?
+                };
+                read.push(B256::from(value));
+            }
+            values.insert(*address, read);
+        }
+        Ok(values)
+    }
+}
