@@ -527,3 +527,54 @@ fn storage_values_read_many_slots_at_one_block() {
         json!({"code": -38026, "message": "too many slots (max 1024)"})
     );
 }
+
+/// eth_estimateGas of a type-4 transaction: the authorizations' intrinsic cost (25000 each for
+/// a new authority) counts, so the estimate of a plain transfer with one is not geth's 21000
+/// shortcut (which used to fail with "intrinsic gas too low: have 21000, want 46000"), and a
+/// call with the estimate succeeds.
+#[test]
+fn estimates_count_the_authorizations_intrinsic_cost() {
+    let server = server("");
+    let accounts = quarry_devchain::DevAccounts::new(1).unwrap();
+    let authorization = accounts
+        .authorize(
+            0,
+            alloy_eips::eip7702::Authorization {
+                chain_id: alloy_primitives::U256::from(1337),
+                address: alloy_primitives::Address::from_str(&address(13)).unwrap(),
+                nonce: 0,
+            },
+        )
+        .unwrap();
+    let list = serde_json::to_value(vec![authorization]).unwrap();
+    for to in ["0x00000000000000000000000000000000000000bb", &address(13)] {
+        let call = json!({"from": SENDER, "to": to, "authorizationList": list});
+        let estimate = server.call("eth_estimateGas", json!([call]));
+        let gas = u64::from_str_radix(
+            estimate["result"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{to}: {estimate}"))
+                .trim_start_matches("0x"),
+            16,
+        )
+        .unwrap();
+        // At least the intrinsic cost, and within geth's 1.5% search tolerance above it.
+        assert!((46_000..47_000).contains(&gas), "{to}: {gas}");
+        let mut limited = call.clone();
+        limited["gas"] = json!(format!("{gas:#x}"));
+        let answer = server.call("eth_call", json!([limited, "latest"]));
+        assert!(answer.get("result").is_some(), "{to}: {answer}");
+        limited["gas"] = json!(format!("{:#x}", 45_999));
+        let short = server.call("eth_call", json!([limited, "latest"]));
+        assert_eq!(
+            short["error"]["message"], "intrinsic gas too low: have 45999, want 46000",
+            "{to}"
+        );
+    }
+    // Without authorizations the 21000 shortcut stands.
+    let plain = server.call(
+        "eth_estimateGas",
+        json!([{"from": SENDER, "to": "0x00000000000000000000000000000000000000bb"}]),
+    );
+    assert_eq!(plain["result"], "0x5208");
+}

@@ -94,9 +94,13 @@ pub enum CallOutcome {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
-    /// The call cannot run at all (funds, fees, gas below intrinsic, ...): geth's wording.
+    /// The call cannot run at all (funds, fees, ...): geth's wording.
     #[error("{0}")]
     Invalid(String),
+    /// The gas limit is below the call's intrinsic cost (geth's wording): eth_estimateGas
+    /// raises the limit instead of failing.
+    #[error("{0}")]
+    IntrinsicGas(String),
     #[error("execution aborted (timeout = {0:?})")]
     Timeout(std::time::Duration),
     #[error(transparent)]
@@ -428,6 +432,9 @@ impl CallContext<'_> {
                     fees(request).0
                 ))
             }
+            EVMError::Transaction(
+                invalid @ InvalidTransaction::CallGasCostMoreThanGasLimit { .. },
+            ) => CallError::IntrinsicGas(invalid_message(&invalid, caller)),
             EVMError::Transaction(invalid) => CallError::Invalid(invalid_message(&invalid, caller)),
             EVMError::Database(StateError(e)) => CallError::State(e),
             other => CallError::Invalid(other.to_string()),
@@ -496,14 +503,21 @@ impl CallContext<'_> {
         let env = self.env(request)?;
         let db = self.database()?;
         let run = |gas: u64| self.execute(env.clone(), db.clone(), request, gas, None);
+        // geth: a limit below the intrinsic cost (an authorization list's included) is a
+        // failure to raise the limit from, not an error.
+        let attempt = |gas: u64| match run(gas) {
+            Err(CallError::IntrinsicGas(_)) => Ok(None),
+            outcome => outcome.map(Some),
+        };
         let account = |address: Address| {
             revm::DatabaseRef::basic_ref(&db, address).map_err(|StateError(e)| CallError::State(e))
         };
-        // A plain transfer to an account without code: geth tries exactly 21000 first.
+        // A plain transfer to an account without code: geth tries exactly 21000 first, and
+        // goes on with the search if that fails for any reason.
         if request.input.is_empty()
             && let Some(to) = request.to
             && account(to)?.is_none_or(|info| info.code_hash == revm::primitives::KECCAK_EMPTY)
-            && matches!(run(PLAIN_TRANSFER_GAS)?, CallOutcome::Success { .. })
+            && matches!(run(PLAIN_TRANSFER_GAS), Ok(CallOutcome::Success { .. }))
         {
             return Ok(Ok(PLAIN_TRANSFER_GAS));
         }
@@ -518,7 +532,13 @@ impl CallContext<'_> {
                 hi = allowance.to::<u64>();
             }
         }
-        let first = run(hi)?;
+        let Some(first) = attempt(hi)? else {
+            // Even the highest limit is below the intrinsic cost: geth's "exceeds allowance".
+            return Ok(Err(CallOutcome::Halt {
+                reason: HaltReason::OutOfGas(revm::context::result::OutOfGasError::Basic),
+                gas_used: hi,
+            }));
+        };
         let used = match &first {
             CallOutcome::Success { gas_used, .. } => *gas_used,
             _ => return Ok(Err(first)),
@@ -527,8 +547,8 @@ impl CallContext<'_> {
         // Most calls succeed with what they used plus the 63/64 reserve: try that first.
         let optimistic = (used + 2300) * 64 / 63;
         if optimistic < hi {
-            match run(optimistic)? {
-                CallOutcome::Success { .. } => hi = optimistic,
+            match attempt(optimistic)? {
+                Some(CallOutcome::Success { .. }) => hi = optimistic,
                 _ => lo = optimistic,
             }
         }
@@ -537,8 +557,8 @@ impl CallContext<'_> {
                 break;
             }
             let mid = lo + (hi - lo) / 2;
-            match run(mid)? {
-                CallOutcome::Success { .. } => hi = mid,
+            match attempt(mid)? {
+                Some(CallOutcome::Success { .. }) => hi = mid,
                 _ => lo = mid,
             }
         }

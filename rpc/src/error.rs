@@ -101,7 +101,9 @@ impl From<quarry_executor::CallError> for RpcError {
             CallError::State(e) => Self::Storage(e),
             CallError::MissingBlock(_) => Self::HeaderNotFound,
             CallError::BothStateAndDiff(_) => Self::InvalidParams(error.to_string()),
-            CallError::Invalid(_) | CallError::Timeout(_) => Self::Execution(error.to_string()),
+            CallError::Invalid(_) | CallError::IntrinsicGas(_) | CallError::Timeout(_) => {
+                Self::Execution(error.to_string())
+            }
         }
     }
 }
