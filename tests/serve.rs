@@ -310,6 +310,101 @@ fn malformed_json_and_oversized_requests() {
     );
 }
 
+/// geth's reading of the envelope: a notification (no `id`) gets no answer, over HTTP an empty
+/// 200; an `id` that is an object or an array is an invalid request (-32600, id `null`); an id
+/// jsonrpsee cannot hold (a boolean, a negative or fractional number) is echoed as sent; in a
+/// batch, the answers keep the order of the requests that get one.
+#[test]
+fn notifications_and_odd_ids_are_answered_as_geth_does() {
+    let server = server();
+    let path = format!("/v3/{KEY}");
+    let post = |body: &str| server.post_raw(&path, body);
+    let invalid = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "invalid request"}});
+    let note = r#"{"jsonrpc":"2.0","method":"eth_chainId","params":[]}"#;
+    assert_eq!(post(note), (200, String::new()));
+    assert_eq!(post(&format!("[{note}, {note}]")), (200, String::new()));
+    for id in [r#"{"a":1}"#, "[1]", "{}", "[]"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"eth_chainId","params":[]}}"#);
+        let (status, text) = post(&body);
+        assert_eq!(status, 200, "{text}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            invalid,
+            "id {id}"
+        );
+    }
+    // Without an id and without a method (or with an empty one) it is no notification either.
+    let (_, text) = post(r#"{"jsonrpc":"2.0","method":""}"#);
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), invalid);
+    for id in ["true", "-1", "1.5", "18446744073709551616", "1e3"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"eth_chainId","params":[]}}"#);
+        let (status, text) = post(&body);
+        assert_eq!(status, 200, "{text}");
+        assert_eq!(
+            text,
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"{}"}}"#, chain_id()),
+            "id {id}"
+        );
+    }
+    let batch = format!(
+        r#"[{note},
+            {{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}},
+            {{"jsonrpc":"2.0","id":{{"x":1}},"method":"eth_chainId","params":[]}},
+            {{"jsonrpc":"2.0","id":false,"method":"eth_chainId","params":[]}},
+            {note},
+            {{"jsonrpc":"2.0","id":"s","method":"eth_noSuchMethod","params":[]}},
+            {{"jsonrpc":"2.0","id":-7,"method":"eth_getBlockByNumber","params":["nope", false]}}]"#
+    );
+    let (status, batch_answer) = post(&batch);
+    assert_eq!(status, 200, "{batch_answer}");
+    let answers: Vec<Value> = serde_json::from_str(&batch_answer).unwrap();
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(
+        ids,
+        [
+            &json!(1),
+            &Value::Null,
+            &json!(false),
+            &json!("s"),
+            &json!(-7)
+        ],
+        "{batch_answer}"
+    );
+    assert_eq!(answers[0]["result"], chain_id());
+    assert_eq!(answers[1], invalid);
+    assert_eq!(answers[2]["result"], chain_id());
+    assert_eq!(answers[3]["error"]["code"], -32601);
+    assert_eq!(answers[4]["error"]["code"], -32602);
+    // Ordinary ids are untouched, `null` included.
+    let (_, text) = post(r#"{"jsonrpc":"2.0","id":null,"method":"eth_chainId","params":[]}"#);
+    assert_eq!(
+        text,
+        format!(r#"{{"jsonrpc":"2.0","id":null,"result":"{}"}}"#, chain_id())
+    );
+
+    // Over a WebSocket the same: notifications get no message (the next message answers the
+    // next call), odd ids are echoed and object ids are invalid.
+    let mut ws = server.ws();
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "eth_chainId", "params": []});
+    ws.send(note);
+    ws.send(&format!("[{note},{note}]"));
+    assert_eq!(ws.exchange(&call.to_string())["id"], 9);
+    let answers = ws.exchange(&batch);
+    assert_eq!(
+        answers,
+        serde_json::from_str::<Value>(&batch_answer).unwrap()
+    );
+    let odd = r#"{"jsonrpc":"2.0","id":true,"method":"eth_chainId","params":[]}"#;
+    assert_eq!(ws.exchange(odd)["id"], true);
+}
+
+fn chain_id() -> String {
+    let genesis: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("genesis.json")).unwrap())
+            .unwrap();
+    format!("{:#x}", genesis["config"]["chainId"].as_u64().unwrap())
+}
+
 #[test]
 fn wrong_parameter_types_and_counts_name_the_parameter() {
     let server = server();

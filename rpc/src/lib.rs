@@ -6,6 +6,7 @@ mod cache;
 mod call;
 mod calls;
 mod config;
+mod envelope;
 mod error;
 mod filters;
 mod gate;

@@ -47,6 +47,8 @@ pub struct Service {
     pub filters: Filters,
     pub connections: Connections,
     pub max_subscriptions_per_connection: usize,
+    pub max_request_bytes: u32,
+    pub max_batch_requests: u32,
 }
 
 /// Who is calling on which network: attached to a request by the gate, read by the call layer
@@ -73,6 +75,8 @@ impl Service {
             connections: Connections::default(),
             max_subscriptions_per_connection: config.max_subscriptions_per_connection,
             networks,
+            max_request_bytes: config.max_request_bytes,
+            max_batch_requests: config.max_batch_requests,
         };
         service.refresh_status();
         Ok(service)

@@ -14,6 +14,7 @@
 use crate::{
     calls::Calls,
     config::Config,
+    envelope::{self, Plan},
     service::{Caller, Service},
     subscriptions::{SubId, SubKind},
 };
@@ -202,8 +203,15 @@ impl Transport {
     }
 
     /// Runs one message (a call, a notification or a batch) as HTTP would: its answer, or
-    /// `None` when there is none (only notifications).
+    /// `None` when there is none (only notifications). The envelope is read as geth reads it
+    /// (see `envelope`).
     async fn call(&self, conn: &Arc<Connection>, text: String) -> Option<String> {
+        let max_batch = self.service.max_batch_requests as usize;
+        let (text, rewrite) = match envelope::inspect(text.as_bytes(), max_batch) {
+            Plan::Answer(answer) => return (!answer.is_empty()).then_some(answer),
+            Plan::Unchanged => (text, None),
+            Plan::Rewrite(rewrite) => (rewrite.body.clone(), Some(rewrite)),
+        };
         let mut request = HttpRequest::new(HttpBody::from(text));
         *request.method_mut() = http::Method::POST;
         request.headers_mut().insert(
@@ -220,10 +228,15 @@ impl Transport {
         )
         .await;
         let body = response.into_body().collect().await.ok()?.to_bytes();
-        if body.is_empty() {
+        // jsonrpsee answers a notification it did not run with `null`: no answer.
+        if body.is_empty() || body.as_ref() == b"null" {
             return None;
         }
-        String::from_utf8(body.to_vec()).ok()
+        let answer = String::from_utf8(body.to_vec()).ok()?;
+        Some(match rewrite {
+            Some(rewrite) => rewrite.finish(&answer),
+            None => answer,
+        })
     }
 }
 

@@ -279,11 +279,16 @@ impl WsClient {
         Self(socket)
     }
 
-    /// Sends one text message and returns the one text reply, parsed.
-    pub fn exchange(&mut self, body: &str) -> serde_json::Value {
+    /// Sends one text message without waiting for a reply.
+    pub fn send(&mut self, body: &str) {
         self.0
             .send(tungstenite::Message::Text(body.to_string().into()))
             .unwrap();
+    }
+
+    /// Sends one text message and returns the one text reply, parsed.
+    pub fn exchange(&mut self, body: &str) -> serde_json::Value {
+        self.send(body);
         loop {
             match self.0.read().unwrap() {
                 tungstenite::Message::Text(text) => return serde_json::from_str(&text).unwrap(),
