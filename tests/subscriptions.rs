@@ -29,7 +29,15 @@ struct Client {
 
 impl Client {
     fn connect(server: &Server) -> Self {
-        let (socket, _) = tungstenite::connect(server.ws_url(KEY)).unwrap();
+        Self::connect_as(server, "localhost")
+    }
+
+    /// Connects with `host` in the Host header, which picks the network.
+    fn connect_as(server: &Server, host: &str) -> Self {
+        use tungstenite::client::IntoClientRequest;
+        let mut request = server.ws_url(KEY).into_client_request().unwrap();
+        request.headers_mut().insert("Host", host.parse().unwrap());
+        let (socket, _) = tungstenite::connect(request).unwrap();
         if let MaybeTlsStream::Plain(stream) = socket.get_ref() {
             stream
                 .set_read_timeout(Some(Duration::from_secs(30)))
@@ -571,4 +579,57 @@ fn a_subscriber_that_never_reads_is_dropped_and_others_keep_up() {
         fast.call("eth_blockNumber", json!([]))["result"],
         format!("{last:#x}")
     );
+}
+
+/// A subscription belongs to the network of its connection's Host: blocks committed to
+/// another network's datadir are not sent to it.
+#[test]
+fn subscriptions_belong_to_the_network_of_their_host() {
+    let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
+    let blocks = decode_blocks(&std::fs::read(devnet.join("chain.rlp")).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("prefix.rlp");
+    std::fs::write(&prefix, encode_blocks(blocks.iter().take(10))).unwrap();
+    let genesis = devnet.join("genesis.json");
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    for datadir in [&first, &second] {
+        run_quarry(ingest_args(datadir, &genesis, &[&prefix]));
+    }
+    let network = |name: &str, datadir: &Path| {
+        format!(
+            "[[networks]]\nname = \"{name}\"\nhosts = [\"{name}.localhost\"]\ndatadir = {}\n",
+            Value::from(datadir.display().to_string())
+        )
+    };
+    let server = Server::with_config(&format!(
+        "{}{}[[keys]]\nkey = \"{KEY}\"\n",
+        network("first", &first),
+        network("second", &second)
+    ));
+    let mut on_first = Client::connect_as(&server, "first.localhost");
+    let mut on_second = Client::connect_as(&server, "second.localhost");
+    let first_heads = on_first.subscribe(json!(["newHeads"]));
+    let second_heads = on_second.subscribe(json!(["newHeads"]));
+
+    let twenty = dir.path().join("twenty.rlp");
+    std::fs::write(&twenty, encode_blocks(blocks.iter().take(20))).unwrap();
+    run_quarry(ingest_args(&second, &genesis, &[&twenty]));
+    let got = on_second.collect(|got| got.get(&second_heads).map_or(0, Vec::len) == 10);
+    let numbers: Vec<u64> = got[&second_heads]
+        .iter()
+        .map(|h| quantity(&h["number"]))
+        .collect();
+    assert_eq!(numbers, (11..=20).collect::<Vec<_>>());
+    assert_eq!(on_first.drain(Duration::from_millis(300)), Vec::new());
+
+    let twelve = dir.path().join("twelve.rlp");
+    std::fs::write(&twelve, encode_blocks(blocks.iter().take(12))).unwrap();
+    run_quarry(ingest_args(&first, &genesis, &[&twelve]));
+    let got = on_first.collect(|got| got.get(&first_heads).map_or(0, Vec::len) == 2);
+    let numbers: Vec<u64> = got[&first_heads]
+        .iter()
+        .map(|h| quantity(&h["number"]))
+        .collect();
+    assert_eq!(numbers, vec![11, 12]);
+    assert_eq!(on_second.drain(Duration::from_millis(300)), Vec::new());
 }
