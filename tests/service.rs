@@ -532,7 +532,14 @@ plan = "growth"
     );
     let refusal = refusal.unwrap();
     assert_eq!(refusal["error"]["code"], -32005, "{refusal}");
-    assert_eq!(refusal["error"]["data"]["allowed_rps"], 5, "{refusal}");
+    assert_eq!(
+        refusal["error"]["data"]["allowed_units_per_second"], 5,
+        "{refusal}"
+    );
+    assert_eq!(
+        refusal["error"]["message"],
+        "request rate exceeded: this key may use 5 weight units per second, and eth_chainId weighs 1"
+    );
     assert!(
         refusal["error"]["data"]["backoff_seconds"]
             .as_f64()
@@ -596,15 +603,10 @@ plan = "growth"
     let (status, body) = call("quota-key");
     assert_eq!(status, 429);
     assert_eq!(body["error"]["code"], -32005);
-    assert_eq!(
-        body["error"]["message"],
-        "daily request count exceeded, request rate limited"
-    );
+    let daily = "daily quota exceeded: this key may use 4 weight units a day and has used 4, and eth_chainId weighs 1";
+    assert_eq!(body["error"]["message"], daily);
     let over_ws = ws_call(&mut quota_ws, "eth_chainId", json!([]));
-    assert_eq!(
-        over_ws["error"]["message"],
-        "daily request count exceeded, request rate limited"
-    );
+    assert_eq!(over_ws["error"]["message"], daily);
 
     assert!(
         metric(
@@ -682,4 +684,100 @@ fn metrics_health_and_readiness() {
         serde_json::from_str::<Value>(&body).unwrap(),
         json!({"ready": false, "no_chain_yet": ["fresh"]})
     );
+}
+
+/// A dev account with a balance, as `from`.
+const DEV: &str = "0x024aaB352Dc61220600a6f69Ea7694BC490CAA2E";
+
+/// Plans count weight units: a heavy call costs its weight, a batch the sum of its calls'
+/// weights, eth_getLogs more for a longer range, and the -32005 answers say so.
+#[test]
+fn weights_count_against_quotas_and_rates() {
+    let server = Server::start(
+        &devnet(),
+        r#"
+[weights]
+logs_blocks_per_unit = 10
+[weights.methods]
+eth_estimateGas = 13
+[plans.free]
+units_per_day = 40
+[plans.growth]
+requests_per_day = 60
+[plans.custom]
+units_per_second = 10
+
+[[keys]]
+key = "free-key"
+plan = "free"
+[[keys]]
+key = "growth-key"
+plan = "growth"
+[[keys]]
+key = "rate-key"
+"#,
+    );
+    let transfer = json!([{"from": DEV, "to": DEV}, "latest"]);
+    let call =
+        |key: &str, method: &str, params: Value| rpc(&server, "localhost", key, method, params);
+
+    // eth_call weighs 5: a quota of 40 units is eight calls.
+    for i in 0..8 {
+        let (status, body) = call("free-key", "eth_call", transfer.clone());
+        assert_eq!(
+            (status, &body["result"]),
+            (200, &json!("0x")),
+            "call {i}: {body}"
+        );
+    }
+    let (status, body) = call("free-key", "eth_call", transfer.clone());
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["code"], -32005);
+    assert_eq!(
+        body["error"]["message"],
+        "daily quota exceeded: this key may use 40 weight units a day and has used 40, and eth_call weighs 5"
+    );
+    assert_eq!(body["error"]["data"]["weight"], 5, "{body}");
+    assert_eq!(body["error"]["data"]["allowed_units_per_day"], 40, "{body}");
+    assert_eq!(call("free-key", "eth_chainId", json!([])).0, 429);
+
+    // A batch costs the sum of its calls: 5 + 13 (configured) + 1 + 1 + eth_getLogs over the
+    // dev chain's 65 blocks, 5 + 64 / 10 = 11: 31 of the 60 units.
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": transfer},
+        {"jsonrpc": "2.0", "id": 2, "method": "eth_estimateGas", "params": [{"from": DEV, "to": DEV}]},
+        {"jsonrpc": "2.0", "id": 3, "method": "eth_getBalance", "params": [DEV, "latest"]},
+        {"jsonrpc": "2.0", "id": 4, "method": "eth_chainId", "params": []},
+        {"jsonrpc": "2.0", "id": 5, "method": "eth_getLogs", "params": [{"fromBlock": "0x0", "toBlock": "latest"}]},
+    ]);
+    let (status, _, text) = raw_http(
+        &server.addr,
+        "POST",
+        "localhost",
+        "/v3/growth-key",
+        &batch.to_string(),
+    );
+    assert_eq!(status, 200, "{text}");
+    let answers: Vec<Value> = serde_json::from_str(&text).unwrap();
+    assert!(answers.iter().all(|a| a.get("result").is_some()), "{text}");
+    for i in 0..29 {
+        let (status, body) = call("growth-key", "eth_chainId", json!([]));
+        assert_eq!(status, 200, "call {i}: {body}");
+    }
+    let (status, body) = call("growth-key", "eth_chainId", json!([]));
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["data"]["used_today"], 60, "{body}");
+
+    // 10 units a second: one eth_call, and the next waits half a second.
+    assert_eq!(call("rate-key", "eth_call", transfer.clone()).0, 200);
+    let (status, body) = call("rate-key", "eth_call", transfer.clone());
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "request rate exceeded: this key may use 10 weight units per second, and eth_call weighs 5"
+    );
+    let backoff = body["error"]["data"]["backoff_seconds"].as_f64().unwrap();
+    assert!(backoff > 0.2 && backoff <= 0.5, "{body}");
+    std::thread::sleep(Duration::from_secs_f64(backoff + 0.05));
+    assert_eq!(call("rate-key", "eth_call", transfer).0, 200);
 }

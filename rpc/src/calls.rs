@@ -69,7 +69,9 @@ pub struct Calls<S> {
     layer: CallLayer,
 }
 
-fn refusal_error(refusal: &Refusal) -> ErrorObjectOwned {
+/// The -32005 answer to a call of `method`, weighing `weight` units, refused for `refusal`:
+/// limits are in weight units, and the answer says so.
+fn refusal_error(refusal: &Refusal, method: &str, weight: u32) -> ErrorObjectOwned {
     let retry = refusal.retry_after().as_secs_f64();
     match refusal {
         Refusal::Rate {
@@ -77,20 +79,29 @@ fn refusal_error(refusal: &Refusal) -> ErrorObjectOwned {
         } => ErrorObject::owned(
             LIMIT_CODE,
             format!(
-                "request rate exceeded: this key may make {allowed_per_second} requests per second"
+                "request rate exceeded: this key may use {allowed_per_second} weight units per second, and {method} weighs {weight}"
             ),
             Some(serde_json::json!({
-                "allowed_rps": allowed_per_second,
+                "allowed_units_per_second": allowed_per_second,
+                "method": method,
+                "weight": weight,
                 "backoff_seconds": retry,
             })),
         ),
         Refusal::Daily {
-            allowed_per_day, ..
+            allowed_per_day,
+            used,
+            ..
         } => ErrorObject::owned(
             LIMIT_CODE,
-            "daily request count exceeded, request rate limited",
+            format!(
+                "daily quota exceeded: this key may use {allowed_per_day} weight units a day and has used {used}, and {method} weighs {weight}"
+            ),
             Some(serde_json::json!({
-                "allowed_per_day": allowed_per_day,
+                "allowed_units_per_day": allowed_per_day,
+                "used_today": used,
+                "method": method,
+                "weight": weight,
                 "backoff_seconds": retry,
             })),
         ),
@@ -200,12 +211,18 @@ where
             return finish(MethodResponse::error(id, error), Outcome::Revoked);
         }
         let limits = service.plans.limits(caller.grant.plan);
-        if let Err(refusal) = service.limiter.admit(&caller.grant.id, limits) {
+        let head = service.metrics.status[network].head.load(Ordering::Relaxed);
+        let weight =
+            service
+                .weights
+                .of_call(request.method_name(), request.params.as_deref(), head);
+        if let Err(refusal) = service.limiter.admit(&caller.grant.id, limits, weight) {
             service
                 .metrics
                 .refusal(network, matches!(refusal, Refusal::Daily { .. }));
             tracing::info!(key = %caller.grant.id, reason = refusal.reason(), "call refused by the key's plan limits");
-            let mut response = MethodResponse::error(id, refusal_error(&refusal));
+            let error = refusal_error(&refusal, request.method_name(), weight);
+            let mut response = MethodResponse::error(id, error);
             response.extensions_mut().insert(RateLimited {
                 retry_after: refusal.retry_after(),
             });

@@ -2,6 +2,7 @@
 //! the API keys and their plans' limits, request limits, partner forwarding, and optionally
 //! the blocks that `safe` and `finalized` name.
 
+pub use crate::weights::WeightsConfig;
 use serde::Deserialize;
 use std::{
     collections::HashSet,
@@ -92,6 +93,9 @@ pub struct Config {
     /// How often each network's database is asked whether another process committed, in ms.
     #[serde(default = "default_new_block_poll_ms")]
     pub new_block_poll_ms: u64,
+    /// What each method weighs against a key's rate and daily quota (`[weights]`).
+    #[serde(default)]
+    pub weights: WeightsConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -196,12 +200,16 @@ impl Plans {
     }
 }
 
-/// A plan's limits per key; unset means unlimited.
+/// A plan's limits per key, in weight units (see `weights`: a cheap read is 1); unset means
+/// unlimited. The config may call them `units_per_second` and `units_per_day`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanLimits {
+    /// Weight units per second.
+    #[serde(alias = "units_per_second")]
     pub requests_per_second: Option<u32>,
-    /// Counted per UTC day.
+    /// Weight units per UTC day.
+    #[serde(alias = "units_per_day")]
     pub requests_per_day: Option<u64>,
 }
 
@@ -428,6 +436,22 @@ mod tests {
             network("a", "h")
         );
         assert!(Config::parse(&key).unwrap_err().contains("keys[0]"));
+    }
+
+    #[test]
+    fn limits_are_in_weight_units_and_weights_change() {
+        let config = Config::parse(
+            "[plans.free]\nunits_per_second = 20\nunits_per_day = 500\n[plans.growth]\nrequests_per_second = 7\n[weights.methods]\neth_call = 9\n",
+        )
+        .unwrap();
+        assert_eq!(config.plans.free.requests_per_second, Some(20));
+        assert_eq!(config.plans.free.requests_per_day, Some(500));
+        assert_eq!(config.plans.growth.requests_per_second, Some(7));
+        assert_eq!(config.plans.growth.requests_per_day, None);
+        assert_eq!(config.weights.methods["eth_call"], 9);
+        assert_eq!(config.weights.default, 1);
+        let err = Config::parse("[weights]\neth_call = 9\n").unwrap_err();
+        assert!(err.contains("eth_call"), "{err}");
     }
 
     #[test]

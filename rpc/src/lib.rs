@@ -22,6 +22,7 @@ mod service;
 mod subscriptions;
 mod trace;
 mod types;
+mod weights;
 mod ws;
 
 pub use config::{ApiKey, Config, ConfigError, NetworkConfig, Plan};

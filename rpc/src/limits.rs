@@ -1,5 +1,5 @@
-//! Per-key rate limits and daily quotas, shared by HTTP and WebSocket: every call counts, each
-//! call of a batch included.
+//! Per-key rate limits and daily quotas in weight units (see `weights`), shared by HTTP and
+//! WebSocket: every call counts its method's weight, each call of a batch included.
 
 use crate::config::PlanLimits;
 use std::{
@@ -9,8 +9,9 @@ use std::{
 };
 
 const DAY: u64 = 86_400;
+const DAY_LONG: Duration = Duration::from_secs(DAY);
 
-/// Why a call was refused, and when to try again.
+/// Why a call was refused, and when to try again. Amounts are weight units.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Refusal {
     Rate {
@@ -19,6 +20,8 @@ pub enum Refusal {
     },
     Daily {
         allowed_per_day: u64,
+        /// Units used today before the refused call.
+        used: u64,
         retry_after: Duration,
     },
 }
@@ -53,16 +56,16 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
-    /// Admits one call of key `id` under `limits`, or says why not. A refused call does not
-    /// count against the daily quota.
-    pub fn admit(&self, id: &Arc<str>, limits: &PlanLimits) -> Result<(), Refusal> {
+    /// Admits one call of key `id` weighing `weight` units under `limits`, or says why not.
+    /// A refused call counts against nothing.
+    pub fn admit(&self, id: &Arc<str>, limits: &PlanLimits, weight: u32) -> Result<(), Refusal> {
         if limits.requests_per_second.is_none() && limits.requests_per_day.is_none() {
             return Ok(());
         }
         let unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        self.admit_at(id, limits, Instant::now(), unix)
+        self.admit_at(id, limits, weight, Instant::now(), unix)
     }
 
     /// Counts `count` notifications sent to key `id` as calls: they use up its daily quota and
@@ -107,16 +110,22 @@ impl RateLimiter {
         match limits.requests_per_day {
             Some(allowed) if usage.today > allowed => Err(Refusal::Daily {
                 allowed_per_day: allowed,
+                used: usage.today,
                 retry_after: Duration::from_secs(DAY - unix % DAY),
             }),
             _ => Ok(()),
         }
     }
 
+    /// The generic cell rate algorithm, one cell per weight unit: a call is admitted while
+    /// the key is not ahead of its rate by more than the burst tolerance, and then moves the
+    /// key's next arrival time on by its weight. A call heavier than the burst is admitted when
+    /// the key is idle, and the key then waits until the rate has paid for it.
     fn admit_at(
         &self,
         id: &Arc<str>,
         limits: &PlanLimits,
+        weight: u32,
         now: Instant,
         unix: u64,
     ) -> Result<(), Refusal> {
@@ -131,10 +140,11 @@ impl RateLimiter {
             usage.today = 0;
         }
         if let Some(allowed) = limits.requests_per_day
-            && usage.today >= allowed
+            && usage.today.saturating_add(u64::from(weight)) > allowed
         {
             return Err(Refusal::Daily {
                 allowed_per_day: allowed,
+                used: usage.today,
                 retry_after: Duration::from_secs(DAY - unix % DAY),
             });
         }
@@ -150,9 +160,10 @@ impl RateLimiter {
                     retry_after: next_at - tolerance - now,
                 });
             }
-            usage.next_at = next_at + interval;
+            // At most a day's debt, whatever the weight.
+            usage.next_at = next_at + interval.saturating_mul(weight).min(DAY_LONG);
         }
-        usage.today += 1;
+        usage.today = usage.today.saturating_add(u64::from(weight));
         Ok(())
     }
 }
@@ -178,14 +189,14 @@ mod tests {
         let admitted = (0..10_000)
             .filter(|i| {
                 let now = start + Duration::from_millis(*i);
-                limiter.admit_at(&key, &plan, now, 0).is_ok()
+                limiter.admit_at(&key, &plan, 1, now, 0).is_ok()
             })
             .count();
         // 100 per second for 10 s, plus at most a burst of 10.
         assert!((1_000..=1_010).contains(&admitted), "{admitted}");
         let at = start + Duration::from_secs(10);
-        let _ = limiter.admit_at(&key, &plan, at, 0);
-        let refusal = limiter.admit_at(&key, &plan, at, 0).unwrap_err();
+        let _ = limiter.admit_at(&key, &plan, 1, at, 0);
+        let refusal = limiter.admit_at(&key, &plan, 1, at, 0).unwrap_err();
         assert!(matches!(
             refusal,
             Refusal::Rate {
@@ -195,7 +206,11 @@ mod tests {
         ));
         assert!(refusal.retry_after() <= Duration::from_millis(10));
         // Other keys are not affected.
-        assert!(limiter.admit_at(&"other".into(), &plan, start, 0).is_ok());
+        assert!(
+            limiter
+                .admit_at(&"other".into(), &plan, 1, start, 0)
+                .is_ok()
+        );
     }
 
     #[test]
@@ -207,11 +222,11 @@ mod tests {
         limiter.charge_at(&key, &plan, 60, now, 0).unwrap();
         // The rate is spent for the next second: a call waits.
         assert!(matches!(
-            limiter.admit_at(&key, &plan, now, 0),
+            limiter.admit_at(&key, &plan, 1, now, 0),
             Err(Refusal::Rate { .. })
         ));
         let later = now + Duration::from_secs(2);
-        limiter.admit_at(&key, &plan, later, 0).unwrap();
+        limiter.admit_at(&key, &plan, 1, later, 0).unwrap();
         // 61 used; 40 more passes the quota of 100.
         assert!(matches!(
             limiter.charge_at(&key, &plan, 40, later, 0),
@@ -230,16 +245,64 @@ mod tests {
         let now = Instant::now();
         let noon = 20_000 * DAY + DAY / 2;
         for _ in 0..3 {
-            limiter.admit_at(&key, &plan, now, noon).unwrap();
+            limiter.admit_at(&key, &plan, 1, now, noon).unwrap();
         }
-        let refusal = limiter.admit_at(&key, &plan, now, noon).unwrap_err();
+        let refusal = limiter.admit_at(&key, &plan, 1, now, noon).unwrap_err();
         assert_eq!(
             refusal,
             Refusal::Daily {
                 allowed_per_day: 3,
+                used: 3,
                 retry_after: Duration::from_secs(DAY / 2)
             }
         );
-        assert!(limiter.admit_at(&key, &plan, now, noon + DAY / 2).is_ok());
+        assert!(
+            limiter
+                .admit_at(&key, &plan, 1, now, noon + DAY / 2)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn calls_cost_their_weight() {
+        let limiter = RateLimiter::default();
+        let key: Arc<str> = "k".into();
+        let now = Instant::now();
+        // A quota of 100 units: twenty calls of weight 5, then nothing heavier than what is left.
+        let daily = limits(None, Some(100));
+        for _ in 0..19 {
+            limiter.admit_at(&key, &daily, 5, now, 0).unwrap();
+        }
+        limiter.admit_at(&key, &daily, 1, now, 0).unwrap();
+        let refusal = limiter.admit_at(&key, &daily, 5, now, 0).unwrap_err();
+        assert!(
+            matches!(refusal, Refusal::Daily { used: 96, .. }),
+            "{refusal:?}"
+        );
+        limiter.admit_at(&key, &daily, 4, now, 0).unwrap();
+        assert!(limiter.admit_at(&key, &daily, 1, now, 0).is_err());
+        assert!(limiter.admit_at(&key, &daily, 0, now, 0).is_ok());
+
+        // 100 units a second: a call of weight 50 when idle, then the rate pays for it.
+        let rate = limits(Some(100), None);
+        let other: Arc<str> = "other".into();
+        limiter.admit_at(&other, &rate, 50, now, 0).unwrap();
+        let refusal = limiter.admit_at(&other, &rate, 1, now, 0).unwrap_err();
+        // Half a second of debt, less the burst tolerance of 9 cells of 10 ms.
+        assert_eq!(refusal.retry_after(), Duration::from_millis(410));
+        assert!(
+            limiter
+                .admit_at(&other, &rate, 1, now + Duration::from_millis(410), 0)
+                .is_ok()
+        );
+        // Over ten seconds, weight 10 at ten times the rate: 10 s x 100 units / 10 (+ a burst).
+        let heavy: Arc<str> = "heavy".into();
+        let admitted = (0..1000)
+            .filter(|i| {
+                let at = now + Duration::from_millis(10 * i);
+                limiter.admit_at(&heavy, &rate, 10, at, 0).is_ok()
+            })
+            .count();
+        assert!((100..=101).contains(&admitted), "{admitted}");
     }
 }

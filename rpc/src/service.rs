@@ -10,6 +10,7 @@ use crate::{
     metrics::Metrics,
     node::Node,
     subscriptions::Hub,
+    weights::Weights,
     ws::Connections,
 };
 use jsonrpsee::{Extensions, types::ErrorObjectOwned};
@@ -39,6 +40,7 @@ pub struct Service {
     pub keys: KeyRing,
     pub plans: Plans,
     pub limiter: RateLimiter,
+    pub weights: Weights,
     pub metrics: Metrics,
     pub forward_timeout: Duration,
     pub max_response_bytes: u32,
@@ -67,6 +69,7 @@ impl Service {
             keys,
             plans: config.plans.clone(),
             limiter: RateLimiter::default(),
+            weights: Weights::new(&config.weights),
             metrics,
             forward_timeout: Duration::from_millis(config.forward_timeout_ms),
             max_response_bytes: config.max_response_bytes,
