@@ -781,3 +781,125 @@ key = "rate-key"
     std::thread::sleep(Duration::from_secs_f64(backoff + 0.05));
     assert_eq!(call("rate-key", "eth_call", transfer).0, 200);
 }
+
+/// An address that state overrides give an endless loop (JUMPDEST PUSH1 0 JUMP).
+const LOOP: &str = "0x1000000000000000000000000000000000000001";
+
+/// eth_call's parameters for a call that loops until its deadline.
+fn looping_call() -> Value {
+    json!([{"from": DEV, "to": LOOP}, "latest", {LOOP: {"code": "0x5b600056"}}])
+}
+
+/// The `q`-quantile of `samples`.
+fn quantile(samples: &mut [Duration], q: f64) -> Duration {
+    samples.sort_unstable();
+    samples[((samples.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Heavy calls are shared fairly between keys: a key flooding eth_call with calls that run
+/// to the deadline, at its plan's permitted rate, holds at most one of the two call threads,
+/// so another key's cheap calls keep their latency; a call that waits past its deadline is
+/// answered with the timeout error without running.
+#[test]
+fn heavy_calls_are_shared_fairly_between_keys() {
+    let server = Server::start(
+        &devnet(),
+        r#"
+call_threads = 2
+call_timeout_ms = 1000
+max_concurrent_heavy_per_key = 1
+[plans.free]
+units_per_second = 10
+[plans.growth]
+
+[[keys]]
+key = "flood-key"
+plan = "free"
+[[keys]]
+key = "other-key"
+plan = "growth"
+[[keys]]
+key = "burst-key"
+"#,
+    );
+    let call = |key: &str, params: Value| rpc(&server, "localhost", key, "eth_call", params);
+    let aborted = "execution aborted (timeout = 1s)";
+    let started = Instant::now();
+    let (_, answer) = call("burst-key", looping_call());
+    assert_eq!(answer["error"]["message"], aborted, "{answer}");
+    assert!(started.elapsed() >= Duration::from_secs(1));
+
+    // Three looping calls of one key at once: one runs to its deadline, the two waiting
+    // behind it are answered at theirs, unrun (or they would answer at 2 s and 3 s).
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..3)
+            .map(|_| scope.spawn(|| call("burst-key", looping_call()).1))
+            .collect();
+        for answer in calls {
+            let answer = answer.join().unwrap();
+            assert_eq!(answer["error"]["message"], aborted, "{answer}");
+        }
+    });
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(1800), "{took:?}");
+
+    let transfer = json!([{"from": DEV, "to": DEV}, "latest"]);
+    // The other key's cheap calls, one every 50 ms for three seconds, each on its own thread
+    // (so that a call that waits does not hold back the ones after it): their latencies.
+    let cheap_calls = || -> Vec<Duration> {
+        std::thread::scope(|scope| {
+            let calls: Vec<_> = (0..60)
+                .map(|_| {
+                    std::thread::sleep(Duration::from_millis(50));
+                    scope.spawn(|| {
+                        let started = Instant::now();
+                        let (status, answer) = call("other-key", transfer.clone());
+                        assert_eq!((status, &answer["result"]), (200, &json!("0x")), "{answer}");
+                        started.elapsed()
+                    })
+                })
+                .collect();
+            calls.into_iter().map(|c| c.join().unwrap()).collect()
+        })
+    };
+    let mut alone = cheap_calls();
+
+    // The flood: a looping call every 520 ms (the plan allows one every 500 ms).
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (mut during, flood) = std::thread::scope(|scope| {
+        let flood = scope.spawn(|| {
+            let mut calls = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                calls.push(scope.spawn(|| call("flood-key", looping_call())));
+                std::thread::sleep(Duration::from_millis(520));
+            }
+            calls
+                .into_iter()
+                .map(|c| c.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        // Let the flood's queue fill first.
+        std::thread::sleep(Duration::from_millis(1500));
+        let during = cheap_calls();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (during, flood.join().unwrap())
+    });
+    let timed_out = flood
+        .iter()
+        .filter(|(_, answer)| answer["error"]["message"] == aborted)
+        .count();
+    assert!(timed_out >= 3, "{flood:?}");
+    let (p50_alone, p99_alone) = (quantile(&mut alone, 0.5), quantile(&mut alone, 0.99));
+    let (p50_during, p99_during) = (quantile(&mut during, 0.5), quantile(&mut during, 0.99));
+    eprintln!(
+        "other key's eth_call: alone p50 {p50_alone:?} p99 {p99_alone:?}; during the flood p50 {p50_during:?} p99 {p99_during:?} ({} flood calls, {timed_out} timed out)",
+        flood.len()
+    );
+    // Generous bounds for a shared machine: behind the flood (first come, first served) the
+    // p99 would be most of a flood call's second.
+    assert!(
+        p99_during <= (p99_alone * 4).max(p99_alone + Duration::from_millis(150)),
+        "p99 alone {p99_alone:?}, during the flood {p99_during:?}"
+    );
+}

@@ -96,6 +96,14 @@ pub struct Config {
     /// What each method weighs against a key's rate and daily quota (`[weights]`).
     #[serde(default)]
     pub weights: WeightsConfig,
+    /// Most heavy jobs (eth_call, eth_estimateGas, eth_createAccessList, eth_getLogs) of one
+    /// key running at once in a pool; unset: half the call pool's threads, at least 1.
+    pub max_concurrent_heavy_per_key: Option<usize>,
+    /// Threads of the pool that runs eth_call, eth_estimateGas and eth_createAccessList;
+    /// unset: one per core.
+    pub call_threads: Option<usize>,
+    /// Threads of the pool that runs every other database read; unset: one per core.
+    pub read_threads: Option<usize>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -441,7 +449,7 @@ mod tests {
     #[test]
     fn limits_are_in_weight_units_and_weights_change() {
         let config = Config::parse(
-            "[plans.free]\nunits_per_second = 20\nunits_per_day = 500\n[plans.growth]\nrequests_per_second = 7\n[weights.methods]\neth_call = 9\n",
+            "max_concurrent_heavy_per_key = 2\ncall_threads = 3\n[plans.free]\nunits_per_second = 20\nunits_per_day = 500\n[plans.growth]\nrequests_per_second = 7\n[weights.methods]\neth_call = 9\n",
         )
         .unwrap();
         assert_eq!(config.plans.free.requests_per_second, Some(20));
@@ -450,6 +458,8 @@ mod tests {
         assert_eq!(config.plans.growth.requests_per_day, None);
         assert_eq!(config.weights.methods["eth_call"], 9);
         assert_eq!(config.weights.default, 1);
+        assert_eq!(config.max_concurrent_heavy_per_key, Some(2));
+        assert_eq!(config.call_threads, Some(3));
         let err = Config::parse("[weights]\neth_call = 9\n").unwrap_err();
         assert!(err.contains("eth_call"), "{err}");
     }

@@ -405,11 +405,13 @@ pub fn register(
                 let filter =
                     s.filters
                         .logs_filter(caller.network, &caller.grant.id, &id, &s.metrics)?;
-                let answer =
-                    crate::on_snapshot(&pool, node, "eth_getFilterLogs", move |node, tx| {
-                        node.logs(tx, &filter)
-                    })
-                    .await?;
+                // A heavy job of the key, as eth_getLogs is (see `pool`).
+                let (key, limit) = (caller.grant.id.clone(), crate::heavy::Limit::Logs);
+                let method = "eth_getFilterLogs";
+                let answer = crate::heavy::run(&pool, key, limit, node, method, move |node, tx| {
+                    node.logs(tx, &filter)
+                })
+                .await?;
                 Answer::Ok(answer)
             }
         })

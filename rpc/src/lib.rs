@@ -10,6 +10,7 @@ mod envelope;
 mod error;
 mod filters;
 mod gate;
+mod heavy;
 mod info;
 pub mod keys;
 mod limits;
@@ -149,29 +150,6 @@ where
     )
 }
 
-/// Answers with `handler` on a snapshot in `pool`: database reads never run on async threads.
-async fn on_snapshot<R, F>(
-    pool: &ReadPool,
-    node: std::sync::Arc<Node>,
-    method: &'static str,
-    handler: F,
-) -> Result<Box<RawValue>>
-where
-    R: Serialize,
-    F: FnOnce(&Node, &Snapshot) -> Result<R> + Send + 'static,
-{
-    let (reply, answer) = tokio::sync::oneshot::channel();
-    pool.spawn(move || {
-        let answer = node
-            .reader()
-            .and_then(|tx| to_raw(method, &handler(&node, &tx)?));
-        let _ = reply.send(answer);
-    })?;
-    answer
-        .await
-        .map_err(|_| RpcError::Internal(format!("{method}: the read task panicked")))?
-}
-
 /// Registers the by-number and by-hash twins of a method: all parameters required, the first
 /// naming the block (`methods[0]` by number or tag, `methods[1]` by hash).
 fn register_by_block<R, F>(
@@ -308,21 +286,39 @@ fn methods(
             node.storage_at(reads, args.required(0)?, slot, at)
         },
     )?;
-    register_snapshot(m, pool, "eth_getLogs", &["filter"], 1, |node, tx, args| {
-        node.logs(tx, &args.required(0)?)
-    })?;
+    // Heavy methods are shared fairly between keys (see `pool`).
+    let logs = heavy::Limit::Logs;
+    heavy::register(
+        m,
+        pool,
+        logs,
+        "eth_getLogs",
+        &["filter"],
+        1,
+        |node, tx, args| node.logs(tx, &args.required(0)?),
+    )?;
     register_snapshot(m, pool, "rollup_getInfo", &[], 0, |node, tx, _| {
         node.rollup_info(tx)
     })?;
     // Calls run on their own pool: a flood of them queues there and never delays reads.
     let call_names = &["transaction", "block", "stateOverrides"];
-    register_snapshot(m, call_pool, "eth_call", call_names, 1, |node, tx, args| {
-        let (call, at, overrides) = call_args(args)?;
-        node.call(tx, &call, at, &overrides)
-    })?;
-    register_snapshot(
+    let limit = heavy::Limit::Call;
+    heavy::register(
         m,
         call_pool,
+        limit,
+        "eth_call",
+        call_names,
+        1,
+        |node, tx, args| {
+            let (call, at, overrides) = call_args(args)?;
+            node.call(tx, &call, at, &overrides)
+        },
+    )?;
+    heavy::register(
+        m,
+        call_pool,
+        limit,
         "eth_estimateGas",
         call_names,
         1,
@@ -331,9 +327,10 @@ fn methods(
             node.estimate_gas(tx, &call, at, &overrides)
         },
     )?;
-    register_snapshot(
+    heavy::register(
         m,
         call_pool,
+        limit,
         "eth_createAccessList",
         call_names,
         1,
@@ -556,11 +553,8 @@ pub async fn start(
         service::Service::new(config, networks).map_err(|e| ServeError::Open(e.to_string()))?,
     );
     service.watch();
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let pool = ReadPool::new("read", threads, config.max_queued_reads)
-        .map_err(|e| ServeError::ReadPool(e.to_string()))?;
-    let call_pool = ReadPool::new("call", threads, config.max_queued_reads)
-        .map_err(|e| ServeError::ReadPool(e.to_string()))?;
+    let pools = pool::Pools::new(config).map_err(|e| ServeError::ReadPool(e.to_string()))?;
+    let (pool, call_pool) = (pools.read, pools.call);
     subscriptions::start_watchers(
         &nodes,
         &service,

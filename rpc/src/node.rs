@@ -197,6 +197,16 @@ impl Node {
         })
     }
 
+    /// The wall-clock limit of one eth_call or one whole eth_estimateGas.
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// The wall-clock limit of one eth_getLogs query.
+    pub fn logs_timeout(&self) -> Duration {
+        self.logs.timeout
+    }
+
     fn caches(&self) -> MutexGuard<'_, Caches> {
         self.caches.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -1,84 +1,446 @@
-//! The read pool: a few threads, one per core, that run every database read and its JSON
+//! The read pools: a few threads, one per core, that run every database read and its JSON
 //! serialization, so async workers only move bytes. Idle threads sleep on a condition variable
 //! rather than spin, which matters on a two-core machine where the spinning steals the core the
 //! network threads need; tokio's `spawn_blocking` costs about half the throughput of a cheap
 //! call here, this pool a fraction of that (see bench/serve.sh).
+//!
+//! Heavy jobs (eth_call, eth_estimateGas, eth_createAccessList, eth_getLogs: jobs that may run
+//! for seconds) are shared fairly between keys. At most `max_heavy_per_key` of one key's heavy
+//! jobs run at once, and the waiting heavy jobs of different keys are taken in turn, one per key
+//! round-robin, so that one key's flood delays another key's job by at most one job's length.
+//! Cheap jobs go first (they take microseconds), and in a pool that also runs them at most
+//! `max_heavy` heavy jobs run at once (all threads but one), so a cheap read never waits behind
+//! heavy ones. A heavy job comes with a `Ticket`: a caller that stops waiting at the job's
+//! deadline abandons the ticket, and a job whose ticket was abandoned is dropped unrun.
 
 use std::{
-    collections::VecDeque,
-    sync::{Arc, Condvar, Mutex, PoisonError},
+    collections::{HashMap, VecDeque},
+    sync::{
+        Arc, Condvar, Mutex, MutexGuard, PoisonError,
+        atomic::{AtomicU8, Ordering},
+    },
 };
 
 type Job = Box<dyn FnOnce() + Send>;
 
+const WAITING: u8 = 0;
+const STARTED: u8 = 1;
+const ABANDONED: u8 = 2;
+
+/// Whether a heavy job has started, or its caller gave up on it first; exactly one of the two
+/// happens.
+#[derive(Debug, Clone, Default)]
+pub struct Ticket(Arc<AtomicU8>);
+
+impl Ticket {
+    /// Marks the job started, unless it was abandoned.
+    fn start(&self) -> bool {
+        self.0
+            .compare_exchange(WAITING, STARTED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Gives up on the job if it has not started: it will never run. `false`: it has started
+    /// (its answer will come).
+    pub fn abandon(&self) -> bool {
+        self.0
+            .compare_exchange(WAITING, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    fn abandoned(&self) -> bool {
+        self.0.load(Ordering::Acquire) == ABANDONED
+    }
+}
+
+/// One key's heavy jobs.
+#[derive(Default)]
+struct Lane {
+    waiting: VecDeque<(Ticket, Job)>,
+    running: usize,
+}
+
+#[derive(Default)]
+struct State {
+    /// Cheap jobs, first come first served.
+    light: VecDeque<Job>,
+    /// Heavy jobs by key; a key is here while it has heavy jobs waiting or running.
+    lanes: HashMap<Arc<str>, Lane>,
+    /// The keys with heavy jobs waiting, in the order of their next turn.
+    turns: VecDeque<Arc<str>>,
+    heavy_waiting: usize,
+    heavy_running: usize,
+}
+
+impl State {
+    fn queued(&self) -> usize {
+        self.light.len() + self.heavy_waiting
+    }
+
+    /// Drops every abandoned job still waiting.
+    fn purge(&mut self) {
+        let mut dropped = 0;
+        for lane in self.lanes.values_mut() {
+            let before = lane.waiting.len();
+            lane.waiting.retain(|(ticket, _)| !ticket.abandoned());
+            dropped += before - lane.waiting.len();
+        }
+        self.heavy_waiting -= dropped;
+        let lanes = &self.lanes;
+        self.turns
+            .retain(|key| lanes.get(key).is_some_and(|lane| !lane.waiting.is_empty()));
+        self.lanes
+            .retain(|_, lane| lane.running > 0 || !lane.waiting.is_empty());
+    }
+
+    /// The next heavy job to run: the first key in turn that is below its limit gives its
+    /// oldest job that was not abandoned, and goes to the back of the turns if it has more
+    /// waiting. A key at its limit keeps its place.
+    fn next_heavy(&mut self, max_per_key: usize) -> Option<(Arc<str>, Job)> {
+        let mut i = 0;
+        while let Some(key) = self.turns.get(i).cloned() {
+            let Some(lane) = self.lanes.get_mut(&key) else {
+                self.turns.remove(i);
+                continue;
+            };
+            if lane.running >= max_per_key {
+                i += 1;
+                continue;
+            }
+            self.turns.remove(i);
+            let mut found = None;
+            while let Some((ticket, job)) = lane.waiting.pop_front() {
+                self.heavy_waiting -= 1;
+                if ticket.start() {
+                    found = Some(job);
+                    break;
+                }
+            }
+            let Some(job) = found else {
+                if lane.running == 0 {
+                    self.lanes.remove(&key);
+                }
+                continue;
+            };
+            lane.running += 1;
+            self.heavy_running += 1;
+            if !lane.waiting.is_empty() {
+                self.turns.push_back(key.clone());
+            }
+            return Some((key, job));
+        }
+        None
+    }
+
+    fn finished_heavy(&mut self, key: &Arc<str>) {
+        self.heavy_running -= 1;
+        if let Some(lane) = self.lanes.get_mut(key) {
+            lane.running -= 1;
+            if lane.running == 0 && lane.waiting.is_empty() {
+                self.lanes.remove(key);
+            }
+        }
+    }
+}
+
 #[derive(Default)]
 struct Queue {
-    jobs: Mutex<VecDeque<Job>>,
+    state: Mutex<State>,
     ready: Condvar,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What a pool's threads may run at once.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// Most jobs waiting; past it the pool is overloaded and refuses more.
+    max_queued: usize,
+    max_heavy_per_key: usize,
+    max_heavy: usize,
 }
 
 #[derive(Clone)]
 pub struct ReadPool {
     queue: Arc<Queue>,
-    /// Most jobs waiting; past it the pool is overloaded and refuses more.
-    max_queued: usize,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for ReadPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReadPool").finish_non_exhaustive()
+        f.debug_struct("ReadPool")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
     }
 }
 
 impl ReadPool {
-    /// `threads` threads named `quarry-<name>-<i>`.
-    pub fn new(name: &str, threads: usize, max_queued: usize) -> std::io::Result<Self> {
+    /// `threads` threads named `quarry-<name>-<i>`; at most `max_queued` jobs wait, at most
+    /// `max_heavy` heavy jobs run at once, and of them at most `max_heavy_per_key` of one key.
+    pub fn new(
+        name: &str,
+        threads: usize,
+        max_queued: usize,
+        max_heavy: usize,
+        max_heavy_per_key: usize,
+    ) -> std::io::Result<Self> {
         let queue = Arc::new(Queue::default());
+        let limits = Limits {
+            max_queued,
+            max_heavy_per_key: max_heavy_per_key.max(1),
+            max_heavy: max_heavy.max(1),
+        };
         for i in 0..threads.max(1) {
             let queue = queue.clone();
             std::thread::Builder::new()
                 .name(format!("quarry-{name}-{i}"))
-                .spawn(move || work(&queue))?;
+                .spawn(move || work(&queue, limits))?;
         }
-        Ok(Self { queue, max_queued })
+        Ok(Self { queue, limits })
     }
 
-    /// Queues `job`, or refuses it when `max_queued` jobs are already waiting.
+    /// Queues a cheap `job`, or refuses it when `max_queued` jobs are already waiting.
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) -> crate::Result<()> {
         {
-            let mut jobs = self
-                .queue
-                .jobs
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if jobs.len() >= self.max_queued {
-                return Err(crate::RpcError::Overloaded);
+            let mut state = self.queue.lock();
+            if state.queued() >= self.limits.max_queued {
+                state.purge();
+                if state.queued() >= self.limits.max_queued {
+                    return Err(crate::RpcError::Overloaded);
+                }
             }
-            jobs.push_back(Box::new(job));
+            state.light.push_back(Box::new(job));
+        }
+        self.queue.ready.notify_one();
+        Ok(())
+    }
+
+    /// Queues a heavy `job` of `key`, run when `ticket` has not been abandoned by then; or
+    /// refuses it when `max_queued` jobs are already waiting.
+    pub fn spawn_heavy(
+        &self,
+        key: Arc<str>,
+        ticket: Ticket,
+        job: impl FnOnce() + Send + 'static,
+    ) -> crate::Result<()> {
+        {
+            let mut state = self.queue.lock();
+            if state.queued() >= self.limits.max_queued {
+                state.purge();
+                if state.queued() >= self.limits.max_queued {
+                    return Err(crate::RpcError::Overloaded);
+                }
+            }
+            let lane = state.lanes.entry(key.clone()).or_default();
+            let first = lane.waiting.is_empty();
+            lane.waiting.push_back((ticket, Box::new(job)));
+            state.heavy_waiting += 1;
+            if first {
+                state.turns.push_back(key);
+            }
         }
         self.queue.ready.notify_one();
         Ok(())
     }
 }
 
-fn work(queue: &Queue) {
+/// A server's two pools: one for calls (eth_call, eth_estimateGas, eth_createAccessList), so
+/// that a flood of them never delays reads, and one for every other read.
+#[derive(Debug)]
+pub struct Pools {
+    pub read: ReadPool,
+    pub call: ReadPool,
+}
+
+impl Pools {
+    /// The pools `config` asks for: one thread per core each unless set, every call heavy,
+    /// eth_getLogs heavy on all read threads but one.
+    pub fn new(config: &crate::Config) -> std::io::Result<Self> {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let read_threads = config.read_threads.unwrap_or(cores).max(1);
+        let call_threads = config.call_threads.unwrap_or(cores).max(1);
+        let per_key = config
+            .max_concurrent_heavy_per_key
+            .unwrap_or(call_threads / 2);
+        let queued = config.max_queued_reads;
+        Ok(Self {
+            read: ReadPool::new("read", read_threads, queued, read_threads - 1, per_key)?,
+            call: ReadPool::new("call", call_threads, queued, call_threads, per_key)?,
+        })
+    }
+}
+
+enum Work {
+    Light(Job),
+    Heavy(Arc<str>, Job),
+}
+
+fn next(queue: &Queue, limits: Limits) -> Work {
+    let mut state = queue.lock();
     loop {
-        let job = {
-            let mut jobs = queue.jobs.lock().unwrap_or_else(PoisonError::into_inner);
-            loop {
-                match jobs.pop_front() {
-                    Some(job) => break job,
-                    None => {
-                        jobs = queue
-                            .ready
-                            .wait(jobs)
-                            .unwrap_or_else(PoisonError::into_inner)
-                    }
-                }
-            }
-        };
+        if let Some(job) = state.light.pop_front() {
+            return Work::Light(job);
+        }
+        if state.heavy_running < limits.max_heavy
+            && let Some((key, job)) = state.next_heavy(limits.max_heavy_per_key)
+        {
+            return Work::Heavy(key, job);
+        }
+        state = queue
+            .ready
+            .wait(state)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
+fn work(queue: &Queue, limits: Limits) {
+    loop {
         // A panicking handler drops its reply sender, which the caller reports as an
         // internal error; the thread lives on.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+        match next(queue, limits) {
+            Work::Light(job) => {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            }
+            Work::Heavy(key, job) => {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                queue.lock().finished_heavy(&key);
+                // A job of this key (or, in a pool that runs cheap jobs too, any heavy job)
+                // may now run: a sleeping thread may take it while this one looks for more.
+                queue.ready.notify_one();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::{
+        sync::mpsc,
+        time::{Duration, Instant},
+    };
+
+    /// Runs heavy jobs of `key` that each hold their thread until `release` says so, and
+    /// report on `started` when they start.
+    fn blocking_job(
+        pool: &ReadPool,
+        key: &str,
+        name: &'static str,
+        started: &mpsc::Sender<&'static str>,
+        release: &Arc<(Mutex<bool>, Condvar)>,
+    ) -> Ticket {
+        let ticket = Ticket::default();
+        let (started, release) = (started.clone(), release.clone());
+        pool.spawn_heavy(key.into(), ticket.clone(), move || {
+            started.send(name).unwrap();
+            let (lock, cvar) = &*release;
+            let mut open = lock.lock().unwrap();
+            while !*open {
+                open = cvar.wait(open).unwrap();
+            }
+        })
+        .unwrap();
+        ticket
+    }
+
+    fn open(release: &Arc<(Mutex<bool>, Condvar)>) {
+        *release.0.lock().unwrap() = true;
+        release.1.notify_all();
+    }
+
+    /// A heavy job of `key` that reports its start on `started` and then holds its thread
+    /// until the returned sender sends (or is dropped).
+    fn held_job(
+        pool: &ReadPool,
+        key: &str,
+        name: &'static str,
+        started: &mpsc::Sender<&'static str>,
+    ) -> mpsc::Sender<()> {
+        let (release, held) = mpsc::channel::<()>();
+        let started = started.clone();
+        pool.spawn_heavy(key.into(), Ticket::default(), move || {
+            started.send(name).unwrap();
+            let _ = held.recv();
+        })
+        .unwrap();
+        release
+    }
+
+    #[test]
+    fn one_key_never_fills_the_pool_and_keys_take_turns() {
+        let pool = ReadPool::new("test-fair", 2, 100, 2, 1).unwrap();
+        let (started, order) = mpsc::channel();
+        let next = || order.recv_timeout(Duration::from_secs(5)).unwrap();
+        // Key a floods: only one of its jobs runs at once, and key b gets the other thread.
+        let a: Vec<_> = ["a1", "a2", "a3"]
+            .map(|name| held_job(&pool, "a", name, &started))
+            .into();
+        assert_eq!(next(), "a1");
+        assert!(order.recv_timeout(Duration::from_millis(200)).is_err());
+        let b1 = held_job(&pool, "b", "b1", &started);
+        assert_eq!(next(), "b1");
+        drop((a, b1));
+        for _ in 0..2 {
+            next();
+        }
+
+        // One thread: waiting jobs are taken one per key in turn.
+        let pool = ReadPool::new("test-turns", 1, 100, 1, 1).unwrap();
+        let mut held = HashMap::from([("a1", held_job(&pool, "a", "a1", &started))]);
+        assert_eq!(next(), "a1");
+        for (key, name) in [
+            ("a", "a2"),
+            ("a", "a3"),
+            ("b", "b1"),
+            ("c", "c1"),
+            ("b", "b2"),
+        ] {
+            held.insert(name, held_job(&pool, key, name, &started));
+        }
+        let mut ran = vec!["a1"];
+        for _ in 0..5 {
+            let running = ran.last().copied().unwrap();
+            drop(held.remove(running));
+            ran.push(next());
+        }
+        assert_eq!(ran, ["a1", "a2", "b1", "c1", "a3", "b2"]);
+    }
+
+    #[test]
+    fn abandoned_jobs_never_run_and_cheap_jobs_go_first() {
+        let pool = ReadPool::new("test-abandon", 2, 3, 1, 1).unwrap();
+        let (started, order) = mpsc::channel();
+        let hold = Arc::new((Mutex::new(false), Condvar::new()));
+        blocking_job(&pool, "a", "a1", &started, &hold);
+        assert_eq!(order.recv_timeout(Duration::from_secs(5)), Ok("a1"));
+        // Only one heavy job runs at once here: b waits, and a cheap job does not.
+        let b = blocking_job(&pool, "b", "b1", &started, &hold);
+        let cheap = started.clone();
+        pool.spawn(move || cheap.send("cheap").unwrap()).unwrap();
+        assert_eq!(order.recv_timeout(Duration::from_secs(5)), Ok("cheap"));
+        assert!(b.abandon());
+        blocking_job(&pool, "b", "b2", &started, &hold);
+        blocking_job(&pool, "c", "c1", &started, &hold);
+        // The queue is full (b1 abandoned, b2, c1)... until the abandoned job is purged.
+        blocking_job(&pool, "d", "d1", &started, &hold);
+        assert!(pool.spawn(|| ()).is_err());
+        open(&hold);
+        let mut rest: Vec<&str> = (0..3)
+            .map(|_| order.recv_timeout(Duration::from_secs(5)).unwrap())
+            .collect();
+        rest.sort_unstable();
+        assert_eq!(rest, ["b2", "c1", "d1"]);
+        assert!(order.recv_timeout(Duration::from_millis(200)).is_err());
+        // A started job cannot be abandoned.
+        let late = blocking_job(&pool, "e", "e1", &started, &hold);
+        assert_eq!(order.recv_timeout(Duration::from_secs(5)), Ok("e1"));
+        assert!(!late.abandon());
+        let begun = Instant::now();
+        pool.spawn(|| ()).unwrap();
+        assert!(begun.elapsed() < Duration::from_secs(1));
     }
 }

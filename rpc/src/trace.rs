@@ -7,7 +7,6 @@ use crate::{
     call::{BlockOverridesArg, Call, Overrides},
     error::RpcError,
     params::{Args, BlockId, BlockTag, FromArg},
-    register_snapshot,
 };
 use alloy_primitives::Bytes;
 use alloy_rpc_types_trace::geth::GethDebugTracingOptions;
@@ -206,15 +205,17 @@ fn options(args: &Args, position: usize) -> crate::Result<TraceOptions> {
 }
 
 /// Registers debug_traceTransaction, debug_traceBlockByNumber, debug_traceBlockByHash,
-/// debug_traceBlock and debug_traceCall, on the calls' pool: they execute like calls.
+/// debug_traceBlock and debug_traceCall, on the calls' pool: they execute like calls, as heavy
+/// jobs of the caller's key (see `pool`).
 pub fn register(
     module: &mut RpcModule<crate::Networks>,
     call_pool: &ReadPool,
     limits: TraceLimits,
 ) -> Result<(), ServeError> {
-    register_snapshot(
+    crate::heavy::register(
         module,
         call_pool,
+        crate::heavy::Limit::Call,
         "debug_traceTransaction",
         &["transactionHash", "config"],
         1,
@@ -222,9 +223,10 @@ pub fn register(
             node.trace_transaction(tx, args.required(0)?, &options(args, 1)?, limits)
         },
     )?;
-    register_snapshot(
+    crate::heavy::register(
         module,
         call_pool,
+        crate::heavy::Limit::Call,
         "debug_traceBlockByNumber",
         &["blockNumber", "config"],
         1,
@@ -238,9 +240,10 @@ pub fn register(
             node.trace_block(tx, crate::BlockAt::Tag(at), &options(args, 1)?, limits)
         },
     )?;
-    register_snapshot(
+    crate::heavy::register(
         module,
         call_pool,
+        crate::heavy::Limit::Call,
         "debug_traceBlockByHash",
         &["blockHash", "config"],
         1,
@@ -253,9 +256,10 @@ pub fn register(
             )
         },
     )?;
-    register_snapshot(
+    crate::heavy::register(
         module,
         call_pool,
+        crate::heavy::Limit::Call,
         "debug_traceBlock",
         &["blockRlp", "config"],
         1,
@@ -264,9 +268,10 @@ pub fn register(
             node.trace_raw_block(tx, &rlp, &options(args, 1)?, limits)
         },
     )?;
-    register_snapshot(
+    crate::heavy::register(
         module,
         call_pool,
+        crate::heavy::Limit::Call,
         "debug_traceCall",
         &["transaction", "block", "config"],
         1,
