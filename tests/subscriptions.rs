@@ -633,3 +633,50 @@ fn subscriptions_belong_to_the_network_of_their_host() {
     assert_eq!(numbers, vec![11, 12]);
     assert_eq!(on_second.drain(Duration::from_millis(300)), Vec::new());
 }
+
+/// Notifications count against the key's plan like calls: a key whose daily quota they use up
+/// has its connection closed with the reason, and its calls are refused too.
+#[test]
+fn notifications_use_up_the_plan_s_daily_quota() {
+    let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
+    let blocks = decode_blocks(&std::fs::read(devnet.join("chain.rlp")).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("prefix.rlp");
+    std::fs::write(&prefix, encode_blocks(blocks.iter().take(10))).unwrap();
+    let genesis = devnet.join("genesis.json");
+    let datadir = dir.path().join("data");
+    run_quarry(ingest_args(&datadir, &genesis, &[&prefix]));
+    let server = Server::start(
+        &datadir,
+        "[plans.free]\nrequests_per_day = 30\n[[keys]]\nkey = \"free-key\"\nplan = \"free\"\n",
+    );
+    let url = server.ws_url("free-key");
+    let (mut socket, _) = tungstenite::connect(url).unwrap();
+    let subscribe =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "eth_subscribe", "params": ["logs"]});
+    socket
+        .send(Message::Text(subscribe.to_string().into()))
+        .unwrap();
+    run_quarry(ingest_args(
+        &datadir,
+        &genesis,
+        &[&devnet.join("chain.rlp")],
+    ));
+    let mut notifications = 0;
+    let reason = loop {
+        match socket.read().unwrap() {
+            Message::Text(text) if text.contains("eth_subscription") => notifications += 1,
+            Message::Close(frame) => break frame.unwrap().reason.to_string(),
+            _ => {}
+        }
+    };
+    // One call and 29 notifications fit in the quota of 30.
+    assert_eq!(notifications, 29);
+    assert!(
+        reason.starts_with("daily request quota exceeded"),
+        "{reason}"
+    );
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []});
+    let (status, _) = server.post_raw("/v3/free-key", &body.to_string());
+    assert_eq!(status, 429);
+}

@@ -82,6 +82,20 @@ impl RateLimiter {
         self.charge_at(id, limits, count, Instant::now(), unix)
     }
 
+    /// How many more calls or notifications key `id` may make today (`None`: no daily limit).
+    pub fn left_today(&self, id: &Arc<str>, limits: &PlanLimits) -> Option<u64> {
+        let allowed = limits.requests_per_day?;
+        let unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        let used = keys
+            .get(id)
+            .filter(|usage| usage.day == unix / DAY)
+            .map_or(0, |usage| usage.today);
+        Some(allowed.saturating_sub(used))
+    }
+
     fn charge_at(
         &self,
         id: &Arc<str>,

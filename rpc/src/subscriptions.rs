@@ -138,15 +138,44 @@ fn notification(id: &str, result: &str) -> String {
     text
 }
 
-/// The notifications of one block, per connection, and the connections found too slow.
-#[derive(Default)]
-struct Delivery {
+/// The notifications of one block, per connection, and the connections found too slow or out
+/// of their key's daily quota.
+struct Delivery<'s> {
+    service: &'s Service,
     sent: HashMap<u64, (Arc<Connection>, u64)>,
+    /// Per connection: how many more notifications its key may get today (`None`: no limit).
+    budgets: HashMap<u64, Option<u64>>,
     slow: Vec<Arc<Connection>>,
+    over_quota: Vec<Arc<Connection>>,
 }
 
-impl Delivery {
+impl<'s> Delivery<'s> {
+    fn new(service: &'s Service) -> Self {
+        Self {
+            service,
+            sent: HashMap::new(),
+            budgets: HashMap::new(),
+            slow: Vec::new(),
+            over_quota: Vec::new(),
+        }
+    }
+
     fn push(&mut self, conn: &Arc<Connection>, id: &str, result: &str) {
+        let budget = self.budgets.entry(conn.id).or_insert_with(|| {
+            let grant = &conn.caller.grant;
+            let limits = self.service.plans.limits(grant.plan);
+            self.service.limiter.left_today(&grant.id, limits)
+        });
+        match budget {
+            Some(0) => {
+                if !self.over_quota.iter().any(|c| c.id == conn.id) {
+                    self.over_quota.push(conn.clone());
+                }
+                return;
+            }
+            Some(left) => *left -= 1,
+            None => {}
+        }
         match conn.notify(notification(id, result)) {
             Ok(()) => {
                 self.sent
@@ -273,7 +302,7 @@ impl Service {
             subs.pending.clear();
             return;
         }
-        let mut delivery = Delivery::default();
+        let mut delivery = Delivery::new(self);
         let syncing = hub
             .syncing
             .lock()
@@ -358,23 +387,33 @@ impl Service {
             );
         }
         let mut total = 0;
+        let mut refused = delivery.over_quota;
         for (conn, count) in delivery.sent.into_values() {
             total += count;
             let limits = self.plans.limits(conn.caller.grant.plan);
-            if let Err(refusal) = self.limiter.charge(&conn.caller.grant.id, limits, count)
-                && !conn.is_closing()
+            if self
+                .limiter
+                .charge(&conn.caller.grant.id, limits, count)
+                .is_err()
+                && !refused.iter().any(|c| c.id == conn.id)
             {
-                self.metrics.refusal(network, true);
-                let reason = match refusal {
-                    crate::limits::Refusal::Daily {
-                        allowed_per_day, ..
-                    } => format!(
-                        "daily request quota exceeded: this key may make {allowed_per_day} requests (calls and notifications) per day"
-                    ),
-                    other => format!("request limit exceeded ({})", other.reason()),
-                };
-                self.disconnect(&conn, CloseCode::Policy, &reason);
+                refused.push(conn);
             }
+        }
+        for conn in refused {
+            if conn.is_closing() {
+                continue;
+            }
+            self.metrics.refusal(network, true);
+            let limits = self.plans.limits(conn.caller.grant.plan);
+            let allowed = limits.requests_per_day.unwrap_or_default();
+            let reason = format!(
+                "daily request quota exceeded: this key may make {allowed} requests (calls and notifications) per day"
+            );
+            tracing::info!(connection = conn.id, key = %conn.caller.grant.id, reason, "closing a WebSocket");
+            // What was sent within the quota still goes out, then the close frame.
+            conn.close_after_queued(CloseCode::Policy, &reason);
+            self.release(&conn);
         }
         self.metrics.notifications(network, total);
     }
@@ -521,7 +560,7 @@ impl Watcher {
             return Ok(());
         };
         let status = syncing_json(self.node.syncing(snapshot)?);
-        let mut delivery = Delivery::default();
+        let mut delivery = Delivery::new(&self.service);
         hub.set_syncing(status, &mut delivery)?;
         self.service.settle(self.network, delivery);
         Ok(())
@@ -572,7 +611,7 @@ impl Watcher {
     }
 
     fn deliver(&self, hub: &Hub, event: &BlockEvent) {
-        let mut delivery = Delivery::default();
+        let mut delivery = Delivery::new(&self.service);
         hub.deliver(event, &mut delivery);
         self.service.filters.deliver(self.network, event);
         self.service.settle(self.network, delivery);

@@ -252,7 +252,7 @@ where
     S: futures_util::Sink<Message> + Unpin,
 {
     let mut ended = conn.ended.subscribe();
-    let mut closing = conn.closing.subscribe();
+    let mut abandon = conn.abandon.subscribe();
     loop {
         let ready = conn.ready.notified();
         tokio::pin!(ready);
@@ -263,7 +263,7 @@ where
                 tokio::select! {
                     sent = sink.send(Message::text(text)) => if sent.is_err() { break },
                     // A send stuck on a full socket gives way to the close frame.
-                    _ = closing.wait_for(|closing| *closing) => {}
+                    _ = abandon.wait_for(|abandon| *abandon) => {}
                     _ = ended.wait_for(|ended| *ended) => break,
                 }
             }
@@ -301,7 +301,8 @@ impl Connections {
             limits,
             outbox: Mutex::default(),
             ready: Notify::new(),
-            closing: watch::Sender::new(false),
+            abandon: watch::Sender::new(false),
+            runtime: tokio::runtime::Handle::current(),
             ended: watch::Sender::new(false),
             subscriptions: Mutex::default(),
         });
@@ -332,8 +333,10 @@ pub struct Connection {
     outbox: Mutex<Outbox>,
     /// Wakes the writer when the outbox gets something.
     ready: Notify,
-    /// Set when a close frame is queued.
-    closing: watch::Sender<bool>,
+    /// Set when what waits to be sent is dropped for the close frame.
+    abandon: watch::Sender<bool>,
+    /// For the deadline of a close that lets the queue drain first.
+    runtime: tokio::runtime::Handle,
     /// Set when the connection is over: both tasks stop.
     ended: watch::Sender<bool>,
     subscriptions: Mutex<ConnSubscriptions>,
@@ -447,19 +450,40 @@ impl Connection {
     /// close frame goes out at once if the client reads, and the socket is dropped after
     /// `CLOSE_GRACE` if not. The caller removes the subscriptions (`Service::release`).
     pub fn close(&self, code: CloseCode, reason: &str) {
+        self.close_with(code, reason, false);
+    }
+
+    /// Closes the connection after what waits to be sent (which then has `CLOSE_GRACE`
+    /// to go out only if the writer is stuck).
+    pub fn close_after_queued(&self, code: CloseCode, reason: &str) {
+        self.close_with(code, reason, true);
+    }
+
+    fn close_with(&self, code: CloseCode, reason: &str, keep_queued: bool) {
         let mut outbox = self.outbox();
         if outbox.closing {
             return;
         }
         outbox.closing = true;
-        outbox.queue.clear();
-        outbox.bytes = 0;
+        if !keep_queued {
+            outbox.queue.clear();
+            outbox.bytes = 0;
+        }
         outbox.close = Some(CloseFrame {
             code,
             reason: reason.to_owned().into(),
         });
         drop(outbox);
-        let _ = self.closing.send(true);
+        if keep_queued {
+            // A client that does not read gets no longer than this to take the rest.
+            let abandon = self.abandon.clone();
+            self.runtime.spawn(async move {
+                tokio::time::sleep(CLOSE_GRACE * 5).await;
+                let _ = abandon.send(true);
+            });
+        } else {
+            let _ = self.abandon.send(true);
+        }
         self.ready.notify_one();
     }
 
