@@ -580,3 +580,31 @@ fn estimates_count_the_authorizations_intrinsic_cost() {
     );
     assert_eq!(plain["result"], "0x5208");
 }
+
+/// geth's `movePrecompileToAddress`: the precompile answers at its new address, and code
+/// overriding its old address runs there instead.
+#[test]
+fn state_overrides_move_precompiles() {
+    let server = server("");
+    let sha256 = "0x0000000000000000000000000000000000000002";
+    let moved = "0x0000000000000000000000000000000000001234";
+    let overrides =
+        json!({sha256: {"movePrecompileToAddress": moved, "code": ending_with(0xf3, b"hi")}});
+    let call = |to: &str| {
+        server.call(
+            "eth_call",
+            json!([{"from": SENDER, "to": to}, "latest", overrides]),
+        )["result"]
+            .clone()
+    };
+    assert_eq!(
+        call(moved),
+        "0xe3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+    assert_eq!(call(sha256), hex(b"hi"));
+    let not_precompile = server.call(
+        "eth_call",
+        json!([{"to": moved}, "latest", {address(13): {"movePrecompileToAddress": moved}}]),
+    );
+    assert_eq!(not_precompile["error"]["code"], -32000, "{not_precompile}");
+}

@@ -54,10 +54,11 @@ const METHODS: &[&str] = &[
     "eth_config",
     "eth_capabilities",
     "eth_baseFee",
+    "eth_simulateV1",
 ];
 
 /// The rpc-compat methods quarry does not serve yet, whose fixtures the runner skips.
-const SKIPPED: &[&str] = &["eth_getProof", "eth_simulateV1"];
+const SKIPPED: &[&str] = &["eth_getProof"];
 
 /// Every method with rpc-compat fixtures is either run or listed as skipped.
 #[test]

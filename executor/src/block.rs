@@ -657,7 +657,7 @@ fn stored_account(info: &revm::state::AccountInfo) -> StoredAccount {
 }
 
 /// Brings the trie up to date with every account in `bundle`.
-fn apply_bundle(trie: &mut StateTrie, bundle: &revm::database::BundleState) {
+pub(crate) fn apply_bundle(trie: &mut StateTrie, bundle: &revm::database::BundleState) {
     for (address, account) in &bundle.state {
         trie.apply_account(
             *address,

@@ -70,6 +70,8 @@ pub struct AccountOverride {
     pub state: Option<HashMap<B256, B256>>,
     /// Changes these slots only.
     pub state_diff: Option<HashMap<B256, B256>>,
+    /// Moves the precompile at this address there (geth's `movePrecompileToAddress`).
+    pub move_precompile_to: Option<Address>,
 }
 
 pub type StateOverrides = HashMap<Address, AccountOverride>;
@@ -417,6 +419,8 @@ impl CallContext<'_> {
             storage_error: None,
         };
         let mut evm = EthEvmFactory::default().create_evm_with_inspector(db, env, inspector);
+        crate::simulate::move_precompiles(evm.components_mut().2, self.overrides)
+            .map_err(|e| CallError::Invalid(e.to_string()))?;
         let result = evm.transact(tx);
         let inspector = evm.inspector_mut();
         if inspector.expired {

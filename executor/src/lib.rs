@@ -10,6 +10,7 @@ mod collision;
 pub mod error;
 pub mod forks;
 pub mod genesis;
+pub mod simulate;
 pub mod state_db;
 pub mod state_root;
 pub mod trace;

@@ -105,6 +105,7 @@ struct OverrideObject {
     code: Option<Bytes>,
     state: Option<HashMap<B256, B256>>,
     state_diff: Option<HashMap<B256, B256>>,
+    move_precompile_to_address: Option<Address>,
 }
 
 /// geth's state override set: address to account override.
@@ -129,6 +130,7 @@ impl FromArg for Overrides {
                     code: o.code,
                     state: o.state,
                     state_diff: o.state_diff,
+                    move_precompile_to: o.move_precompile_to_address,
                 },
             );
         }
@@ -158,6 +160,8 @@ struct BlockOverridesObject {
 pub struct BlockOverridesArg {
     pub overrides: BlockOverrides,
     pub extra: Option<&'static str>,
+    pub beacon_root: Option<B256>,
+    pub withdrawals: Option<Vec<alloy_eips::eip4895::Withdrawal>>,
 }
 
 impl FromArg for BlockOverridesArg {
@@ -190,6 +194,8 @@ impl FromArg for BlockOverridesArg {
                     .transpose()?,
             },
             extra,
+            beacon_root: o.beacon_root,
+            withdrawals: o.withdrawals,
         })
     }
 }

@@ -81,6 +81,9 @@ pub enum RpcError {
         "filter dropped: more than {0} changes waited since the last poll; install a new filter and read the missed range with eth_getLogs"
     )]
     FilterOverflow(usize),
+    /// eth_simulateV1 refused the request or a call in it: geth's code and words.
+    #[error("{message}")]
+    Simulate { code: i32, message: String },
     /// A request over one of geth's limits on its size (-38026).
     #[error("{0}")]
     ClientLimitExceeded(String),
@@ -128,6 +131,7 @@ impl From<RpcError> for ErrorObjectOwned {
                 return ErrorObject::owned(LIMIT_EXCEEDED_CODE, error.to_string(), Some(data));
             }
             RpcError::ClientLimitExceeded(_) => CLIENT_LIMIT_CODE,
+            RpcError::Simulate { code, .. } => *code,
             RpcError::LogsTimeout
             | RpcError::TraceTooLarge(_)
             | RpcError::TooManySubscriptions(_)

@@ -20,6 +20,7 @@ mod node;
 mod params;
 mod pool;
 mod service;
+mod simulate;
 mod subscriptions;
 mod trace;
 mod types;
@@ -226,6 +227,7 @@ fn methods(
     filters::register(m, pool, service)?;
     trace::register(m, call_pool, traces)?;
     info::register(m, pool)?;
+    simulate::register(m, call_pool)?;
     register_by_block(
         m,
         pool,

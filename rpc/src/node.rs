@@ -35,6 +35,7 @@ use std::{
 };
 
 mod info;
+mod simulate;
 mod traces;
 
 /// eth_call and eth_estimateGas may use at most this many times the block's gas limit.
