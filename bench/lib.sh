@@ -3,7 +3,7 @@
 cargo build --release --quiet
 work=$(mktemp -d)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # serve NAME DATADIR CONFIG: `quarry serve` of DATADIR on a free port, with the TOML lines
 # CONFIG after `listen`. Runs in this shell so that the trap stops it.
