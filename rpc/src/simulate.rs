@@ -6,7 +6,6 @@ use crate::{
     call::{BlockOverridesArg, Call, Overrides},
     error::RpcError,
     params::{BlockId, BlockTag, FromArg},
-    register_snapshot,
 };
 use alloy_primitives::B256;
 use jsonrpsee::RpcModule;
@@ -126,15 +125,17 @@ impl SimulateRequest {
     }
 }
 
-/// Registers eth_simulateV1 on the calls' pool.
+/// Registers eth_simulateV1 on the calls' pool, as a heavy job of the caller's key (see
+/// `pool`).
 pub fn register(
     module: &mut RpcModule<crate::Networks>,
     call_pool: &ReadPool,
 ) -> Result<(), ServeError> {
     let tries = TrieCache::default();
-    register_snapshot(
+    crate::heavy::register(
         module,
         call_pool,
+        crate::heavy::Limit::Call,
         "eth_simulateV1",
         &["payload", "block"],
         1,
