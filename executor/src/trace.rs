@@ -46,11 +46,14 @@ use revm_inspectors::tracing::{
     DebugInspector, TracingInspector, TracingInspectorConfig, TransactionContext,
     types::{CallTraceNode, CallTraceStep, TraceMemberOrder},
 };
+use serde::{
+    Serialize, Serializer,
+    ser::{SerializeMap, SerializeSeq},
+};
 use serde_json::value::RawValue;
 use std::{
     borrow::Cow,
     collections::{BTreeMap, HashSet},
-    fmt::Write as _,
     time::{Duration, Instant},
 };
 
@@ -228,10 +231,11 @@ pub fn trace_block(
             Some(context),
         )?;
         traces.push((*transaction.tx_hash(), trace));
-        executor.commit_transaction(output);
         if only.is_some() {
+            // Nothing runs after it: its changes need not be kept.
             break;
         }
+        executor.commit_transaction(output);
     }
     Ok(traces)
 }
@@ -562,7 +566,12 @@ impl Guard {
         }
         let json = match tracer {
             Some(Tracer::StructLogs(inspector, options)) => {
-                struct_logs(&inspector, &options, &self.logs.refunds, &result.result)
+                serde_json::value::to_raw_value(&StructLogs {
+                    inspector: &inspector,
+                    options: &options,
+                    refunds: &self.logs.refunds,
+                    result: &result.result,
+                })
             }
             Some(Tracer::BuiltIn(mut inspector)) => {
                 let trace = inspector
@@ -571,13 +580,11 @@ impl Guard {
                         revm_inspectors::tracing::DebugInspectorError::Database(e) => e.into(),
                         other => TraceError::Tracer(other.to_string()),
                     })?;
-                serde_json::to_string(&trace)
-                    .map_err(|e| TraceError::Execution(format!("cannot write the trace: {e}")))?
+                serde_json::value::to_raw_value(&trace)
             }
             None => return Err(TraceError::Execution("no tracer was set".into())),
         };
-        RawValue::from_string(json)
-            .map_err(|e| TraceError::Execution(format!("cannot write the trace: {e}")))
+        json.map_err(|e| TraceError::Execution(format!("cannot write the trace: {e}")))
     }
 }
 
@@ -688,56 +695,48 @@ impl<CTX: ContextTr<Journal: JournalExt>> Inspector<CTX> for Guard {
 
 /// geth's struct logger result: `{gas, failed, returnValue, structLogs}`, each log in geth's
 /// encoding (stack items as minimal hex, memory as 32-byte words, storage as 32-byte keys and
-/// values, `returnData`, `error` and `refund` only when not empty).
-fn struct_logs(
-    inspector: &TracingInspector,
-    options: &GethDefaultTracingOptions,
-    refunds: &[u64],
-    result: &ExecutionResult,
-) -> String {
-    let (failed, return_value) = match result {
-        ExecutionResult::Success { output, .. } => (false, output.data().clone()),
-        ExecutionResult::Revert { output, .. } => (true, output.clone()),
-        ExecutionResult::Halt { .. } => (true, Default::default()),
-    };
-    let nodes = inspector.traces().nodes();
-    let steps: usize = nodes.iter().map(|node| node.trace.steps.len()).sum();
-    let mut out = String::with_capacity(128 + steps * 128);
-    let _ = write!(
-        out,
-        "{{\"gas\":{},\"failed\":{failed},\"returnValue\":\"{return_value}\",\"structLogs\":[",
-        result.tx_gas_used()
-    );
-    let mut writer = StepWriter {
-        out,
-        options,
-        refunds: (refunds.len() == steps).then_some(refunds),
-        index: 0,
-        storage: HashMap::default(),
-    };
-    if let Some(root) = nodes.first() {
-        writer.node(nodes, root);
-    }
-    let mut out = writer.out;
-    out.push_str("]}");
-    out
-}
-
-struct StepWriter<'a> {
-    out: String,
+/// values, `returnData`, `error` and `refund` only when not empty). Serialized straight from
+/// the recorded steps: no intermediate copy of the logs.
+struct StructLogs<'a> {
+    inspector: &'a TracingInspector,
     options: &'a GethDefaultTracingOptions,
-    /// The transaction-wide refund counters, in step order (when they match the steps).
-    refunds: Option<&'a [u64]>,
-    index: usize,
-    /// The slots each address's SLOAD and SSTORE steps have shown so far, as geth keeps them.
-    storage: HashMap<Address, BTreeMap<B256, B256>>,
+    /// The transaction-wide refund counters, in step order.
+    refunds: &'a [u64],
+    result: &'a ExecutionResult,
 }
 
-impl StepWriter<'_> {
-    /// The steps of `node` and, at each call, the called frame's, in execution order.
-    fn node(&mut self, nodes: &[CallTraceNode], root: &CallTraceNode) {
-        // Iterative, so that 1024 nested frames cannot overflow the thread's stack.
-        let mut frames = vec![(root, 0usize)];
+impl Serialize for StructLogs<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (failed, return_value) = match self.result {
+            ExecutionResult::Success { output, .. } => (false, output.data().clone()),
+            ExecutionResult::Revert { output, .. } => (true, output.clone()),
+            ExecutionResult::Halt { .. } => (true, Default::default()),
+        };
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("gas", &self.result.tx_gas_used())?;
+        map.serialize_entry("failed", &failed)?;
+        map.serialize_entry("returnValue", &return_value)?;
+        map.serialize_entry("structLogs", &Steps(self))?;
+        map.end()
+    }
+}
+
+struct Steps<'a, 'b>(&'b StructLogs<'a>);
+
+impl Serialize for Steps<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let logs = self.0;
+        let nodes = logs.inspector.traces().nodes();
+        let total: usize = nodes.iter().map(|node| node.trace.steps.len()).sum();
+        // The refund counters are the guard's, one per recorded step.
+        let refunds = (logs.refunds.len() == total).then_some(logs.refunds);
+        let mut seq = serializer.serialize_seq(Some(total))?;
+        let mut storage: HashMap<Address, BTreeMap<B256, B256>> = HashMap::default();
+        let mut index = 0;
+        // Each frame's steps and, at each call, the called frame's, in execution order;
+        // iterative, so that 1024 nested frames cannot overflow the thread's stack.
+        let mut frames: Vec<(&CallTraceNode, usize)> =
+            nodes.first().map(|root| (root, 0)).into_iter().collect();
         while let Some((node, position)) = frames.last_mut() {
             let node: &CallTraceNode = node;
             let Some(member) = node.ordering.get(*position) else {
@@ -747,9 +746,34 @@ impl StepWriter<'_> {
             *position += 1;
             match *member {
                 TraceMemberOrder::Step(i) => {
-                    if let Some(step) = node.trace.steps.get(i) {
-                        self.step(node, step);
-                    }
+                    let Some(step) = node.trace.steps.get(i) else {
+                        continue;
+                    };
+                    let opcode = step.op.get();
+                    let slots = (logs.options.is_storage_enabled()
+                        && matches!(
+                            opcode,
+                            revm::bytecode::opcode::SLOAD | revm::bytecode::opcode::SSTORE
+                        ))
+                    .then(|| {
+                        let slots = storage.entry(node.execution_address()).or_default();
+                        if let Some(change) = &step.storage_change {
+                            slots.insert(change.key.into(), change.value.into());
+                        }
+                        &*slots
+                    });
+                    let refund = match refunds {
+                        Some(refunds) => refunds.get(index).copied().unwrap_or_default(),
+                        None => step.gas_refund_counter,
+                    };
+                    seq.serialize_element(&Step {
+                        node,
+                        step,
+                        options: logs.options,
+                        storage: slots,
+                        refund,
+                    })?;
+                    index += 1;
                 }
                 TraceMemberOrder::Call(i) => {
                     if let Some(child) = node.children.get(i).and_then(|&c| nodes.get(c)) {
@@ -759,84 +783,99 @@ impl StepWriter<'_> {
                 TraceMemberOrder::Log(_) => {}
             }
         }
+        seq.end()
     }
+}
 
-    fn step(&mut self, node: &CallTraceNode, step: &CallTraceStep) {
-        let out = &mut self.out;
-        if self.index > 0 {
-            out.push(',');
-        }
-        let opcode = step.op.get();
-        let _ = write!(
-            out,
-            "{{\"pc\":{},\"op\":\"{}\",\"gas\":{},\"gasCost\":{},\"depth\":{}",
-            step.pc,
-            opcode_name(opcode),
-            step.gas_remaining,
-            step.gas_cost,
-            node.trace.depth + 1
-        );
+/// One struct log, in geth's field order.
+struct Step<'a> {
+    node: &'a CallTraceNode,
+    step: &'a CallTraceStep,
+    options: &'a GethDefaultTracingOptions,
+    storage: Option<&'a BTreeMap<B256, B256>>,
+    refund: u64,
+}
+
+impl Serialize for Step<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let step = self.step;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("pc", &step.pc)?;
+        map.serialize_entry("op", &opcode_name(step.op.get()))?;
+        map.serialize_entry("gas", &step.gas_remaining)?;
+        map.serialize_entry("gasCost", &step.gas_cost)?;
+        map.serialize_entry("depth", &(self.node.trace.depth + 1))?;
         if let Some(error) = step_error(step) {
-            let _ = write!(out, ",\"error\":\"{error}\"");
+            map.serialize_entry("error", &error)?;
         }
         if self.options.is_stack_enabled()
             && let Some(stack) = &step.stack
         {
-            out.push_str(",\"stack\":[");
-            for (i, item) in stack.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let _ = write!(out, "\"{item:#x}\"");
-            }
-            out.push(']');
+            map.serialize_entry("stack", &StackJson(stack))?;
         }
         if self.options.is_return_data_enabled() && !step.returndata.is_empty() {
-            let _ = write!(out, ",\"returnData\":\"{}\"", step.returndata);
+            map.serialize_entry("returnData", &step.returndata)?;
         }
         if self.options.is_memory_enabled()
             && let Some(memory) = &step.memory
             && !memory.as_bytes().is_empty()
         {
-            out.push_str(",\"memory\":[");
-            for (i, word) in memory.as_bytes().chunks(32).enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let _ = write!(out, "\"0x{}\"", alloy_primitives::hex::encode(word));
-            }
-            out.push(']');
+            map.serialize_entry("memory", &MemoryJson(memory.as_bytes()))?;
         }
-        if self.options.is_storage_enabled()
-            && matches!(
-                opcode,
-                revm::bytecode::opcode::SLOAD | revm::bytecode::opcode::SSTORE
-            )
-        {
-            let storage = self.storage.entry(node.execution_address()).or_default();
-            if let Some(change) = &step.storage_change {
-                storage.insert(change.key.into(), change.value.into());
-            }
-            if !storage.is_empty() {
-                out.push_str(",\"storage\":{");
-                for (i, (key, value)) in storage.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    let _ = write!(out, "\"{key}\":\"{value}\"");
-                }
-                out.push('}');
-            }
+        if let Some(storage) = self.storage.filter(|storage| !storage.is_empty()) {
+            map.serialize_entry("storage", storage)?;
         }
-        let refund = match self.refunds {
-            Some(refunds) => refunds.get(self.index).copied().unwrap_or_default(),
-            None => step.gas_refund_counter,
-        };
-        if refund > 0 {
-            let _ = write!(out, ",\"refund\":{refund}");
+        if self.refund > 0 {
+            map.serialize_entry("refund", &self.refund)?;
         }
-        out.push('}');
-        self.index += 1;
+        map.end()
+    }
+}
+
+/// Stack items as geth writes them: minimal hex (`0x0`, `0x2a`).
+struct StackJson<'a>(&'a [U256]);
+
+impl Serialize for StackJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        let mut buf = [0u8; 66];
+        for item in self.0 {
+            seq.serialize_element(minimal_hex(item, &mut buf))?;
+        }
+        seq.end()
+    }
+}
+
+fn minimal_hex<'b>(value: &U256, buf: &'b mut [u8; 66]) -> &'b str {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let limbs = value.as_limbs();
+    let digits = usize::max(1, value.bit_len().div_ceil(4));
+    buf[0] = b'0';
+    buf[1] = b'x';
+    // Nibble i (from the least significant) is in limb i / 16; written most significant first.
+    for i in 0..digits {
+        let nibble = (limbs[i / 16] >> ((i % 16) * 4)) & 0xf;
+        buf[1 + digits - i] = DIGITS[nibble as usize];
+    }
+    // Only ASCII hex digits were written.
+    std::str::from_utf8(&buf[..2 + digits]).unwrap_or("0x0")
+}
+
+/// Memory as geth writes it: 0x-prefixed 32-byte words.
+struct MemoryJson<'a>(&'a [u8]);
+
+impl Serialize for MemoryJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len().div_ceil(32)))?;
+        let mut buf = [0u8; 66];
+        buf[0] = b'0';
+        buf[1] = b'x';
+        for word in self.0.chunks(32) {
+            let len = 2 + 2 * word.len();
+            let _ = alloy_primitives::hex::encode_to_slice(word, &mut buf[2..len]);
+            seq.serialize_element(std::str::from_utf8(&buf[..len]).unwrap_or("0x"))?;
+        }
+        seq.end()
     }
 }
 
@@ -895,4 +934,27 @@ fn step_error(step: &CallTraceStep) -> Option<String> {
         }
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stack_items_are_minimal_hex() {
+        let mut buf = [0u8; 66];
+        for (value, text) in [
+            (U256::ZERO, "0x0"),
+            (U256::from(0xd), "0xd"),
+            (U256::from(0x2a), "0x2a"),
+            (
+                U256::from(0x1_0000_0000_0000_0000u128),
+                "0x10000000000000000",
+            ),
+            (U256::MAX, &*format!("0x{}", "f".repeat(64))),
+        ] {
+            assert_eq!(minimal_hex(&value, &mut buf), text);
+            assert_eq!(format!("{value:#x}"), text);
+        }
+    }
 }
