@@ -1013,6 +1013,12 @@ fn recover_senders(spec: &ChainSpec, name: &str, mut d: Decoded) -> Result<Decod
     Ok(d)
 }
 
+/// Decodes one raw block as ingest does: the fuzz targets' way in.
+#[doc(hidden)]
+pub fn decode_raw_block(raw: RawBlock) -> Result<SealedBlock> {
+    decode_block("fuzz", raw).map(|decoded| decoded.block)
+}
+
 fn decode_block(name: &str, raw: RawBlock) -> Result<Decoded> {
     let mut bytes = raw.bytes.as_slice();
     let decode_err = |reason: String| Error::Decode {

@@ -9,6 +9,9 @@ mod config;
 mod envelope;
 mod error;
 mod filters;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz;
 mod gate;
 mod heavy;
 mod info;
