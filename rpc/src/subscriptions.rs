@@ -389,6 +389,7 @@ impl Service {
         let mut total = 0;
         let mut refused = delivery.over_quota;
         for (conn, count) in delivery.sent.into_values() {
+            conn.wake();
             total += count;
             let limits = self.plans.limits(conn.caller.grant.plan);
             if self

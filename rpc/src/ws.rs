@@ -47,6 +47,11 @@ use tokio_tungstenite::{
 /// Calls of one connection running at once; the reader waits for one to finish before it
 /// reads the next message.
 const MAX_CALLS_IN_FLIGHT: usize = 64;
+/// Messages the writer takes from the outbox at once and sends with one flush.
+const SEND_BATCH: usize = 256;
+/// What a connection reads into at once: 1,000 idle connections should not hold 128 KiB each
+/// (tungstenite's default).
+const READ_BUFFER: usize = 16 << 10;
 /// How long a closing connection may take to send its close frame before the socket is
 /// dropped (a client that does not read never takes it).
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -153,6 +158,7 @@ impl Transport {
     /// Serves one connection until either side closes it.
     async fn run(self: Arc<Self>, io: TokioIo<hyper::upgrade::Upgraded>, caller: Caller) {
         let config = WebSocketConfig::default()
+            .read_buffer_size(READ_BUFFER)
             .max_message_size(Some(self.max_request_bytes as usize))
             .max_frame_size(Some(self.max_request_bytes as usize));
         let socket = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
@@ -259,9 +265,16 @@ where
         ready.as_mut().enable();
         let next = conn.outbox().next();
         match next {
-            Next::Send(text) => {
+            Next::Send(batch) => {
+                // One write for the batch, not one per message.
+                let send = async {
+                    for text in batch {
+                        sink.feed(Message::text(text)).await?;
+                    }
+                    sink.flush().await
+                };
                 tokio::select! {
-                    sent = sink.send(Message::text(text)) => if sent.is_err() { break },
+                    sent = send => if sent.is_err() { break },
                     // A send stuck on a full socket gives way to the close frame.
                     _ = abandon.wait_for(|abandon| *abandon) => {}
                     _ = ended.wait_for(|ended| *ended) => break,
@@ -370,16 +383,18 @@ struct Outbox {
 }
 
 enum Next {
-    Send(String),
+    Send(Vec<String>),
     Close(CloseFrame),
     Wait,
 }
 
 impl Outbox {
     fn next(&mut self) -> Next {
-        if let Some(text) = self.queue.pop_front() {
-            self.bytes -= text.len();
-            return Next::Send(text);
+        if !self.queue.is_empty() {
+            let count = self.queue.len().min(SEND_BATCH);
+            let batch: Vec<String> = self.queue.drain(..count).collect();
+            self.bytes -= batch.iter().map(String::len).sum::<usize>();
+            return Next::Send(batch);
         }
         match self.close.take() {
             Some(frame) => Next::Close(frame),
@@ -421,7 +436,8 @@ impl Connection {
     }
 
     /// Queues a notification, unless the outbox is over its bounds (one message always fits
-    /// an empty outbox, however large).
+    /// an empty outbox, however large). The writer is woken by `wake`, once for all the
+    /// notifications of a block, so that it sends them in one write.
     pub fn notify(&self, text: String) -> Result<(), Refused> {
         let mut outbox = self.outbox();
         if outbox.closing {
@@ -435,9 +451,17 @@ impl Connection {
         }
         outbox.bytes += text.len();
         outbox.queue.push_back(text);
-        drop(outbox);
-        self.ready.notify_one();
+        // A block with many notifications for one connection is sent as it is queued.
+        if outbox.queue.len().is_multiple_of(SEND_BATCH) {
+            drop(outbox);
+            self.ready.notify_one();
+        }
         Ok(())
+    }
+
+    /// Wakes the writer for what `notify` queued.
+    pub fn wake(&self) {
+        self.ready.notify_one();
     }
 
     /// How many messages and bytes wait to be sent.
