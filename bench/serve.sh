@@ -27,6 +27,12 @@ req() { printf '{"jsonrpc":"2.0","id":1,"method":"%s","params":%s}' "$1" "$2"; }
 block54=$(call "$(req eth_getBlockByNumber '["0x36",false]')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["hash"])')
 tx=$(call "$(req eth_getBlockByNumber '["0x2a",false]')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["transactions"][0])')
 uncle_block=$(call "$(req eth_getBlockByNumber '["0x3",false]')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["hash"])')
+# Block 2 holds 59 receipts with about 10 MB of log data: a receipt from it, and the emitter
+# contract's small logs beside them.
+big_tx=$(call "$(req eth_getBlockByNumber '["0x2",false]')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["transactions"][0])')
+emitter=0x7dcd17433742f4c0ca53122ab541d0ba67fc27df
+emit=0x00000000000000000000000000000000000000000000000000000000656d6974
+emit_topic1=0x95b7276947f6331672b0c63eca28c1d39f25286d5e2793d6a487837ff1475ba0
 
 # Init code that counts down from 0x9470 (26 gas a turn): about 1M gas with creation costs.
 HEAVY=0x620094705b600190038060045700
@@ -37,6 +43,10 @@ cases=(
   "eth_getStorageAt block 10|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"0x0\",\"0xa\"]"
   "eth_getStorageAt latest, new slot each time|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"NEWSLOT\",\"latest\"]"
   "eth_getTransactionReceipt|eth_getTransactionReceipt|[\"$tx\"]"
+  "eth_getTransactionReceipt, block 2 (big logs)|eth_getTransactionReceipt|[\"$big_tx\"]"
+  "eth_getLogs address, blocks 1-4|eth_getLogs|[{\"address\":\"$emitter\",\"fromBlock\":\"0x1\",\"toBlock\":\"0x4\"}]"
+  "eth_getLogs two topics, blocks 1-54|eth_getLogs|[{\"topics\":[\"$emit\",\"$emit_topic1\"],\"fromBlock\":\"0x1\",\"toBlock\":\"0x36\"}]"
+  "eth_getBlockReceipts block 2 (21 MB)|eth_getBlockReceipts|[\"0x2\"]"
   "eth_getBlockByNumber hashes|eth_getBlockByNumber|[\"0x36\",false]"
   "eth_getBlockByNumber full|eth_getBlockByNumber|[\"0x36\",true]"
   "eth_getBlockByHash hashes|eth_getBlockByHash|[\"$block54\",false]"

@@ -182,8 +182,8 @@ enum Command {
         to: u64,
     },
     /// Bring a datadir written by an older quarry to the current layout (builds the per-block
-    /// changesets that unwinding needs from the state history). Resumable: each batch commits
-    /// on its own, and running it again continues.
+    /// changesets that unwinding needs from the state history, and re-encodes the receipts).
+    /// Resumable: each batch commits on its own, and running it again continues.
     Migrate {
         #[arg(long)]
         datadir: PathBuf,
@@ -625,6 +625,7 @@ fn unwind(datadir: &Path, genesis: &Path, to: u64) -> Result<()> {
 }
 
 fn migrate(datadir: PathBuf) -> Result<()> {
+    // History entries or receipts per commit.
     const BATCH: u64 = 200_000;
     if !datadir.join("mdbx.dat").exists() {
         bail!("no quarry database in {}", datadir.display());
@@ -632,16 +633,15 @@ fn migrate(datadir: PathBuf) -> Result<()> {
     let db = Database::open(&datadir)
         .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
     let started = Instant::now();
-    let mut entries = 0u64;
     loop {
         let tx = db.writer()?;
-        let done = tx.build_changesets(BATCH)?;
+        let layout = tx.schema_version()?;
+        let done = tx.migrate_step(BATCH)?;
         tx.commit()?;
         if done {
             break;
         }
-        entries += BATCH;
-        eprintln!("changesets: {entries} history entries done");
+        eprintln!("layout {layout}: {BATCH} more entries migrated");
     }
     println!(
         "{} is at layout {} ({:.2}s)",

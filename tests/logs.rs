@@ -12,8 +12,12 @@ use quarry_devchain::{
     Contracts, DevAccounts,
     contracts::{Store, Token},
 };
+use quarry_storage::{LogFilter, LogLimits, LogsOutcome};
 use serde_json::{Value, json};
-use std::path::Path;
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
 use support::{Server, ingested};
 
 fn devnet_datadir() -> std::path::PathBuf {
@@ -273,4 +277,185 @@ fn a_query_past_its_time_limit_stops_with_32005() {
     assert_eq!(response["error"]["code"], -32005, "{response}");
     assert_eq!(response["error"]["message"], "query timeout exceeded");
     assert!(response["error"].get("data").is_none());
+}
+
+/// Every log of blocks `from..=to` matching `filter`, by decoding every receipt in full and
+/// matching the decoded logs: the reference the in-place matcher must equal.
+fn full_decode_logs(
+    tx: &quarry_storage::ReadTx,
+    filter: &LogFilter,
+) -> Vec<(u64, B256, B256, u32, u32, alloy_primitives::Log)> {
+    let mut out = Vec::new();
+    for number in filter.from..=filter.to {
+        let receipts = tx.receipts(number).unwrap().unwrap();
+        let hashes = tx.transaction_hashes(number).unwrap().unwrap();
+        let block_hash = tx.canonical_hash(number).unwrap().unwrap();
+        let mut log_index = 0;
+        for (tx_index, receipt) in receipts.iter().enumerate() {
+            for log in &receipt.logs {
+                if filter.matches(log) {
+                    let at = tx_index as u32;
+                    out.push((
+                        number,
+                        block_hash,
+                        hashes[tx_index],
+                        at,
+                        log_index,
+                        log.clone(),
+                    ));
+                }
+                log_index += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Filters built from what a chain's logs hold: each address, each topic at each position,
+/// pairs of both, several addresses, wildcards before a topic, and no condition at all, over
+/// the whole chain and over parts of it.
+fn filters_of(tx: &quarry_storage::ReadTx, head: u64) -> Vec<LogFilter> {
+    let mut addresses = Vec::new();
+    let mut topics: Vec<Vec<B256>> = vec![Vec::new(); 4];
+    let mut pairs = Vec::new();
+    for number in 0..=head {
+        for receipt in tx.receipts(number).unwrap().unwrap() {
+            for log in receipt.logs {
+                if !addresses.contains(&log.address) {
+                    addresses.push(log.address);
+                    if let Some(first) = log.topics().first() {
+                        pairs.push((log.address, *first));
+                    }
+                }
+                for (position, topic) in log.topics().iter().enumerate() {
+                    if topics[position].len() < 24 && !topics[position].contains(topic) {
+                        topics[position].push(*topic);
+                    }
+                }
+            }
+        }
+    }
+    let filter = |from, to, addresses: Vec<Address>, topics: Vec<Vec<B256>>| LogFilter {
+        from,
+        to,
+        addresses,
+        topics,
+    };
+    let mut filters = vec![
+        filter(0, head, vec![], vec![]),
+        filter(head / 2, head, vec![], vec![]),
+        filter(0, head, addresses.iter().take(3).copied().collect(), vec![]),
+    ];
+    for address in &addresses {
+        filters.push(filter(0, head, vec![*address], vec![]));
+        filters.push(filter(1, head.min(4), vec![*address], vec![]));
+    }
+    for (position, wanted) in topics.iter().enumerate() {
+        for topic in wanted {
+            let mut at = vec![Vec::new(); position + 1];
+            at[position] = vec![*topic];
+            filters.push(filter(0, head, vec![], at));
+        }
+    }
+    for (address, topic) in pairs {
+        filters.push(filter(0, head, vec![address], vec![vec![topic]]));
+        filters.push(filter(
+            head / 3,
+            head,
+            vec![address],
+            vec![vec![], vec![topic]],
+        ));
+    }
+    filters
+}
+
+/// The eth_getLogs path that matches logs in place (addresses and topics read where they are
+/// stored, data copied only for a match) returns, log for log, what decoding every receipt of
+/// the range and matching the decoded logs returns: on the dev chain and on the rpc-compat
+/// chain, whose block 2 holds about 10 MB of log data, with and without the log index.
+#[test]
+fn the_in_place_matcher_equals_a_full_decode_log_for_log() {
+    for datadir in [devnet_datadir(), ingested(&support::fixtures())] {
+        let db = quarry_storage::Database::open(&datadir).unwrap();
+        let tx = db.reader().unwrap();
+        let (head, _) = tx.head().unwrap().unwrap();
+        let filters = filters_of(&tx, head);
+        assert!(filters.len() > 20, "{} filters", filters.len());
+        let mut matched = 0;
+        for filter in &filters {
+            let expected = full_decode_logs(&tx, filter);
+            matched += expected.len();
+            for use_index in [true, false] {
+                let limits = LogLimits {
+                    max_results: usize::MAX,
+                    deadline: Instant::now() + Duration::from_secs(600),
+                    use_index,
+                };
+                let LogsOutcome::Found(found) = tx.logs(filter, limits).unwrap() else {
+                    panic!("{filter:?} did not complete");
+                };
+                let found: Vec<_> = found
+                    .into_iter()
+                    .map(|l| {
+                        (
+                            l.block_number,
+                            l.block_hash,
+                            l.transaction_hash,
+                            l.transaction_index,
+                            l.log_index,
+                            l.log,
+                        )
+                    })
+                    .collect();
+                assert_eq!(found, expected, "{filter:?}, index {use_index}");
+            }
+        }
+        assert!(matched > 100, "{} logs matched in all", matched);
+    }
+}
+
+/// On the rpc-compat chain, block 2's receipts are too large to read whole for one of them:
+/// each of its transactions' receipts, read alone, equals its place in eth_getBlockReceipts,
+/// and eth_getLogs for the emitter contract over blocks 1-4 returns its small logs beside them.
+#[test]
+fn receipts_read_alone_equal_the_block_receipts_on_a_block_of_large_logs() {
+    let datadir = ingested(&support::fixtures());
+    {
+        let db = quarry_storage::Database::open(&datadir).unwrap();
+        let size = db.reader().unwrap().receipts_size(2).unwrap().unwrap();
+        assert!(size > 1 << 20, "block 2's receipts take {size} bytes");
+    }
+    let server = Server::start(&datadir, "");
+    let block = server.result("eth_getBlockByNumber", json!(["0x2", false]));
+    let hashes = block["transactions"].as_array().unwrap().clone();
+    assert!(hashes.len() > 10);
+    // Alone first, while no cache holds the block's receipts, then the whole block.
+    let alone: Vec<Value> = hashes
+        .iter()
+        .map(|hash| server.result("eth_getTransactionReceipt", json!([hash])))
+        .collect();
+    let whole = server.result("eth_getBlockReceipts", json!(["0x2"]));
+    assert_eq!(whole.as_array().unwrap(), &alone);
+
+    let emitter = "0x7dcd17433742f4c0ca53122ab541d0ba67fc27df";
+    let logs = server.result(
+        "eth_getLogs",
+        json!([{"fromBlock": "0x1", "toBlock": "0x4", "address": emitter}]),
+    );
+    let mut expected = Vec::new();
+    for n in 1..=4u64 {
+        for receipt in server
+            .result("eth_getBlockReceipts", json!([quantity(n)]))
+            .as_array()
+            .unwrap()
+        {
+            for log in receipt["logs"].as_array().unwrap() {
+                if log["address"] == emitter {
+                    expected.push(log.clone());
+                }
+            }
+        }
+    }
+    assert!(!expected.is_empty());
+    assert_eq!(logs.as_array().unwrap(), &expected);
 }

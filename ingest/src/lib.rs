@@ -84,7 +84,7 @@ pub enum Error {
         max_depth: u64,
     },
     #[error(
-        "this datadir was written by an older quarry (layout {found}, current {current}) that kept no per-block changesets: run `quarry migrate --datadir <DIR>` once to build them"
+        "this datadir was written by an older quarry (layout {found}, current {current}): run `quarry migrate --datadir <DIR>` once to bring it up to date"
     )]
     NeedsMigration { found: u64, current: u64 },
     #[error("{path}: byte offset {offset}: {source}")]
@@ -340,9 +340,9 @@ impl Importer {
                     current: quarry_storage::SCHEMA_VERSION,
                 });
             }
-            // Only the genesis block: there is no changeset to build.
+            // Only the genesis block: migrating it is one small step.
             let tx = db.writer()?;
-            tx.put_schema_version()?;
+            while !tx.migrate_step(u64::MAX)? {}
             tx.commit()?;
         }
         let head = reader.header(number)?.ok_or_else(|| {

@@ -18,7 +18,7 @@ use alloy_primitives::{Address, B256, Bloom, U256, logs_bloom};
 use quarry_storage::{ReadTx, StoredBody, StoredReceipt};
 use std::{
     collections::{HashMap, VecDeque},
-    sync::{Arc, Mutex, OnceLock, PoisonError},
+    sync::{Arc, Mutex, PoisonError},
 };
 
 /// A canonical block as decoded from storage.
@@ -30,8 +30,6 @@ pub struct CachedBlock {
     pub total_difficulty: U256,
     pub senders: Vec<Address>,
     pub uncle_hashes: Vec<B256>,
-    /// Read on first use: most block requests do not need them.
-    receipts: OnceLock<BlockReceipts>,
     /// The block's RLP size: what the cache's memory bound counts.
     pub size: usize,
 }
@@ -53,31 +51,8 @@ impl CachedBlock {
             body,
             total_difficulty: tx.total_difficulty(number)?.unwrap_or_default(),
             senders: tx.senders(number)?.unwrap_or_default(),
-            receipts: OnceLock::new(),
             size,
         }))
-    }
-
-    /// The receipts, if an earlier request has read them.
-    pub fn loaded_receipts(&self) -> Option<&BlockReceipts> {
-        self.receipts.get()
-    }
-
-    pub fn receipts(&self, tx: &ReadTx) -> Result<&BlockReceipts> {
-        if let Some(receipts) = self.receipts.get() {
-            return Ok(receipts);
-        }
-        // Every stored block has a receipt list (empty without transactions). None means this
-        // snapshot began before the commit that stored the block another snapshot cached:
-        // caching an empty list here would answer every later request wrongly.
-        let Some(list) = tx.receipts(self.header.number)? else {
-            return Err(RpcError::Storage(quarry_storage::Error::Corrupt(format!(
-                "the receipts of block {} are not in this snapshot yet",
-                self.header.number
-            ))));
-        };
-        let blooms = list.iter().map(|r| logs_bloom(&r.logs)).collect();
-        Ok(self.receipts.get_or_init(|| BlockReceipts { list, blooms }))
     }
 
     pub fn sender(&self, index: usize) -> Result<Address> {
@@ -95,6 +70,92 @@ impl CachedBlock {
 pub struct BlockReceipts {
     pub list: Vec<StoredReceipt>,
     pub blooms: Vec<Bloom>,
+    /// Their encoded size: what the receipt cache's bound counts.
+    pub size: usize,
+}
+
+impl BlockReceipts {
+    /// Block `number`'s receipts as `tx` holds them. Every stored block has a receipt list
+    /// (empty without transactions); `None` here means the snapshot began before the commit
+    /// that stored a block another snapshot has read, an error for the caller.
+    pub fn read(tx: &ReadTx, number: u64) -> Result<Self> {
+        let read = tx.with_receipts(number, |view| {
+            Ok::<_, quarry_storage::Error>((view.decode_all()?, view.encoded_size()))
+        })?;
+        let Some(read) = read else {
+            return Err(RpcError::Storage(quarry_storage::Error::Corrupt(format!(
+                "the receipts of block {number} are not in this snapshot yet"
+            ))));
+        };
+        let (list, size) = read?;
+        let blooms = list.iter().map(|r| logs_bloom(&r.logs)).collect();
+        Ok(Self { list, blooms, size })
+    }
+}
+
+/// Decoded receipts by block hash, which always names the same block, so entries hold across
+/// unwinds; the oldest go first once their encoded size passes the bound. A block whose
+/// receipts alone would take more than an eighth of it is not kept.
+#[derive(Debug)]
+pub struct ReceiptCache {
+    max_bytes: usize,
+    entries: Mutex<ReceiptEntries>,
+}
+
+#[derive(Debug, Default)]
+struct ReceiptEntries {
+    by_hash: HashMap<B256, Arc<BlockReceipts>>,
+    order: VecDeque<B256>,
+    bytes: usize,
+}
+
+impl ReceiptCache {
+    pub fn new(max_bytes: usize) -> Self {
+        Self {
+            max_bytes,
+            entries: Mutex::default(),
+        }
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, ReceiptEntries> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether receipts of `size` encoded bytes would be kept.
+    pub fn admits(&self, size: usize) -> bool {
+        size <= self.max_bytes / 8
+    }
+
+    pub fn get(&self, block_hash: &B256) -> Option<Arc<BlockReceipts>> {
+        self.entries().by_hash.get(block_hash).cloned()
+    }
+
+    pub fn insert(&self, block_hash: B256, receipts: Arc<BlockReceipts>) {
+        if !self.admits(receipts.size) {
+            return;
+        }
+        let mut entries = self.entries();
+        if entries.by_hash.contains_key(&block_hash) {
+            return;
+        }
+        entries.bytes += receipts.size;
+        entries.order.push_back(block_hash);
+        entries.by_hash.insert(block_hash, receipts);
+        while entries.bytes > self.max_bytes {
+            let Some(oldest) = entries.order.pop_front() else {
+                break;
+            };
+            if let Some(evicted) = entries.by_hash.remove(&oldest) {
+                entries.bytes -= evicted.size;
+            }
+        }
+    }
+
+    /// The encoded bytes held.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.entries().bytes
+    }
 }
 
 /// Blocks by number, with indexes by block hash and transaction hash, all of one chain (one
@@ -170,5 +231,36 @@ impl BlockCache {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receipts(size: usize) -> Arc<BlockReceipts> {
+        Arc::new(BlockReceipts {
+            list: Vec::new(),
+            blooms: Vec::new(),
+            size,
+        })
+    }
+
+    #[test]
+    fn the_receipt_cache_keeps_its_byte_bound_and_skips_blocks_too_large_for_it() {
+        let cache = ReceiptCache::new(800);
+        let hash = |i: u8| B256::repeat_byte(i);
+        for i in 0..10 {
+            cache.insert(hash(i), receipts(100));
+        }
+        assert_eq!(cache.bytes(), 800);
+        assert!(cache.get(&hash(1)).is_none(), "the oldest went first");
+        assert!(cache.get(&hash(9)).is_some());
+        cache.insert(hash(20), receipts(101));
+        assert!(
+            cache.get(&hash(20)).is_none(),
+            "over an eighth of the bound"
+        );
+        assert_eq!(cache.bytes(), 800);
     }
 }

@@ -75,7 +75,8 @@ where
 
 /// Runs `handler` on a snapshot as a heavy job of `key` in `pool`, within `limit`'s time: a
 /// job still waiting when that time is up is answered with the timeout error and never runs;
-/// one that has started answers within its own time limit.
+/// one that has started runs until that same time at most, so a job that waited long gets only
+/// what is left of its time.
 pub async fn run<R, F>(
     pool: &ReadPool,
     key: Arc<str>,
@@ -96,7 +97,7 @@ where
         let answer = if std::time::Instant::now() >= deadline {
             Err(limit.expired(timeout))
         } else {
-            node.reader()
+            node.reader_until(deadline)
                 .and_then(|tx| to_raw(method, &handler(&node, &tx)?))
         };
         let _ = reply.send(answer);

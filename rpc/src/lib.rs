@@ -469,6 +469,21 @@ fn methods(
     Ok(module)
 }
 
+/// Refuses a database that an older quarry wrote in a layout this one cannot read (an empty one
+/// is fine: a writer will give it the current layout).
+fn check_layout(db: &Database, datadir: &str) -> std::result::Result<(), ServeError> {
+    let open = |e: quarry_storage::Error| ServeError::Open(format!("{datadir}: {e}"));
+    let tx = db.reader().map_err(open)?;
+    let found = tx.schema_version().map_err(open)?;
+    if tx.head().map_err(open)?.is_some() && found < quarry_storage::SCHEMA_VERSION {
+        return Err(ServeError::Open(format!(
+            "{datadir} was written by an older quarry (layout {found}, current {}): run `quarry migrate --datadir {datadir}` once to bring it up to date",
+            quarry_storage::SCHEMA_VERSION
+        )));
+    }
+    Ok(())
+}
+
 /// The networks a config serves, each with its `[[networks]]` entry; or else `default_db` on
 /// any host, with none.
 fn open_networks(
@@ -479,6 +494,7 @@ fn open_networks(
         let db = default_db.ok_or_else(|| {
             ServeError::Open("no database given and no [[networks]] in the config".into())
         })?;
+        check_layout(&db, "the datadir")?;
         let network = service::Network {
             name: "default".into(),
             hosts: Vec::new(),
@@ -498,6 +514,7 @@ fn open_networks(
                     network.datadir.display()
                 ))
             })?;
+            check_layout(&db, &network.datadir.display().to_string())?;
             let opened = service::Network {
                 name: network.name.clone(),
                 hosts: network

@@ -8,7 +8,7 @@
 
 use crate::call::{Call, revert_reason};
 use crate::{
-    cache::{BlockCache, BlockReceipts, CachedBlock},
+    cache::{BlockCache, BlockReceipts, CachedBlock, ReceiptCache},
     error::{Result, RpcError},
     logs::Filter,
     params::{BlockId, BlockTag},
@@ -65,12 +65,23 @@ pub struct Snapshot {
     commit: u64,
     blocks: Arc<BlockCache>,
     state: Arc<StateCache>,
+    /// When the request being answered must be answered by (a heavy job's, set when it was
+    /// queued): work started late gets only what is left, not a whole time limit of its own.
+    request_deadline: Option<Instant>,
 }
 
 impl Snapshot {
     /// The id of the commit the snapshot sees.
     pub(crate) fn commit(&self) -> u64 {
         self.commit
+    }
+
+    /// When work of time limit `timeout` starting now must stop: `timeout` from now, or the
+    /// request's own deadline if that comes first.
+    pub(crate) fn deadline(&self, timeout: Duration) -> Instant {
+        let own = Instant::now() + timeout;
+        self.request_deadline
+            .map_or(own, |request| request.min(own))
     }
 }
 
@@ -89,9 +100,14 @@ pub enum BlockAt {
     Hash(B256),
 }
 
-/// Decoded blocks kept across requests: bounded by the blocks' RLP size; their receipts, read
-/// on demand, take about as much again.
+/// Decoded blocks kept across requests: bounded by the blocks' RLP size.
 const BLOCK_CACHE_BYTES: usize = 64 << 20;
+/// Decoded receipts kept across requests, by block hash: bounded by their encoded size.
+const RECEIPT_CACHE_BYTES: usize = 64 << 20;
+/// eth_getTransactionReceipt reads a block's receipts whole, and keeps them for the block's
+/// other transactions, when they take at most this many bytes; from a larger block it reads
+/// only the one receipt.
+const WHOLE_RECEIPTS_BYTES: usize = 256 << 10;
 
 /// The state one server shares between its requests.
 #[derive(Debug, Clone)]
@@ -100,6 +116,8 @@ pub struct Node {
     marks: BlockMarks,
     /// Answers by block number and the head, and the commit they were last checked against.
     caches: Arc<Mutex<Caches>>,
+    /// Receipts by block hash: true on every chain, so kept across unwinds.
+    receipts: Arc<ReceiptCache>,
     /// The stored chain's rules; `None` for a database no ingest has written yet.
     spec: Option<Arc<ChainSpec>>,
     /// The wall-clock limit of one eth_call or one whole eth_estimateGas.
@@ -187,6 +205,7 @@ impl Node {
             db,
             marks,
             caches: Arc::new(Mutex::new(caches)),
+            receipts: Arc::new(ReceiptCache::new(RECEIPT_CACHE_BYTES)),
             spec: spec.map(Arc::new),
             call_timeout,
             logs,
@@ -218,6 +237,13 @@ impl Node {
         self.snapshot(self.db.reader()?)
     }
 
+    /// A fresh snapshot for a request that must be answered by `deadline`.
+    pub fn reader_until(&self, deadline: Instant) -> Result<Snapshot> {
+        let mut snapshot = self.reader()?;
+        snapshot.request_deadline = Some(deadline);
+        Ok(snapshot)
+    }
+
     /// `tx` with the caches of the chain it sees (see `Caches`).
     fn snapshot(&self, tx: ReadTx) -> Result<Snapshot> {
         let commit = tx.commit_id()?;
@@ -226,6 +252,7 @@ impl Node {
             commit,
             blocks: caches.blocks.clone(),
             state: caches.state.clone(),
+            request_deadline: None,
         };
         {
             // The common case: nothing was committed since the caches were last checked.
@@ -261,6 +288,7 @@ impl Node {
                 commit,
                 blocks: Arc::new(BlockCache::new(BLOCK_CACHE_BYTES)),
                 state: Arc::new(caches.state.after_unwind()),
+                request_deadline: None,
             });
         } else if commit > caches.commit {
             // Only blocks were added since: the caches hold at this commit too.
@@ -504,26 +532,72 @@ impl Node {
         let Some((block, index)) = found else {
             return Ok(Some(None));
         };
-        let Some(receipts) = receipts_of(reads, &block)? else {
-            return Ok(None);
-        };
-        let (Some(transaction), Some(receipt), Some(bloom)) = (
-            block.body.transactions.get(index),
-            receipts.list.get(index),
-            receipts.blooms.get(index),
-        ) else {
+        let Some(transaction) = block.body.transactions.get(index) else {
             return Ok(Some(None));
         };
-        let first_log_index = receipts.list[..index].iter().map(|r| r.logs.len()).sum();
         let at = TxContext::new(&block.header, block.hash, index);
+        let sender = block.sender(index)?;
+        let whole = match (self.receipts.get(&block.hash), reads) {
+            (Some(receipts), _) => Some(receipts),
+            (None, Reads::Cache) => return Ok(None),
+            (None, Reads::Snapshot(tx)) => {
+                let size = tx.receipts_size(block.header.number)?.unwrap_or_default();
+                if size <= WHOLE_RECEIPTS_BYTES {
+                    self.receipts_of(reads, &block)?
+                } else {
+                    None
+                }
+            }
+        };
+        if let Some(receipts) = whole {
+            let (Some(receipt), Some(bloom)) =
+                (receipts.list.get(index), receipts.blooms.get(index))
+            else {
+                return Ok(Some(None));
+            };
+            let first_log_index = receipts.list[..index].iter().map(|r| r.logs.len()).sum();
+            return Ok(Some(Some(ReceiptJson::new(
+                receipt,
+                *bloom,
+                transaction,
+                sender,
+                &at,
+                first_log_index,
+            ))));
+        }
+        // A block of large receipts: this one alone.
+        let Reads::Snapshot(tx) = reads else {
+            return Ok(None);
+        };
+        let Some((receipt, first_log_index)) = tx.receipt(block.header.number, index)? else {
+            return Ok(Some(None));
+        };
         Ok(Some(Some(ReceiptJson::new(
-            receipt,
-            *bloom,
+            &receipt,
+            alloy_primitives::logs_bloom(&receipt.logs),
             transaction,
-            block.sender(index)?,
+            sender,
             &at,
-            first_log_index,
+            first_log_index as usize,
         ))))
+    }
+
+    /// Block `block`'s receipts: from the receipt cache, or read from the snapshot and kept.
+    /// `None` when only memory was asked and does not hold them.
+    pub(crate) fn receipts_of(
+        &self,
+        reads: &Reads,
+        block: &CachedBlock,
+    ) -> Result<Option<Arc<BlockReceipts>>> {
+        if let Some(found) = self.receipts.get(&block.hash) {
+            return Ok(Some(found));
+        }
+        let Reads::Snapshot(tx) = reads else {
+            return Ok(None);
+        };
+        let receipts = Arc::new(BlockReceipts::read(tx, block.header.number)?);
+        self.receipts.insert(block.hash, receipts.clone());
+        Ok(Some(receipts))
     }
 
     /// The account `address` after block `at` (`None`: it does not exist).
@@ -639,7 +713,9 @@ impl Node {
                     _ => 0.0,
                 }));
             if let Some(rewards) = history.reward.as_mut() {
-                let receipts = block.receipts(tx)?;
+                let receipts = self
+                    .receipts_of(&Reads::Snapshot(tx), &block)?
+                    .ok_or(RpcError::HeaderNotFound)?;
                 rewards.push(block_rewards(&block, &receipts.list, percentiles));
             }
             last = Some(block);
@@ -764,7 +840,7 @@ impl Node {
         let Some(block) = block else {
             return Ok(Some(None));
         };
-        let Some(receipts) = receipts_of(reads, &block)? else {
+        let Some(receipts) = self.receipts_of(reads, &block)? else {
             return Ok(None);
         };
         let mut first_log_index = 0;
@@ -813,7 +889,7 @@ impl Node {
                 hex(alloy_rlp::encode(&full))
             }
             RawPart::Receipts => {
-                let Some(receipts) = receipts_of(reads, &block)? else {
+                let Some(receipts) = self.receipts_of(reads, &block)? else {
                     return Ok(None);
                 };
                 let mut encoded = Vec::with_capacity(receipts.list.len());
@@ -989,7 +1065,7 @@ impl Node {
             is_head,
             overrides,
             cache: &tx.state,
-            deadline: Instant::now() + self.call_timeout,
+            deadline: tx.deadline(self.call_timeout),
             timeout: self.call_timeout,
         };
         run(&context, &header)
@@ -1026,7 +1102,7 @@ impl Node {
         };
         let limits = LogLimits {
             max_results: self.logs.max_results,
-            deadline: Instant::now() + self.logs.timeout,
+            deadline: tx.deadline(self.logs.timeout),
             use_index: self.logs.use_index,
         };
         match tx.logs(&query, limits)? {
@@ -1283,14 +1359,6 @@ const DEFAULT_TIP: u128 = 1_000_000;
 
 /// A stored block and the index of one of its transactions.
 type TxInBlock = (Arc<CachedBlock>, usize);
-
-/// A block's receipts: `None` when only the cache was asked and they are not loaded yet.
-fn receipts_of<'b>(reads: &Reads, block: &'b CachedBlock) -> Result<Option<&'b BlockReceipts>> {
-    match reads {
-        Reads::Cache => Ok(block.loaded_receipts()),
-        Reads::Snapshot(tx) => block.receipts(tx).map(Some),
-    }
-}
 
 /// Which consensus encoding of a block debug_getRaw* returns.
 #[derive(Debug, Clone, Copy)]

@@ -638,7 +638,12 @@ impl Watcher {
         };
         let mut logs = Vec::new();
         if wants.logs {
-            let receipts = block.receipts(snapshot)?;
+            let receipts = self
+                .node
+                .receipts_of(&crate::Reads::Snapshot(snapshot), &block)?
+                .ok_or_else(|| {
+                    RpcError::Internal(format!("no receipts read for block {number}"))
+                })?;
             let mut log_index = 0;
             for (index, (transaction, receipt)) in block
                 .body

@@ -13,9 +13,6 @@ use alloy_primitives::{Address, B256, U256};
 use signet_libmdbx::{RwSync, TransactionKind};
 use std::collections::BTreeMap;
 
-/// The database layout this quarry writes. 1: before changesets; 2: changesets recorded.
-pub const SCHEMA_VERSION: u64 = 2;
-const SCHEMA: &str = "schema";
 const UNWINDS: &str = "unwinds";
 /// Progress of `build_changesets`: the table being read (0 accounts, 1 storage) then the last
 /// history key done.
@@ -66,15 +63,6 @@ pub struct Unwound {
 }
 
 impl<K: TransactionKind> StorageTx<K> {
-    /// The layout version the database says it has (1 when it names none).
-    pub fn schema_version(&self) -> Result<u64> {
-        Ok(self
-            .meta(SCHEMA)?
-            .map(|v| be_u64(&v))
-            .transpose()?
-            .unwrap_or(1))
-    }
-
     /// How many unwinds were ever committed: a reader that remembers answers by block number
     /// drops them when this changes.
     pub fn unwind_count(&self) -> Result<u64> {
@@ -137,11 +125,6 @@ impl<K: TransactionKind> StorageTx<K> {
 }
 
 impl StorageTx<RwSync> {
-    /// Records that this database has the current layout (a new one, or a migrated one).
-    pub fn put_schema_version(&self) -> Result<()> {
-        self.put_meta(SCHEMA, &SCHEMA_VERSION.to_be_bytes())
-    }
-
     pub(crate) fn record_account_before(
         &self,
         block: u64,
@@ -269,13 +252,13 @@ impl StorageTx<RwSync> {
         Ok(hash)
     }
 
-    /// Builds the changesets of a database written before quarry recorded them (schema 1),
+    /// Builds the changesets of a database written before quarry recorded them (layout 1),
     /// from its history: the value before block N is the history entry before N's, or none.
     /// Processes at most `max_entries` history entries per call, recording how far it got in
     /// the same transaction, so a migration interrupted at any point resumes. Returns `true`
-    /// once every changeset is built (and the schema version is set).
-    pub fn build_changesets(&self, max_entries: u64) -> Result<bool> {
-        if self.schema_version()? >= SCHEMA_VERSION {
+    /// once every changeset is built (and the layout is 2).
+    pub(crate) fn build_changesets(&self, max_entries: u64) -> Result<bool> {
+        if self.schema_version()? >= 2 {
             return Ok(true);
         }
         let (mut phase, mut after) = match self.meta(CHANGESETS_PROGRESS)? {
@@ -300,7 +283,7 @@ impl StorageTx<RwSync> {
             after = None;
         }
         self.del(Table::Meta, CHANGESETS_PROGRESS.as_bytes())?;
-        self.put_schema_version()?;
+        self.put_schema(2)?;
         Ok(true)
     }
 
@@ -545,7 +528,7 @@ mod tests {
         for table in [Table::AccountChangeSets, Table::StorageChangeSets] {
             tx.tx.clear_db(tx.db(table)).unwrap();
         }
-        tx.del(Table::Meta, SCHEMA.as_bytes()).unwrap();
+        tx.put_schema(1).unwrap();
         tx.commit().unwrap();
         assert_eq!(db.reader().unwrap().schema_version().unwrap(), 1);
 
@@ -560,10 +543,7 @@ mod tests {
             }
         }
         assert!(batches > 3, "{batches} batches");
-        assert_eq!(
-            db.reader().unwrap().schema_version().unwrap(),
-            SCHEMA_VERSION
-        );
+        assert_eq!(db.reader().unwrap().schema_version().unwrap(), 2);
         assert_eq!(digests(&db), recorded);
     }
 }

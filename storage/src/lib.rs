@@ -4,12 +4,16 @@
 
 mod changesets;
 mod logs;
+mod migrate;
 mod models;
+mod receipts;
 mod tables;
 
-pub use changesets::{RestoredAccount, SCHEMA_VERSION, Unwound};
+pub use changesets::{RestoredAccount, Unwound};
 pub use logs::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
+pub use migrate::SCHEMA_VERSION;
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
+pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
 pub use tables::Table;
 
 use alloy_consensus::{BlockBody, Header, TxEnvelope};
@@ -20,7 +24,7 @@ use signet_libmdbx::{
     DatabaseFlags, Environment, EnvironmentFlags, Geometry, Mode, RoSync, RwSync, SyncMode,
     TransactionKind, WriteFlags, tx::Tx,
 };
-use std::{path::Path, sync::Arc};
+use std::{borrow::Cow, path::Path, sync::Arc};
 
 const SYNC_TARGET: &str = "sync_target";
 
@@ -204,8 +208,10 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(self.tx.id()?)
     }
 
-    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.tx.get::<Vec<u8>>(self.db(table).dbi(), key)?)
+    /// The value under `key`, in place in the memory map for a read snapshot (copied only
+    /// when the writer has changed its page).
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Cow<'_, [u8]>>> {
+        Ok(self.tx.get::<Cow<'_, [u8]>>(self.db(table).dbi(), key)?)
     }
 
     /// The value of the last key that starts with `prefix` and is at most `prefix ++ block`:
@@ -228,7 +234,7 @@ impl<K: TransactionKind> StorageTx<K> {
     }
 
     pub fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        self.get(Table::Meta, key.as_bytes())
+        Ok(self.get(Table::Meta, key.as_bytes())?.map(Cow::into_owned))
     }
 
     /// A block number stored under a `Meta` key (`safe_block`, `finalized_block`).
@@ -300,10 +306,42 @@ impl<K: TransactionKind> StorageTx<K> {
             .map(|v| v.chunks_exact(20).map(Address::from_slice).collect()))
     }
 
+    /// Every receipt of block `number`, decoded.
     pub fn receipts(&self, number: u64) -> Result<Option<Vec<StoredReceipt>>> {
-        self.get(Table::Receipts, &number.to_be_bytes())?
-            .map(|v| StoredReceipt::decode_list(&v))
+        self.with_receipts(number, |view| view.decode_all())?
             .transpose()
+    }
+
+    /// Runs `read` over block `number`'s receipts read in place, without decoding the ones it
+    /// does not ask for (`None` when the block is not stored).
+    pub fn with_receipts<T>(
+        &self,
+        number: u64,
+        read: impl FnOnce(BlockReceiptsView<'_>) -> T,
+    ) -> Result<Option<T>> {
+        let Some(bytes) = self.get(Table::Receipts, &number.to_be_bytes())? else {
+            return Ok(None);
+        };
+        let view = BlockReceiptsView::new(&bytes)
+            .map_err(|e| Error::Corrupt(format!("receipts of block {number}: {e}")))?;
+        Ok(Some(read(view)))
+    }
+
+    /// The receipt of transaction `index` of block `number` alone.
+    pub fn receipt(&self, number: u64, index: usize) -> Result<Option<(StoredReceipt, u32)>> {
+        let found = self.with_receipts(number, |view| {
+            view.get(index)?
+                .map(|receipt| Ok::<_, Error>((receipt.decode()?, receipt.first_log_index)))
+                .transpose()
+        })?;
+        Ok(found.transpose()?.flatten())
+    }
+
+    /// The encoded size of block `number`'s receipts.
+    pub fn receipts_size(&self, number: u64) -> Result<Option<usize>> {
+        Ok(self
+            .get(Table::Receipts, &number.to_be_bytes())?
+            .map(|v| v.len()))
     }
 
     pub fn tx_location(&self, hash: &B256) -> Result<Option<TxLocation>> {
@@ -322,7 +360,7 @@ impl<K: TransactionKind> StorageTx<K> {
     pub fn bytecode(&self, code_hash: &B256) -> Result<Option<Bytes>> {
         Ok(self
             .get(Table::Bytecodes, code_hash.as_slice())?
-            .map(Bytes::from))
+            .map(|code| Bytes::copy_from_slice(&code)))
     }
 
     /// The account in the latest state.
@@ -543,7 +581,7 @@ impl StorageTx<RwSync> {
         self.put(
             Table::Receipts,
             &key,
-            &StoredReceipt::encode_list(block.receipts),
+            &receipts::encode_block_receipts(block.receipts),
         )?;
         self.index_block_logs(number, block.receipts)?;
         let earlier = match number.checked_sub(1) {

@@ -1,7 +1,7 @@
 //! The log index (which blocks hold logs of an address, or a topic at a position) and the
 //! eth_getLogs query over it: candidate blocks from the index, then only those blocks' receipts.
 
-use crate::{Error, Result, StorageTx, StoredReceipt, Table, models::be_u64};
+use crate::{Error, LogView, Result, StorageTx, StoredReceipt, Table, models::be_u64};
 use alloy_primitives::{Address, B256, Bloom, BloomInput, Log};
 use signet_libmdbx::{RwSync, TransactionKind};
 use std::{collections::BTreeMap, time::Instant};
@@ -33,6 +33,16 @@ impl LogFilter {
                 || topics
                     .get(position)
                     .is_some_and(|topic| wanted.contains(topic))
+        })
+    }
+
+    /// `matches` for a log read in place: its data is not looked at.
+    pub fn matches_view(&self, log: &LogView<'_>) -> bool {
+        if !self.addresses.is_empty() && !self.addresses.iter().any(|a| log.is_from(a)) {
+            return false;
+        }
+        self.topics.iter().enumerate().all(|(position, wanted)| {
+            wanted.is_empty() || wanted.iter().any(|topic| log.has_topic_at(position, topic))
         })
     }
 
@@ -259,38 +269,42 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(())
     }
 
-    /// Appends the matching logs of one block.
+    /// Appends the matching logs of one block. Only the logs' addresses and topics are read
+    /// to match; a log's data is copied only when it matches.
     fn block_logs(&self, number: u64, filter: &LogFilter, out: &mut Vec<LocatedLog>) -> Result<()> {
-        let Some(receipts) = self.receipts(number)? else {
-            return Ok(());
-        };
-        let mut log_index = 0u32;
-        let mut context: Option<(B256, u64, Vec<B256>)> = None;
-        for (tx_index, receipt) in receipts.iter().enumerate() {
-            for log in &receipt.logs {
-                if filter.matches(log) {
-                    if context.is_none() {
-                        context = Some(self.block_context(number)?);
-                    }
-                    if let Some((hash, timestamp, tx_hashes)) = &context {
-                        let transaction_hash = *tx_hashes.get(tx_index).ok_or_else(|| {
-                            Error::Corrupt(format!(
-                                "block {number} has more receipts than transactions"
-                            ))
-                        })?;
-                        out.push(LocatedLog {
-                            log: log.clone(),
-                            block_number: number,
-                            block_hash: *hash,
-                            block_timestamp: *timestamp,
-                            transaction_hash,
-                            transaction_index: tx_index as u32,
-                            log_index,
-                        });
+        let hits = self.with_receipts(number, |receipts| -> Result<Vec<(u32, u32, Log)>> {
+            let mut hits = Vec::new();
+            for (tx_index, receipt) in receipts.iter().enumerate() {
+                let receipt = receipt?;
+                for (position, log) in receipt.logs().enumerate() {
+                    if filter.matches_view(&log) {
+                        let log_index = receipt.first_log_index + position as u32;
+                        hits.push((tx_index as u32, log_index, log.to_log()));
                     }
                 }
-                log_index += 1;
             }
+            Ok(hits)
+        })?;
+        let hits = hits.transpose()?.unwrap_or_default();
+        if hits.is_empty() {
+            return Ok(());
+        }
+        let (hash, timestamp, tx_hashes) = self.block_context(number)?;
+        for (transaction_index, log_index, log) in hits {
+            let transaction_hash = *tx_hashes.get(transaction_index as usize).ok_or_else(|| {
+                Error::Corrupt(format!(
+                    "block {number} has more receipts than transactions"
+                ))
+            })?;
+            out.push(LocatedLog {
+                log,
+                block_number: number,
+                block_hash: hash,
+                block_timestamp: timestamp,
+                transaction_hash,
+                transaction_index,
+                log_index,
+            });
         }
         Ok(())
     }

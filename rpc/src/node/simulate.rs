@@ -15,7 +15,7 @@ use quarry_executor::simulate::{
 use quarry_storage::StoredBody;
 use serde::Serialize;
 use serde_json::Value;
-use std::{sync::PoisonError, time::Instant};
+use std::sync::PoisonError;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -68,7 +68,7 @@ impl Node {
             header: &header,
             hash,
             is_head,
-            deadline: Instant::now() + self.call_timeout,
+            deadline: tx.deadline(self.call_timeout),
         };
         // The head's state trie, kept for the next request while the head stays.
         let mut cached = tries.lock().unwrap_or_else(PoisonError::into_inner);

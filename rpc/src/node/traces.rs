@@ -15,7 +15,6 @@ use quarry_executor::{
     trace::{BlockRef, TraceJson, TraceRequest, trace_block},
 };
 use serde::Serialize;
-use std::time::Instant;
 
 /// One transaction's entry in a block trace, as geth writes it.
 #[derive(Debug, Serialize)]
@@ -28,13 +27,14 @@ pub struct TxTrace {
 impl Node {
     fn trace_request<'a>(
         &self,
+        tx: &Snapshot,
         options: &'a TraceOptions,
         limits: TraceLimits,
     ) -> TraceRequest<'a> {
         TraceRequest {
             options: &options.geth,
             timeout: options.timeout,
-            deadline: Instant::now() + self.call_timeout,
+            deadline: tx.deadline(self.call_timeout),
             max_bytes: limits.max_bytes,
         }
     }
@@ -65,7 +65,7 @@ impl Node {
             ommers: &block.body.ommers,
             withdrawals: block.body.withdrawals.as_ref().map(|w| w.as_slice()),
         };
-        let request = self.trace_request(options, limits);
+        let request = self.trace_request(tx, options, limits);
         let traces = trace_block(spec, tx, &tx.state, block_ref, false, Some(index), &request)?;
         traces
             .into_iter()
@@ -161,7 +161,7 @@ impl Node {
         if block.header.number == 0 {
             return Err(RpcError::Execution("genesis is not traceable".into()));
         }
-        let request = self.trace_request(options, limits);
+        let request = self.trace_request(tx, options, limits);
         let traces = trace_block(spec, tx, &tx.state, block, parent_is_head, None, &request)?;
         Ok(traces
             .into_iter()
@@ -186,7 +186,7 @@ impl Node {
                 "tracing on top of pending is not supported".into(),
             ));
         }
-        let request = self.trace_request(options, limits);
+        let request = self.trace_request(tx, options, limits);
         self.with_call_context(tx, call, at, overrides, |context, header| {
             let limit = block.gas_limit.unwrap_or(header.gas_limit);
             let cap = limit.saturating_mul(GAS_CAP_MULTIPLIER);
