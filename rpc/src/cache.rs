@@ -93,9 +93,59 @@ impl BlockReceipts {
     }
 }
 
-/// Decoded receipts by block hash, which always names the same block, so entries hold across
-/// unwinds; the oldest go first once their encoded size passes the bound. A block whose
-/// receipts alone would take more than an eighth of it is not kept.
+/// One receipt read alone, from a block whose receipts are too large to keep whole.
+#[derive(Debug)]
+pub struct OneReceipt {
+    pub receipt: StoredReceipt,
+    pub bloom: Bloom,
+    /// The block-wide index of its first log.
+    pub first_log_index: usize,
+    /// About what it holds in memory: what the receipt cache's bound counts.
+    pub size: usize,
+}
+
+impl OneReceipt {
+    pub fn new(receipt: StoredReceipt, first_log_index: usize) -> Self {
+        let size = 256
+            + receipt
+                .logs
+                .iter()
+                .map(|log| 64 + 32 * log.topics().len() + log.data.data.len())
+                .sum::<usize>();
+        Self {
+            bloom: logs_bloom(&receipt.logs),
+            receipt,
+            first_log_index,
+            size,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ReceiptKey {
+    Block(B256),
+    One(B256, usize),
+}
+
+#[derive(Debug)]
+enum Receipts {
+    Block(Arc<BlockReceipts>),
+    One(Arc<OneReceipt>),
+}
+
+impl Receipts {
+    fn size(&self) -> usize {
+        match self {
+            Self::Block(receipts) => receipts.size,
+            Self::One(receipt) => receipt.size,
+        }
+    }
+}
+
+/// Decoded receipts by block hash (a block's whole list, or single receipts of a block too large
+/// to keep whole), which always names the same block, so entries hold across unwinds; the oldest
+/// go first once their size passes the bound. Receipts that alone would take more than an eighth
+/// of it are not kept.
 #[derive(Debug)]
 pub struct ReceiptCache {
     max_bytes: usize,
@@ -104,8 +154,8 @@ pub struct ReceiptCache {
 
 #[derive(Debug, Default)]
 struct ReceiptEntries {
-    by_hash: HashMap<B256, Arc<BlockReceipts>>,
-    order: VecDeque<B256>,
+    map: HashMap<ReceiptKey, Receipts>,
+    order: VecDeque<ReceiptKey>,
     bytes: usize,
 }
 
@@ -121,37 +171,62 @@ impl ReceiptCache {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Whether receipts of `size` encoded bytes would be kept.
+    /// Whether receipts of `size` bytes would be kept.
     pub fn admits(&self, size: usize) -> bool {
         size <= self.max_bytes / 8
     }
 
-    pub fn get(&self, block_hash: &B256) -> Option<Arc<BlockReceipts>> {
-        self.entries().by_hash.get(block_hash).cloned()
+    /// Every receipt of the block `block_hash`.
+    pub fn block(&self, block_hash: &B256) -> Option<Arc<BlockReceipts>> {
+        match self.entries().map.get(&ReceiptKey::Block(*block_hash))? {
+            Receipts::Block(receipts) => Some(receipts.clone()),
+            Receipts::One(_) => None,
+        }
     }
 
-    pub fn insert(&self, block_hash: B256, receipts: Arc<BlockReceipts>) {
-        if !self.admits(receipts.size) {
+    /// The receipt of transaction `index` of block `block_hash`, kept alone.
+    pub fn one(&self, block_hash: &B256, index: usize) -> Option<Arc<OneReceipt>> {
+        match self
+            .entries()
+            .map
+            .get(&ReceiptKey::One(*block_hash, index))?
+        {
+            Receipts::One(receipt) => Some(receipt.clone()),
+            Receipts::Block(_) => None,
+        }
+    }
+
+    pub fn insert_block(&self, block_hash: B256, receipts: Arc<BlockReceipts>) {
+        self.insert(ReceiptKey::Block(block_hash), Receipts::Block(receipts));
+    }
+
+    pub fn insert_one(&self, block_hash: B256, index: usize, receipt: Arc<OneReceipt>) {
+        self.insert(ReceiptKey::One(block_hash, index), Receipts::One(receipt));
+    }
+
+    fn insert(&self, key: ReceiptKey, receipts: Receipts) {
+        let size = receipts.size();
+        if !self.admits(size) {
             return;
         }
         let mut entries = self.entries();
-        if entries.by_hash.contains_key(&block_hash) {
+        if entries.map.contains_key(&key) {
             return;
         }
-        entries.bytes += receipts.size;
-        entries.order.push_back(block_hash);
-        entries.by_hash.insert(block_hash, receipts);
+        entries.bytes += size;
+        entries.order.push_back(key);
+        entries.map.insert(key, receipts);
         while entries.bytes > self.max_bytes {
             let Some(oldest) = entries.order.pop_front() else {
                 break;
             };
-            if let Some(evicted) = entries.by_hash.remove(&oldest) {
-                entries.bytes -= evicted.size;
+            if let Some(evicted) = entries.map.remove(&oldest) {
+                entries.bytes -= evicted.size();
             }
         }
     }
 
-    /// The encoded bytes held.
+    /// The bytes held.
     #[cfg(test)]
     fn bytes(&self) -> usize {
         self.entries().bytes
@@ -248,19 +323,38 @@ mod tests {
 
     #[test]
     fn the_receipt_cache_keeps_its_byte_bound_and_skips_blocks_too_large_for_it() {
-        let cache = ReceiptCache::new(800);
+        let cache = ReceiptCache::new(8000);
         let hash = |i: u8| B256::repeat_byte(i);
         for i in 0..10 {
-            cache.insert(hash(i), receipts(100));
+            cache.insert_block(hash(i), receipts(1000));
         }
-        assert_eq!(cache.bytes(), 800);
-        assert!(cache.get(&hash(1)).is_none(), "the oldest went first");
-        assert!(cache.get(&hash(9)).is_some());
-        cache.insert(hash(20), receipts(101));
+        assert_eq!(cache.bytes(), 8000);
+        assert!(cache.block(&hash(1)).is_none(), "the oldest went first");
+        assert!(cache.block(&hash(9)).is_some());
+        cache.insert_block(hash(20), receipts(1001));
         assert!(
-            cache.get(&hash(20)).is_none(),
+            cache.block(&hash(20)).is_none(),
             "over an eighth of the bound"
         );
-        assert_eq!(cache.bytes(), 800);
+        assert_eq!(cache.bytes(), 8000);
+        // A single receipt of a block is kept apart from the block's list.
+        let one = OneReceipt::new(
+            StoredReceipt {
+                tx_type: 2,
+                outcome: quarry_storage::ReceiptOutcome::Status(true),
+                cumulative_gas_used: 1,
+                gas_used: 1,
+                effective_gas_price: 1,
+                contract_address: None,
+                blob_gas: None,
+                logs: Vec::new(),
+            },
+            3,
+        );
+        cache.insert_one(hash(9), 4, Arc::new(one));
+        assert_eq!(cache.one(&hash(9), 4).unwrap().first_log_index, 3);
+        assert!(cache.one(&hash(9), 5).is_none());
+        assert!(cache.block(&hash(9)).is_some());
+        assert_eq!(cache.bytes(), 7256, "the oldest list made room");
     }
 }

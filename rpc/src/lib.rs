@@ -45,7 +45,7 @@ use pool::ReadPool;
 use quarry_storage::Database;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use std::net::SocketAddr;
+use std::{net::SocketAddr, sync::Arc};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -77,6 +77,35 @@ fn to_raw(method: &str, value: &impl Serialize) -> Result<Box<RawValue>> {
         .map_err(|e| RpcError::Internal(format!("{method}: cannot serialize the answer: {e}")))
 }
 
+/// A method's answer: found in memory on the async thread, where jsonrpsee serializes it once
+/// into the response; or already serialized on the read pool, which it copies as it is.
+#[derive(Debug)]
+enum Answer<R> {
+    Value(Arc<R>),
+    Serialized(Box<RawValue>),
+}
+
+impl<R> Clone for Answer<R> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Value(value) => Self::Value(value.clone()),
+            Self::Serialized(raw) => Self::Serialized(raw.clone()),
+        }
+    }
+}
+
+impl<R: Serialize> Serialize for Answer<R> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Value(value) => value.serialize(serializer),
+            Self::Serialized(raw) => raw.serialize(serializer),
+        }
+    }
+}
+
 /// Registers a method. Its parameters (named `names`, the first `required` mandatory) are parsed
 /// on the async thread, and `handler` is asked there with `Reads::Cache`: if memory holds the
 /// answer it is sent at once. Otherwise the request goes to the read pool, where `handler` runs
@@ -90,7 +119,7 @@ fn register<R, F>(
     handler: F,
 ) -> std::result::Result<(), ServeError>
 where
-    R: Serialize,
+    R: Serialize + Send + Sync + 'static,
     F: Fn(&Node, &Reads, &Args) -> Result<Option<R>> + Clone + Send + Sync + 'static,
 {
     let pool = pool.clone();
@@ -102,7 +131,7 @@ where
                 let node = networks.of(&extensions)?;
                 let args = Args::parse(&params, names, required)?;
                 if let Some(answer) = handler(&node, &Reads::Cache, &args)? {
-                    return Ok(to_raw(method, &answer)?);
+                    return Ok(Answer::Value(Arc::new(answer)));
                 }
                 let (reply, answer) = tokio::sync::oneshot::channel();
                 pool.spawn(move || {
@@ -117,7 +146,9 @@ where
                     let _ = reply.send(answer);
                 })?;
                 match answer.await {
-                    Ok(answer) => answer.map_err(ErrorObjectOwned::from),
+                    Ok(answer) => answer
+                        .map(Answer::Serialized)
+                        .map_err(ErrorObjectOwned::from),
                     Err(_) => Err(ErrorObjectOwned::from(RpcError::Internal(format!(
                         "{method}: the read task panicked"
                     )))),
@@ -138,7 +169,7 @@ fn register_snapshot<R, F>(
     handler: F,
 ) -> std::result::Result<(), ServeError>
 where
-    R: Serialize,
+    R: Serialize + Send + Sync + 'static,
     F: Fn(&Node, &Snapshot, &Args) -> Result<R> + Clone + Send + Sync + 'static,
 {
     register(
@@ -163,7 +194,7 @@ fn register_by_block<R, F>(
     handler: F,
 ) -> std::result::Result<(), ServeError>
 where
-    R: Serialize,
+    R: Serialize + Send + Sync + 'static,
     F: Fn(&Node, &Reads, BlockAt, &Args) -> Result<Option<R>> + Clone + Send + Sync + 'static,
 {
     let [(by_number, number_names), (by_hash, hash_names)] = methods;

@@ -8,7 +8,7 @@
 
 use crate::call::{Call, revert_reason};
 use crate::{
-    cache::{BlockCache, BlockReceipts, CachedBlock, ReceiptCache},
+    cache::{BlockCache, BlockReceipts, CachedBlock, OneReceipt, ReceiptCache},
     error::{Result, RpcError},
     logs::Filter,
     params::{BlockId, BlockTag},
@@ -537,17 +537,32 @@ impl Node {
         };
         let at = TxContext::new(&block.header, block.hash, index);
         let sender = block.sender(index)?;
-        let whole = match (self.receipts.get(&block.hash), reads) {
-            (Some(receipts), _) => Some(receipts),
-            (None, Reads::Cache) => return Ok(None),
-            (None, Reads::Snapshot(tx)) => {
-                let size = tx.receipts_size(block.header.number)?.unwrap_or_default();
-                if size <= WHOLE_RECEIPTS_BYTES {
-                    self.receipts_of(reads, &block)?
-                } else {
-                    None
-                }
-            }
+        let answer = |receipt: &quarry_storage::StoredReceipt, bloom, first_log_index| {
+            Ok(Some(Some(ReceiptJson::new(
+                receipt,
+                bloom,
+                transaction,
+                sender,
+                &at,
+                first_log_index,
+            ))))
+        };
+        let whole = match self.receipts.block(&block.hash) {
+            Some(receipts) => Some(receipts),
+            None => match self.receipts.one(&block.hash, index) {
+                Some(one) => return answer(&one.receipt, one.bloom, one.first_log_index),
+                None => match reads {
+                    Reads::Cache => return Ok(None),
+                    Reads::Snapshot(tx) => {
+                        let size = tx.receipts_size(block.header.number)?.unwrap_or_default();
+                        if size <= WHOLE_RECEIPTS_BYTES {
+                            self.receipts_of(reads, &block)?
+                        } else {
+                            None
+                        }
+                    }
+                },
+            },
         };
         if let Some(receipts) = whole {
             let (Some(receipt), Some(bloom)) =
@@ -556,30 +571,18 @@ impl Node {
                 return Ok(Some(None));
             };
             let first_log_index = receipts.list[..index].iter().map(|r| r.logs.len()).sum();
-            return Ok(Some(Some(ReceiptJson::new(
-                receipt,
-                *bloom,
-                transaction,
-                sender,
-                &at,
-                first_log_index,
-            ))));
+            return answer(receipt, *bloom, first_log_index);
         }
-        // A block of large receipts: this one alone.
+        // A block of large receipts: this one alone, kept alone.
         let Reads::Snapshot(tx) = reads else {
             return Ok(None);
         };
         let Some((receipt, first_log_index)) = tx.receipt(block.header.number, index)? else {
             return Ok(Some(None));
         };
-        Ok(Some(Some(ReceiptJson::new(
-            &receipt,
-            alloy_primitives::logs_bloom(&receipt.logs),
-            transaction,
-            sender,
-            &at,
-            first_log_index as usize,
-        ))))
+        let one = Arc::new(OneReceipt::new(receipt, first_log_index as usize));
+        self.receipts.insert_one(block.hash, index, one.clone());
+        answer(&one.receipt, one.bloom, one.first_log_index)
     }
 
     /// Block `block`'s receipts: from the receipt cache, or read from the snapshot and kept.
@@ -589,14 +592,14 @@ impl Node {
         reads: &Reads,
         block: &CachedBlock,
     ) -> Result<Option<Arc<BlockReceipts>>> {
-        if let Some(found) = self.receipts.get(&block.hash) {
+        if let Some(found) = self.receipts.block(&block.hash) {
             return Ok(Some(found));
         }
         let Reads::Snapshot(tx) = reads else {
             return Ok(None);
         };
         let receipts = Arc::new(BlockReceipts::read(tx, block.header.number)?);
-        self.receipts.insert(block.hash, receipts.clone());
+        self.receipts.insert_block(block.hash, receipts.clone());
         Ok(Some(receipts))
     }
 
