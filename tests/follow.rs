@@ -12,82 +12,13 @@ use serde_json::{Value, json};
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::TcpListener,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
-use support::{Block, QUARRY, Server, decode_blocks, encode_blocks, ingest_args, run_quarry};
+use support::{Block, QUARRY, Server, ingest_args, run_quarry};
 
-/// A dev chain and a fork of it: `main` (40 blocks) and `fork` (diverging after block 30, 45
-/// blocks), with their genesis.
-struct Chains {
-    _dir: tempfile::TempDir,
-    genesis: PathBuf,
-    main: Vec<Block>,
-    fork: Vec<Block>,
-    dir: PathBuf,
-}
-
-const FORK_AT: u64 = 30;
-
-impl Chains {
-    fn generate() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().to_path_buf();
-        let generate = |out: &Path, extra: &[&str]| {
-            let mut args = vec![
-                "devchain".to_string(),
-                "--out".into(),
-                out.display().to_string(),
-                "--txs-per-block".into(),
-                "4".into(),
-            ];
-            args.extend(extra.iter().map(|a| a.to_string()));
-            let output = Command::new(QUARRY).args(&args).output().unwrap();
-            assert!(output.status.success(), "{output:?}");
-        };
-        generate(&path.join("main"), &["--blocks", "40"]);
-        generate(
-            &path.join("fork"),
-            &[
-                "--blocks",
-                "45",
-                "--fork-at",
-                &FORK_AT.to_string(),
-                "--fork-seed",
-                "7",
-            ],
-        );
-        let read =
-            |name: &str| decode_blocks(&std::fs::read(path.join(name).join("chain.rlp")).unwrap());
-        Self {
-            genesis: path.join("main/genesis.json"),
-            main: read("main"),
-            fork: read("fork"),
-            dir: path,
-            _dir: dir,
-        }
-    }
-
-    /// Writes blocks `1..=last` of `blocks` to a file named `name`.
-    fn file(&self, name: &str, blocks: &[Block], last: u64) -> PathBuf {
-        let path = self.dir.join(name);
-        std::fs::write(
-            &path,
-            encode_blocks(blocks.iter().filter(|b| b.header.number <= last)),
-        )
-        .unwrap();
-        path
-    }
-
-    /// A fresh datadir holding exactly `blocks`.
-    fn fresh(&self, name: &str, blocks: &[Block]) -> PathBuf {
-        let file = self.file(&format!("{name}.rlp"), blocks, u64::MAX);
-        let datadir = self.dir.join(name);
-        run_quarry(ingest_args(&datadir, &self.genesis, &[&file]));
-        datadir
-    }
-}
+type Chains = support::ForkedChains;
 
 fn head(datadir: &Path) -> Option<(u64, B256)> {
     if !datadir.join("mdbx.dat").exists() {

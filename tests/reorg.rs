@@ -278,35 +278,43 @@ fn a_reorg_to_a_shorter_branch_is_accepted() {
     );
 }
 
+/// Ingesting `file` of the long branch into the stored chain's `datadir` with `flags` fails
+/// at the fork point's block, naming it, with `message`, and changes nothing.
+fn refused_unchanged(datadir: &Path, file: &Path, flags: &[&str], message: &str) {
+    let c = chains();
+    let before = table_digests(datadir, &[Table::Meta]);
+    let stderr = quarry_fails(ingest_with(datadir, &c.genesis, file, flags));
+    let first = FORK_AT + 1;
+    assert!(
+        stderr.contains(&format!(
+            "block {first} ({}) at byte offset",
+            hash(&c.long, first)
+        )) && stderr.contains(message),
+        "{stderr}"
+    );
+    assert_eq!(stored_head(datadir), (STORED, hash(&c.stored, STORED)));
+    assert_tables_equal(
+        &table_digests(datadir, &[Table::Meta]),
+        &before,
+        "after the refusal",
+    );
+}
+
 /// Without --reorg, a branch that differs from the stored chain is refused, and the datadir
 /// is left exactly as it was.
 #[test]
 fn a_branch_without_reorg_is_refused_and_changes_nothing() {
     let c = chains();
     let (_dir, datadir) = stored_datadir();
-    let before = table_digests(&datadir, &[Table::Meta]);
-    let stderr = quarry_fails(ingest_with(
+    let first = FORK_AT + 1;
+    refused_unchanged(
         &datadir,
-        &c.genesis,
         &c.long.join("chain.rlp"),
         &[],
-    ));
-    let first = FORK_AT + 1;
-    assert!(
-        stderr.contains(&format!(
-            "block {first} ({}) at byte offset",
-            hash(&c.long, first)
-        )) && stderr.contains(&format!(
+        &format!(
             "differs from stored block {first} ({}); pass --reorg",
             hash(&c.stored, first)
-        )),
-        "{stderr}"
-    );
-    assert_eq!(stored_head(&datadir), (STORED, hash(&c.stored, STORED)));
-    assert_tables_equal(
-        &table_digests(&datadir, &[Table::Meta]),
-        &before,
-        "after the refusal",
+        ),
     );
 }
 
@@ -316,31 +324,17 @@ fn a_branch_without_reorg_is_refused_and_changes_nothing() {
 fn a_reorg_deeper_than_the_limit_is_refused_and_changes_nothing() {
     let c = chains();
     let (_dir, datadir) = stored_datadir();
-    let before = table_digests(&datadir, &[Table::Meta]);
     let file = c.long.join("chain.rlp");
     let depth = STORED - FORK_AT;
-    let stderr = quarry_fails(ingest_with(
+    let first = FORK_AT + 1;
+    refused_unchanged(
         &datadir,
-        &c.genesis,
         &file,
         &["--reorg", "--max-reorg-depth", "5"],
-    ));
-    let first = FORK_AT + 1;
-    assert!(
-        stderr.contains(&format!(
-            "block {first} ({}) at byte offset",
-            hash(&c.long, first)
-        )) && stderr.contains(&format!(
+        &format!(
             "would replace {depth} stored blocks from block {first} ({}) on, more than the maximum reorg depth of 5; nothing was changed",
             hash(&c.stored, first)
-        )),
-        "{stderr}"
-    );
-    assert_eq!(stored_head(&datadir), (STORED, hash(&c.stored, STORED)));
-    assert_tables_equal(
-        &table_digests(&datadir, &[Table::Meta]),
-        &before,
-        "after the refusal",
+        ),
     );
 
     let depth = depth.to_string();

@@ -12,11 +12,10 @@ use serde_json::{Value, json};
 use std::{
     collections::{HashMap, VecDeque},
     net::TcpStream,
-    path::{Path, PathBuf},
-    process::Command,
+    path::Path,
     time::{Duration, Instant},
 };
-use support::{Block, KEY, QUARRY, Server, decode_blocks, encode_blocks, ingest_args, run_quarry};
+use support::{Block, KEY, Server, decode_blocks, encode_blocks, ingest_args, run_quarry};
 use tungstenite::{Message, WebSocket, stream::MaybeTlsStream};
 
 /// A JSON-RPC client over one WebSocket that keeps the notifications it reads while waiting
@@ -141,57 +140,7 @@ impl Client {
     }
 }
 
-/// A dev chain and a fork of it: `main` (40 blocks) and `fork` (diverging after block 30, 45
-/// blocks), with their genesis.
-struct Chains {
-    _dir: tempfile::TempDir,
-    dir: PathBuf,
-    genesis: PathBuf,
-    main: Vec<Block>,
-    fork: Vec<Block>,
-}
-
-const FORK_AT: u64 = 30;
-
-impl Chains {
-    fn generate() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().to_path_buf();
-        let generate = |out: &Path, extra: &[&str]| {
-            let output = Command::new(QUARRY)
-                .args(["devchain", "--out"])
-                .arg(out)
-                .args(["--txs-per-block", "4"])
-                .args(extra)
-                .output()
-                .unwrap();
-            assert!(output.status.success(), "{output:?}");
-        };
-        generate(&path.join("main"), &["--blocks", "40"]);
-        let fork_at = FORK_AT.to_string();
-        generate(
-            &path.join("fork"),
-            &["--blocks", "45", "--fork-at", &fork_at, "--fork-seed", "7"],
-        );
-        let read =
-            |name: &str| decode_blocks(&std::fs::read(path.join(name).join("chain.rlp")).unwrap());
-        Self {
-            genesis: path.join("main/genesis.json"),
-            main: read("main"),
-            fork: read("fork"),
-            dir: path,
-            _dir: dir,
-        }
-    }
-
-    /// Blocks `1..=last` of `blocks` in a file named `name`.
-    fn file(&self, name: &str, blocks: &[Block], last: u64) -> PathBuf {
-        let path = self.dir.join(name);
-        let chosen = blocks.iter().filter(|b| b.header.number <= last);
-        std::fs::write(&path, encode_blocks(chosen)).unwrap();
-        path
-    }
-}
+type Chains = support::ForkedChains;
 
 fn hashes(blocks: &[Block], numbers: std::ops::RangeInclusive<u64>) -> Vec<Value> {
     numbers

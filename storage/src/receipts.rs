@@ -399,10 +399,10 @@ impl LogView<'_> {
 pub(crate) mod legacy {
     use crate::{Error, ReceiptOutcome, Result, StoredReceipt};
     use alloy_primitives::{Address, B256, Bytes, Log};
-    use alloy_rlp::{Decodable, RlpDecodable};
+    use alloy_rlp::{Decodable, RlpDecodable, RlpEncodable};
 
     /// Options were empty byte strings.
-    #[derive(RlpDecodable)]
+    #[derive(RlpDecodable, RlpEncodable)]
     struct ReceiptRlp {
         tx_type: u8,
         outcome: Bytes,
@@ -458,22 +458,10 @@ pub(crate) mod legacy {
     /// Encodes receipts the old way, for the migration's tests.
     #[cfg(test)]
     pub(crate) fn encode_list(receipts: &[StoredReceipt]) -> Vec<u8> {
-        use alloy_rlp::{Encodable, RlpEncodable};
-        #[derive(RlpEncodable)]
-        struct Out {
-            tx_type: u8,
-            outcome: Bytes,
-            cumulative_gas_used: u64,
-            gas_used: u64,
-            effective_gas_price: u128,
-            contract_address: Bytes,
-            blob_gas_used: Bytes,
-            blob_gas_price: Bytes,
-            logs: Vec<Log>,
-        }
-        let list: Vec<Out> = receipts
+        use alloy_rlp::Encodable;
+        let list: Vec<ReceiptRlp> = receipts
             .iter()
-            .map(|r| Out {
+            .map(|r| ReceiptRlp {
                 tx_type: r.tx_type,
                 outcome: match r.outcome {
                     ReceiptOutcome::Status(ok) => Bytes::from(vec![u8::from(ok)]),
