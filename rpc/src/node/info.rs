@@ -1,10 +1,11 @@
-//! eth_config, eth_capabilities, eth_baseFee and eth_getStorageValues, as the execution-apis
-//! specification (and geth) define them.
+//! Facts about the chain and the node: eth_chainId, eth_blockNumber, eth_syncing and
+//! rollup_getInfo; eth_config, eth_capabilities, eth_baseFee and eth_getStorageValues, as the
+//! execution-apis specification (and geth) define them.
 
-use super::{Node, Snapshot};
+use super::{Node, Snapshot, process_alive};
 use crate::{
     error::{Result, RpcError},
-    params::BlockId,
+    params::{BlockId, BlockTag},
 };
 use alloy_primitives::{Address, B256, U64, U256};
 use quarry_executor::forks::{EthConfig, ForkConfig};
@@ -104,7 +105,107 @@ impl Resource {
     }
 }
 
+/// eth_syncing's answer: `false`, or geth's progress object.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Syncing {
+    Done(bool),
+    #[serde(rename_all = "camelCase")]
+    Progress {
+        starting_block: U64,
+        current_block: U64,
+        highest_block: U64,
+    },
+}
+
+/// `rollup_getInfo`'s object, numbers as JSON numbers as l2geth writes them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RollupInfo {
+    mode: &'static str,
+    syncing: bool,
+    eth_context: EthContext,
+    rollup_context: RollupContext,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EthContext {
+    block_number: u64,
+    timestamp: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RollupContext {
+    index: Option<u64>,
+    queue_index: Option<u64>,
+    verified_index: Option<u64>,
+}
+
 impl Node {
+    pub fn chain_id(&self) -> Result<U64> {
+        Ok(U64::from(
+            self.spec.as_ref().ok_or(RpcError::NoChain)?.chain_id,
+        ))
+    }
+
+    pub fn block_number(&self, tx: &Snapshot) -> Result<U64> {
+        Ok(U64::from(Self::head(tx)?))
+    }
+
+    /// eth_syncing: `false`, or geth's progress object while a live ingest is importing
+    /// towards a block above the head.
+    pub fn syncing(&self, tx: &Snapshot) -> Result<Syncing> {
+        let head = Self::head(tx)?;
+        Ok(match tx.sync_target()? {
+            Some(target) if target.block > head && process_alive(target.pid) => Syncing::Progress {
+                starting_block: U64::from(head),
+                current_block: U64::from(head),
+                highest_block: U64::from(target.block),
+            },
+            _ => Syncing::Done(false),
+        })
+    }
+
+    pub fn rollup_info(&self, tx: &Snapshot) -> Result<RollupInfo> {
+        let head = Self::head(tx)?;
+        let eth_context = match &self.l1 {
+            Some(l1) => {
+                let l1 = l1.reader()?;
+                let l1_head = Self::head(&l1)?;
+                EthContext {
+                    block_number: l1_head,
+                    timestamp: l1.header(l1_head)?.map_or(0, |h| h.timestamp),
+                }
+            }
+            None => EthContext {
+                block_number: head,
+                timestamp: tx.header(head)?.map_or(0, |h| h.timestamp),
+            },
+        };
+        let syncing = tx
+            .sync_target()?
+            .is_some_and(|target| target.block > head && process_alive(target.pid));
+        let finalized = self.tag_number(tx, BlockTag::Finalized)?.min(head);
+        let last_index = |number: u64| -> Result<Option<u64>> {
+            Ok(tx
+                .transactions_through(number)?
+                .and_then(|count| count.checked_sub(1)))
+        };
+        Ok(RollupInfo {
+            mode: "verifier",
+            syncing,
+            eth_context,
+            rollup_context: RollupContext {
+                index: last_index(head)?,
+                // Deposit (L1-to-L2) transactions cannot be ingested: none is ever queued.
+                queue_index: None,
+                verified_index: last_index(finalized)?,
+            },
+        })
+    }
+
     /// eth_config: the forks around the head's timestamp, from genesis.json's schedule.
     pub fn eth_config(&self, tx: &Snapshot) -> Result<ConfigJson> {
         let spec = self.spec.as_deref().ok_or(RpcError::NoChain)?;

@@ -1,7 +1,7 @@
 //! The answers of the debug_trace* methods: the block or transaction found as the other
 //! methods find it, re-executed by quarry-executor's tracer.
 
-use super::{BlockAt, GAS_CAP_MULTIPLIER, Node, Reads, Snapshot};
+use super::{BlockAt, Node, Reads, Snapshot, calls::GAS_CAP_MULTIPLIER};
 use crate::{
     call::Call,
     error::{Result, RpcError},
