@@ -12,14 +12,28 @@
 //! `max_heavy` heavy jobs run at once (all threads but one), so a cheap read never waits behind
 //! heavy ones. A heavy job comes with a `Ticket`: a caller that stops waiting at the job's
 //! deadline abandons the ticket, and a job whose ticket was abandoned is dropped unrun.
+//!
+//! Fair turns do not share the cores: a key's call that loops until its deadline holds a core
+//! for seconds, and on a small machine everything else, other keys' calls included, waits for
+//! the other cores. So a heavy job that has run for `LONG_JOB` is a long one: a watcher lowers
+//! its thread's OS priority (nice `LONG_JOB_NICE`, Linux), and the scheduler then runs short
+//! work first while the long job takes what is left. A thread cannot raise its priority again
+//! without privilege, so once the long job ends the thread exits and the watcher, at the
+//! normal priority, starts a fresh one in its place.
 
 use std::{
     collections::{HashMap, VecDeque},
     sync::{
         Arc, Condvar, Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicU8, Ordering},
+        atomic::{AtomicI32, AtomicU8, Ordering},
     },
+    time::{Duration, Instant},
 };
+
+/// A heavy job that has run this long is a long one, and its thread runs at a lower priority.
+const LONG_JOB: Duration = Duration::from_millis(2);
+/// The nice value of a thread running a long job (0 is the default, 19 the lowest priority).
+const LONG_JOB_NICE: i32 = 19;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -147,11 +161,120 @@ impl State {
 struct Queue {
     state: Mutex<State>,
     ready: Condvar,
+    /// The threads, as the watcher of long jobs sees them.
+    workers: Mutex<Vec<Arc<Worker>>>,
+    /// Wakes the watcher of long jobs when a heavy job starts.
+    heavy_started: Condvar,
+    /// The names of threads that ended after a long job, for the watcher to start again:
+    /// a thread inherits its creator's priority, so a lowered thread cannot start its successor.
+    replace: Mutex<Vec<String>>,
 }
 
 impl Queue {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn workers(&self) -> MutexGuard<'_, Vec<Arc<Worker>>> {
+        self.workers.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One pool thread: its OS thread id, and since when it runs a heavy job.
+#[derive(Default)]
+struct Worker {
+    tid: AtomicI32,
+    job: Mutex<WorkerJob>,
+}
+
+#[derive(Default)]
+struct WorkerJob {
+    heavy_since: Option<Instant>,
+    /// Its priority was lowered: it exits after its job.
+    demoted: bool,
+}
+
+impl Worker {
+    fn job(&self) -> MutexGuard<'_, WorkerJob> {
+        self.job.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Every `LONG_JOB / 2`: threads whose heavy job has run for `LONG_JOB` get a lower priority,
+/// and threads that ended after such a job are started again.
+fn watch_long_jobs(queue: &Arc<Queue>, limits: Limits) {
+    loop {
+        {
+            // Asleep while no heavy job runs (the one that starts wakes it), else a tick.
+            let workers = queue.workers();
+            let running = workers.iter().any(|w| w.job().heavy_since.is_some());
+            let _ = if running {
+                queue
+                    .heavy_started
+                    .wait_timeout(workers, LONG_JOB / 2)
+                    .map(|_| ())
+            } else {
+                queue
+                    .heavy_started
+                    .wait_timeout(workers, Duration::from_millis(100))
+                    .map(|_| ())
+            };
+        }
+        let ended: Vec<String> =
+            std::mem::take(&mut *queue.replace.lock().unwrap_or_else(PoisonError::into_inner));
+        for name in ended {
+            if let Err(e) = spawn_worker(queue, limits, name.clone()) {
+                tracing::warn!(thread = %name, "cannot start a pool thread again, will retry: {e}");
+                queue
+                    .replace
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(name);
+            }
+        }
+        for worker in queue.workers().iter() {
+            let mut job = worker.job();
+            let long = job
+                .heavy_since
+                .is_some_and(|since| since.elapsed() >= LONG_JOB);
+            if long && !job.demoted && lower_priority(worker.tid.load(Ordering::Acquire)) {
+                job.demoted = true;
+            }
+        }
+    }
+}
+
+/// The calling thread's OS id (0 where there is none to use).
+fn current_tid() -> i32 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid has no preconditions and cannot fail.
+        unsafe { libc::gettid() }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        0
+    }
+}
+
+/// Lowers thread `tid`'s priority to nice `LONG_JOB_NICE`; `false` where that is not possible.
+fn lower_priority(tid: i32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(who) = libc::id_t::try_from(tid) else {
+            return false;
+        };
+        if who == 0 {
+            return false;
+        }
+        // SAFETY: setpriority reads only its arguments; on Linux, PRIO_PROCESS with a thread id
+        // sets that thread's nice value. Raising one's own threads' nice value needs no privilege.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, who, LONG_JOB_NICE) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = tid;
+        false
     }
 }
 
@@ -195,11 +318,12 @@ impl ReadPool {
             max_heavy: max_heavy.max(1),
         };
         for i in 0..threads.max(1) {
-            let queue = queue.clone();
-            std::thread::Builder::new()
-                .name(format!("quarry-{name}-{i}"))
-                .spawn(move || work(&queue, limits))?;
+            spawn_worker(&queue, limits, format!("quarry-{name}-{i}"))?;
         }
+        let watched = queue.clone();
+        std::thread::Builder::new()
+            .name(format!("quarry-{name}-long"))
+            .spawn(move || watch_long_jobs(&watched, limits))?;
         Ok(Self { queue, limits })
     }
 
@@ -297,7 +421,23 @@ fn next(queue: &Queue, limits: Limits) -> Work {
     }
 }
 
-fn work(queue: &Queue, limits: Limits) {
+/// Starts a pool thread named `name`.
+fn spawn_worker(queue: &Arc<Queue>, limits: Limits, name: String) -> std::io::Result<()> {
+    let worker = Arc::new(Worker::default());
+    queue.workers().push(worker.clone());
+    let queue_of_thread = queue.clone();
+    let thread_name = name.clone();
+    let spawned = std::thread::Builder::new()
+        .name(name)
+        .spawn(move || work(&queue_of_thread, limits, &worker, thread_name));
+    if spawned.is_err() {
+        queue.workers().pop();
+    }
+    spawned.map(|_| ())
+}
+
+fn work(queue: &Arc<Queue>, limits: Limits, worker: &Arc<Worker>, name: String) {
+    worker.tid.store(current_tid(), Ordering::Release);
     loop {
         // A panicking handler drops its reply sender, which the caller reports as an
         // internal error; the thread lives on.
@@ -306,11 +446,34 @@ fn work(queue: &Queue, limits: Limits) {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
             }
             Work::Heavy(key, job) => {
+                {
+                    // Under the watcher's lock, so that it cannot miss the start.
+                    let _workers = queue.workers();
+                    worker.job().heavy_since = Some(Instant::now());
+                    queue.heavy_started.notify_one();
+                }
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                let demoted = {
+                    let mut job = worker.job();
+                    job.heavy_since = None;
+                    job.demoted
+                };
                 queue.lock().finished_heavy(&key);
                 // A job of this key (or, in a pool that runs cheap jobs too, any heavy job)
                 // may now run: a sleeping thread may take it while this one looks for more.
                 queue.ready.notify_one();
+                if demoted {
+                    // This thread keeps its lowered priority: the watcher starts a fresh one in
+                    // its place.
+                    queue.workers().retain(|w| !Arc::ptr_eq(w, worker));
+                    queue
+                        .replace
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(name);
+                    queue.heavy_started.notify_one();
+                    return;
+                }
             }
         }
     }
@@ -442,5 +605,58 @@ mod tests {
         let begun = Instant::now();
         pool.spawn(|| ()).unwrap();
         assert!(begun.elapsed() < Duration::from_secs(1));
+    }
+
+    /// The calling thread's nice value, from /proc.
+    #[cfg(target_os = "linux")]
+    fn nice_now() -> i32 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+        // Field 19 of stat; the fields after the name start at field 3.
+        after_name
+            .split_whitespace()
+            .nth(16)
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_long_heavy_job_runs_at_a_lower_priority_on_a_thread_then_replaced() {
+        let pool = ReadPool::new("test-long", 1, 100, 1, 1).unwrap();
+        let (sent, got) = mpsc::channel();
+        let report = sent.clone();
+        pool.spawn_heavy("a".into(), Ticket::default(), move || {
+            let before = nice_now();
+            std::thread::sleep(Duration::from_millis(300));
+            report.send((before, nice_now())).unwrap();
+        })
+        .unwrap();
+        let (before, during) = got.recv_timeout(Duration::from_secs(5)).unwrap();
+        if before >= LONG_JOB_NICE {
+            return; // The tests themselves run at a lower priority: nothing to lower.
+        }
+        assert_eq!(during, LONG_JOB_NICE);
+        // The next job runs on a fresh thread, at the priority the pool started with.
+        let report = sent.clone();
+        pool.spawn_heavy("a".into(), Ticket::default(), move || {
+            report.send((nice_now(), nice_now())).unwrap();
+        })
+        .unwrap();
+        let (next, _) = got.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(next, before);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pool.queue.workers().len() != 1 {
+            assert!(Instant::now() < deadline, "the old thread stays listed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // A short heavy job keeps its thread's priority.
+        let report = sent.clone();
+        pool.spawn_heavy("a".into(), Ticket::default(), move || {
+            report.send((nice_now(), nice_now())).unwrap();
+        })
+        .unwrap();
+        assert_eq!(got.recv_timeout(Duration::from_secs(5)).unwrap().0, before);
     }
 }
