@@ -9,9 +9,13 @@
 #
 #   bench/fuzz.sh                      (needs cargo-fuzz: cargo install cargo-fuzz)
 #   SECONDS_PER_TARGET=600 TARGETS="chain_reader rpc_params" bench/fuzz.sh
+#   RUNS=10000000 JOBS=2 bench/fuzz.sh  each target until it has run RUNS inputs (no time limit),
+#                                       JOBS targets at once
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-60}
+RUNS=${RUNS:-}
+JOBS=${JOBS:-1}
 TARGETS=${TARGETS:-"chain_reader rpc_params logs_filter state_overrides envelope"}
 FIXTURES=${FIXTURES:-../shared/fixtures/rpc-compat}
 command -v cargo-fuzz >/dev/null || { echo "cargo-fuzz not found: cargo install cargo-fuzz" >&2; exit 1; }
@@ -74,14 +78,16 @@ for body in (b'{"jsonrpc":"2.0","method":"eth_chainId"}', b'[{"jsonrpc":"2.0","i
 PY
 
 printf '%-16s %12s %10s %8s  %s\n' target executions "per s" seconds found
-for target in $TARGETS; do
+# fuzz TARGET: runs it, then prints its row.
+fuzz() {
+  local target=$1 log start status took runs found limit
   mkdir -p "corpus/$target" "artifacts/$target"
   log=$(mktemp)
+  if [ -n "$RUNS" ]; then limit=(-runs="$RUNS"); else limit=(-max_total_time="$SECONDS_PER_TARGET"); fi
   start=$(date +%s)
-  # -timeout: an input running longer than 10 s is a hang; -rss_limit_mb: memory blowups.
   set +e
   nice -n 19 "${FUZZ[@]}" run "${FLAGS[@]}" "$target" "corpus/$target" -- \
-    -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
+    "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="artifacts/$target/" >"$log" 2>&1
   status=$?
   set -e
@@ -91,4 +97,14 @@ for target in $TARGETS; do
   found=$( [ $status -eq 0 ] && echo "nothing" || (grep -m1 -E "^(==[0-9]+== ?ERROR|thread .* panicked|SUMMARY)" "$log" || echo "exit $status; see $log") )
   printf '%-16s %12s %10s %8s  %s\n' "$target" "$runs" "$(( runs / (took > 0 ? took : 1) ))" "$took" "$found"
   [ $status -eq 0 ] && rm -f "$log"
+}
+running=0
+for target in $TARGETS; do
+  fuzz "$target" &
+  running=$((running + 1))
+  if [ "$running" -ge "$JOBS" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
 done
+wait
