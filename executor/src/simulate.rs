@@ -1159,7 +1159,7 @@ pub fn unwind_trie(
     head: u64,
     base: u64,
 ) -> quarry_storage::Result<bool> {
-    if tx.schema_version()? < 2 {
+    if tx.schema_version()? < quarry_storage::CHANGESETS_LAYOUT {
         return Ok(false);
     }
     let mut restored: BTreeMap<Address, quarry_storage::RestoredAccount> = BTreeMap::new();

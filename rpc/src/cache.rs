@@ -15,7 +15,7 @@
 use crate::error::{Result, RpcError};
 use alloy_consensus::Header;
 use alloy_primitives::{Address, B256, Bloom, U256, logs_bloom};
-use quarry_storage::{ReadTx, StoredBody, StoredReceipt};
+use quarry_storage::{BlockReceiptsView, ReadTx, StoredBody, StoredReceipt};
 use std::{
     collections::{HashMap, VecDeque},
     sync::{Arc, Mutex, PoisonError},
@@ -75,21 +75,53 @@ pub struct BlockReceipts {
 }
 
 impl BlockReceipts {
-    /// Block `number`'s receipts as `tx` holds them. Every stored block has a receipt list
-    /// (empty without transactions); `None` here means the snapshot began before the commit
-    /// that stored a block another snapshot has read, an error for the caller.
+    /// Block `number`'s receipts as `tx` holds them.
     pub fn read(tx: &ReadTx, number: u64) -> Result<Self> {
-        let read = tx.with_receipts(number, |view| {
-            Ok::<_, quarry_storage::Error>((view.decode_all()?, view.encoded_size()))
-        })?;
-        let Some(read) = read else {
-            return Err(RpcError::Storage(quarry_storage::Error::Corrupt(format!(
-                "the receipts of block {number} are not in this snapshot yet"
-            ))));
-        };
-        let (list, size) = read?;
+        tx.with_receipts(number, |view| Self::decode(&view))?
+            .unwrap_or_else(|| Err(not_in_snapshot(number)))
+    }
+
+    fn decode(view: &BlockReceiptsView<'_>) -> Result<Self> {
+        let list = view.decode_all()?;
         let blooms = list.iter().map(|r| logs_bloom(&r.logs)).collect();
-        Ok(Self { list, blooms, size })
+        Ok(Self {
+            list,
+            blooms,
+            size: view.encoded_size(),
+        })
+    }
+}
+
+/// Every stored block has a receipt list (empty without transactions): one missing from a
+/// snapshot means it began before the commit that stored a block another snapshot has read.
+fn not_in_snapshot(number: u64) -> RpcError {
+    RpcError::Storage(quarry_storage::Error::Corrupt(format!(
+        "the receipts of block {number} are not in this snapshot yet"
+    )))
+}
+
+/// What eth_getTransactionReceipt reads of a block whose receipts no cache holds: all of them
+/// when they are small, else only the one asked for (`None`: the block has no such receipt).
+pub enum ReceiptRead {
+    Whole(Arc<BlockReceipts>),
+    One(Option<Arc<OneReceipt>>),
+}
+
+impl ReceiptRead {
+    /// Block `number`'s receipts whole when they take at most `max_whole` encoded bytes, else
+    /// receipt `index` alone: one read either way.
+    pub fn read(tx: &ReadTx, number: u64, index: usize, max_whole: usize) -> Result<Self> {
+        tx.with_receipts(number, |view| {
+            if view.encoded_size() <= max_whole {
+                return BlockReceipts::decode(&view).map(|all| Self::Whole(Arc::new(all)));
+            }
+            let Some(receipt) = view.get(index)? else {
+                return Ok(Self::One(None));
+            };
+            let one = OneReceipt::new(receipt.decode()?, receipt.first_log_index as usize);
+            Ok(Self::One(Some(Arc::new(one))))
+        })?
+        .unwrap_or_else(|| Err(not_in_snapshot(number)))
     }
 }
 
@@ -172,7 +204,7 @@ impl ReceiptCache {
     }
 
     /// Whether receipts of `size` bytes would be kept.
-    pub fn admits(&self, size: usize) -> bool {
+    fn admits(&self, size: usize) -> bool {
         size <= self.max_bytes / 8
     }
 

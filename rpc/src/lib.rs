@@ -501,14 +501,21 @@ fn methods(
 }
 
 /// Refuses a database that an older quarry wrote in a layout this one cannot read (an empty one
-/// is fine: a writer will give it the current layout).
-fn check_layout(db: &Database, datadir: &str) -> std::result::Result<(), ServeError> {
-    let open = |e: quarry_storage::Error| ServeError::Open(format!("{datadir}: {e}"));
+/// is fine: a writer will give it the current layout). `datadir`: where it is, if known.
+fn check_layout(
+    db: &Database,
+    datadir: Option<&std::path::Path>,
+) -> std::result::Result<(), ServeError> {
+    let (name, arg) = match datadir {
+        Some(path) => (path.display().to_string(), path.display().to_string()),
+        None => ("the datadir".to_string(), "<DIR>".to_string()),
+    };
+    let open = |e: quarry_storage::Error| ServeError::Open(format!("{name}: {e}"));
     let tx = db.reader().map_err(open)?;
     let found = tx.schema_version().map_err(open)?;
     if tx.head().map_err(open)?.is_some() && found < quarry_storage::SCHEMA_VERSION {
         return Err(ServeError::Open(format!(
-            "{datadir} was written by an older quarry (layout {found}, current {}): run `quarry migrate --datadir {datadir}` once to bring it up to date",
+            "{name} was written by an older quarry (layout {found}, current {}): run `quarry migrate --datadir {arg}` once to bring it up to date",
             quarry_storage::SCHEMA_VERSION
         )));
     }
@@ -525,7 +532,7 @@ fn open_networks(
         let db = default_db.ok_or_else(|| {
             ServeError::Open("no database given and no [[networks]] in the config".into())
         })?;
-        check_layout(&db, "the datadir")?;
+        check_layout(&db, None)?;
         let network = service::Network {
             name: "default".into(),
             hosts: Vec::new(),
@@ -545,7 +552,7 @@ fn open_networks(
                     network.datadir.display()
                 ))
             })?;
-            check_layout(&db, &network.datadir.display().to_string())?;
+            check_layout(&db, Some(&network.datadir))?;
             let opened = service::Network {
                 name: network.name.clone(),
                 hosts: network

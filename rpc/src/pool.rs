@@ -178,6 +178,10 @@ impl Queue {
     fn workers(&self) -> MutexGuard<'_, Vec<Arc<Worker>>> {
         self.workers.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    fn replace(&self) -> MutexGuard<'_, Vec<String>> {
+        self.replace.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// One pool thread: its OS thread id, and since when it runs a heavy job.
@@ -205,31 +209,21 @@ impl Worker {
 fn watch_long_jobs(queue: &Arc<Queue>, limits: Limits) {
     loop {
         {
-            // Asleep while no heavy job runs (the one that starts wakes it), else a tick.
+            // A tick while a heavy job runs; otherwise a slow one, or the next job's start.
             let workers = queue.workers();
             let running = workers.iter().any(|w| w.job().heavy_since.is_some());
-            let _ = if running {
-                queue
-                    .heavy_started
-                    .wait_timeout(workers, LONG_JOB / 2)
-                    .map(|_| ())
+            let tick = if running {
+                LONG_JOB / 2
             } else {
-                queue
-                    .heavy_started
-                    .wait_timeout(workers, Duration::from_millis(100))
-                    .map(|_| ())
+                Duration::from_millis(100)
             };
+            let _ = queue.heavy_started.wait_timeout(workers, tick);
         }
-        let ended: Vec<String> =
-            std::mem::take(&mut *queue.replace.lock().unwrap_or_else(PoisonError::into_inner));
+        let ended = std::mem::take(&mut *queue.replace());
         for name in ended {
             if let Err(e) = spawn_worker(queue, limits, name.clone()) {
                 tracing::warn!(thread = %name, "cannot start a pool thread again, will retry: {e}");
-                queue
-                    .replace
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(name);
+                queue.replace().push(name);
             }
         }
         for worker in queue.workers().iter() {
@@ -425,13 +419,13 @@ fn next(queue: &Queue, limits: Limits) -> Work {
 fn spawn_worker(queue: &Arc<Queue>, limits: Limits, name: String) -> std::io::Result<()> {
     let worker = Arc::new(Worker::default());
     queue.workers().push(worker.clone());
-    let queue_of_thread = queue.clone();
+    let (queue_of_thread, worker_of_thread) = (queue.clone(), worker.clone());
     let thread_name = name.clone();
     let spawned = std::thread::Builder::new()
         .name(name)
-        .spawn(move || work(&queue_of_thread, limits, &worker, thread_name));
+        .spawn(move || work(&queue_of_thread, limits, &worker_of_thread, thread_name));
     if spawned.is_err() {
-        queue.workers().pop();
+        queue.workers().retain(|w| !Arc::ptr_eq(w, &worker));
     }
     spawned.map(|_| ())
 }
@@ -466,11 +460,7 @@ fn work(queue: &Arc<Queue>, limits: Limits, worker: &Arc<Worker>, name: String) 
                     // This thread keeps its lowered priority: the watcher starts a fresh one in
                     // its place.
                     queue.workers().retain(|w| !Arc::ptr_eq(w, worker));
-                    queue
-                        .replace
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(name);
+                    queue.replace().push(name);
                     queue.heavy_started.notify_one();
                     return;
                 }

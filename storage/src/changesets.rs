@@ -6,8 +6,8 @@
 //! write transaction: a reader sees the chain before or after, never part of an unwind.
 
 use crate::{
-    BlockMark, Error, Result, StorageTx, StoredAccount, Table, b256, history_key, models::be_u64,
-    slot_key,
+    BlockMark, CHANGESETS_LAYOUT, Error, Result, StorageTx, StoredAccount, Table, b256,
+    history_key, models::be_u64, slot_key,
 };
 use alloy_primitives::{Address, B256, U256};
 use signet_libmdbx::{RwSync, TransactionKind};
@@ -258,7 +258,7 @@ impl StorageTx<RwSync> {
     /// the same transaction, so a migration interrupted at any point resumes. Returns `true`
     /// once every changeset is built (and the layout is 2).
     pub(crate) fn build_changesets(&self, max_entries: u64) -> Result<bool> {
-        if self.schema_version()? >= 2 {
+        if self.schema_version()? >= CHANGESETS_LAYOUT {
             return Ok(true);
         }
         let (mut phase, mut after) = match self.meta(CHANGESETS_PROGRESS)? {
@@ -283,7 +283,7 @@ impl StorageTx<RwSync> {
             after = None;
         }
         self.del(Table::Meta, CHANGESETS_PROGRESS.as_bytes())?;
-        self.put_schema(2)?;
+        self.put_schema(CHANGESETS_LAYOUT)?;
         Ok(true)
     }
 
@@ -543,7 +543,10 @@ mod tests {
             }
         }
         assert!(batches > 3, "{batches} batches");
-        assert_eq!(db.reader().unwrap().schema_version().unwrap(), 2);
+        assert_eq!(
+            db.reader().unwrap().schema_version().unwrap(),
+            CHANGESETS_LAYOUT
+        );
         assert_eq!(digests(&db), recorded);
     }
 }

@@ -11,7 +11,7 @@ mod tables;
 
 pub use changesets::{RestoredAccount, Unwound};
 pub use logs::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
-pub use migrate::SCHEMA_VERSION;
+pub use migrate::{CHANGESETS_LAYOUT, SCHEMA_VERSION};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
 pub use tables::Table;
@@ -325,23 +325,6 @@ impl<K: TransactionKind> StorageTx<K> {
         let view = BlockReceiptsView::new(&bytes)
             .map_err(|e| Error::Corrupt(format!("receipts of block {number}: {e}")))?;
         Ok(Some(read(view)))
-    }
-
-    /// The receipt of transaction `index` of block `number` alone.
-    pub fn receipt(&self, number: u64, index: usize) -> Result<Option<(StoredReceipt, u32)>> {
-        let found = self.with_receipts(number, |view| {
-            view.get(index)?
-                .map(|receipt| Ok::<_, Error>((receipt.decode()?, receipt.first_log_index)))
-                .transpose()
-        })?;
-        Ok(found.transpose()?.flatten())
-    }
-
-    /// The encoded size of block `number`'s receipts.
-    pub fn receipts_size(&self, number: u64) -> Result<Option<usize>> {
-        Ok(self
-            .get(Table::Receipts, &number.to_be_bytes())?
-            .map(|v| v.len()))
     }
 
     pub fn tx_location(&self, hash: &B256) -> Result<Option<TxLocation>> {

@@ -24,26 +24,31 @@ pub struct LogFilter {
 
 impl LogFilter {
     pub fn matches(&self, log: &Log) -> bool {
-        if !self.addresses.is_empty() && !self.addresses.contains(&log.address) {
-            return false;
-        }
         let topics = log.topics();
-        self.topics.iter().enumerate().all(|(position, wanted)| {
-            wanted.is_empty()
-                || topics
-                    .get(position)
-                    .is_some_and(|topic| wanted.contains(topic))
-        })
+        self.matches_by(
+            |address| *address == log.address,
+            |position, topic| topics.get(position) == Some(topic),
+        )
     }
 
     /// `matches` for a log read in place: its data is not looked at.
     pub fn matches_view(&self, log: &LogView<'_>) -> bool {
-        if !self.addresses.is_empty() && !self.addresses.iter().any(|a| log.is_from(a)) {
-            return false;
-        }
-        self.topics.iter().enumerate().all(|(position, wanted)| {
-            wanted.is_empty() || wanted.iter().any(|topic| log.has_topic_at(position, topic))
-        })
+        self.matches_by(
+            |address| log.is_from(address),
+            |position, topic| log.has_topic_at(position, topic),
+        )
+    }
+
+    /// The rules, over a log's address and its topic at each position.
+    fn matches_by(
+        &self,
+        is_from: impl Fn(&Address) -> bool,
+        has_topic_at: impl Fn(usize, &B256) -> bool,
+    ) -> bool {
+        (self.addresses.is_empty() || self.addresses.iter().any(is_from))
+            && self.topics.iter().enumerate().all(|(position, wanted)| {
+                wanted.is_empty() || wanted.iter().any(|topic| has_topic_at(position, topic))
+            })
     }
 
     /// Whether a block with this bloom may hold a matching log.

@@ -4,9 +4,12 @@
 use crate::{Result, StorageTx, Table, models::be_u64, receipts};
 use signet_libmdbx::{RwSync, TransactionKind};
 
-/// The database layout this quarry writes. 1: before changesets; 2: changesets recorded;
-/// 3: receipts in the in-place encoding of `receipts.rs` (an RLP list before).
-pub const SCHEMA_VERSION: u64 = 3;
+/// The first layout that records per-block changesets (layout 1 had none).
+pub const CHANGESETS_LAYOUT: u64 = 2;
+/// The first layout with receipts in the in-place encoding of `receipts.rs` (an RLP list before).
+pub const RECEIPTS_LAYOUT: u64 = 3;
+/// The database layout this quarry writes.
+pub const SCHEMA_VERSION: u64 = RECEIPTS_LAYOUT;
 const SCHEMA: &str = "schema";
 /// Progress of the receipts' re-encoding: the next block to re-encode (u64 BE).
 const RECEIPTS_PROGRESS: &str = "receipts_progress";
@@ -38,8 +41,8 @@ impl StorageTx<RwSync> {
     /// current.
     pub fn migrate_step(&self, budget: u64) -> Result<bool> {
         match self.schema_version()? {
-            1 => self.build_changesets(budget).map(|_| false),
-            2 => self.reencode_receipts(budget),
+            layout if layout < CHANGESETS_LAYOUT => self.build_changesets(budget).map(|_| false),
+            layout if layout < RECEIPTS_LAYOUT => self.reencode_receipts(budget),
             _ => Ok(true),
         }
     }
@@ -77,7 +80,7 @@ impl StorageTx<RwSync> {
             next += 1;
         }
         self.del(Table::Meta, RECEIPTS_PROGRESS.as_bytes())?;
-        self.put_schema(3)?;
+        self.put_schema(RECEIPTS_LAYOUT)?;
         Ok(true)
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{BlockAt, Node, Reads, Snapshot};
 use crate::{
-    cache::{BlockReceipts, CachedBlock, OneReceipt},
+    cache::{BlockReceipts, CachedBlock, ReceiptRead},
     error::{Result, RpcError},
     types::{BlockJson, ReceiptJson, TransactionJson, TxContext},
 };
@@ -127,42 +127,37 @@ impl Node {
                 first_log_index,
             ))))
         };
-        let whole = match self.receipts.block(&block.hash) {
-            Some(receipts) => Some(receipts),
-            None => match self.receipts.one(&block.hash, index) {
-                Some(one) => return answer(&one.receipt, one.bloom, one.first_log_index),
-                None => match reads {
-                    Reads::Cache => return Ok(None),
-                    Reads::Snapshot(tx) => {
-                        let size = tx.receipts_size(block.header.number)?.unwrap_or_default();
-                        if size <= WHOLE_RECEIPTS_BYTES {
-                            self.receipts_of(reads, &block)?
-                        } else {
-                            None
-                        }
-                    }
-                },
-            },
-        };
-        if let Some(receipts) = whole {
+        let whole = |receipts: &BlockReceipts| {
             let (Some(receipt), Some(bloom)) =
                 (receipts.list.get(index), receipts.blooms.get(index))
             else {
                 return Ok(Some(None));
             };
             let first_log_index = receipts.list[..index].iter().map(|r| r.logs.len()).sum();
-            return answer(receipt, *bloom, first_log_index);
+            answer(receipt, *bloom, first_log_index)
+        };
+        if let Some(receipts) = self.receipts.block(&block.hash) {
+            return whole(&receipts);
         }
-        // A block of large receipts: this one alone, kept alone.
+        if let Some(one) = self.receipts.one(&block.hash, index) {
+            return answer(&one.receipt, one.bloom, one.first_log_index);
+        }
         let Reads::Snapshot(tx) = reads else {
             return Ok(None);
         };
-        let Some((receipt, first_log_index)) = tx.receipt(block.header.number, index)? else {
-            return Ok(Some(None));
-        };
-        let one = Arc::new(OneReceipt::new(receipt, first_log_index as usize));
-        self.receipts.insert_one(block.hash, index, one.clone());
-        answer(&one.receipt, one.bloom, one.first_log_index)
+        // A block of small receipts is read whole and kept for its other transactions; from a
+        // block of large ones, this receipt alone is read, and kept alone.
+        match ReceiptRead::read(tx, block.header.number, index, WHOLE_RECEIPTS_BYTES)? {
+            ReceiptRead::Whole(receipts) => {
+                self.receipts.insert_block(block.hash, receipts.clone());
+                whole(&receipts)
+            }
+            ReceiptRead::One(Some(one)) => {
+                self.receipts.insert_one(block.hash, index, one.clone());
+                answer(&one.receipt, one.bloom, one.first_log_index)
+            }
+            ReceiptRead::One(None) => Ok(Some(None)),
+        }
     }
 
     /// Block `block`'s receipts: from the receipt cache, or read from the snapshot and kept.
