@@ -278,6 +278,53 @@ fn a_reorg_to_a_shorter_branch_is_accepted() {
     );
 }
 
+/// A `quarry serve` that has answered receipts of the stored chain (so its caches hold them)
+/// while another process commits a reorg to the long branch: afterwards every receipt it gives,
+/// by transaction or by block, is the new chain's, as a server of a fresh ingest gives them.
+#[test]
+fn a_running_server_answers_receipts_of_the_new_chain_after_a_reorg() {
+    let c = chains();
+    let (_dir, datadir) = stored_datadir();
+    let server = Server::start(&datadir, "");
+    let tx_hashes = |folder: &Path| {
+        blocks(folder)[FORK_AT as usize..]
+            .iter()
+            .flat_map(|b| b.body.transactions.iter().map(|tx| *tx.tx_hash()))
+            .collect::<Vec<_>>()
+    };
+    let (stored_only, long_only) = (tx_hashes(&c.stored), tx_hashes(&c.long));
+    assert!(!stored_only.is_empty() && !long_only.is_empty());
+    for tx in &stored_only {
+        assert!(
+            !server
+                .result("eth_getTransactionReceipt", json!([tx]))
+                .is_null()
+        );
+    }
+    for number in FORK_AT + 1..=STORED {
+        let receipts = server.result("eth_getBlockReceipts", json!([format!("{number:#x}")]));
+        assert!(receipts.is_array(), "block {number}");
+    }
+
+    reorg_ok(&datadir, &c.long.join("chain.rlp"));
+    let fresh = Server::start(&ingested(&c.long), "");
+    for number in FORK_AT + 1..=LONG {
+        let params = json!([format!("{number:#x}")]);
+        assert_eq!(
+            server.result("eth_getBlockReceipts", params.clone()),
+            fresh.result("eth_getBlockReceipts", params),
+            "block {number}"
+        );
+    }
+    for tx in stored_only.iter().chain(&long_only) {
+        assert_eq!(
+            server.result("eth_getTransactionReceipt", json!([tx])),
+            fresh.result("eth_getTransactionReceipt", json!([tx])),
+            "{tx}"
+        );
+    }
+}
+
 /// Ingesting `file` of the long branch into the stored chain's `datadir` with `flags` fails
 /// at the fork point's block, naming it, with `message`, and changes nothing.
 fn refused_unchanged(datadir: &Path, file: &Path, flags: &[&str], message: &str) {
