@@ -55,10 +55,11 @@ const METHODS: &[&str] = &[
     "eth_capabilities",
     "eth_baseFee",
     "eth_simulateV1",
+    "eth_getProof",
 ];
 
 /// The rpc-compat methods quarry does not serve yet, whose fixtures the runner skips.
-const SKIPPED: &[&str] = &["eth_getProof"];
+const SKIPPED: &[&str] = &[];
 
 /// Every method with rpc-compat fixtures is either run or listed as skipped.
 #[test]
@@ -864,13 +865,20 @@ fn answers_follow_an_unwind_committed_by_another_process() {
         "the chain must have logs on both sides of the ancestor: {log_blocks:?}"
     );
 
-    // The unwind, committed by this process while the server runs.
-    let db = quarry_storage::Database::open(&datadir).unwrap();
-    let tx = db.writer().unwrap();
-    let unwound = tx.unwind_to(ANCESTOR).unwrap();
-    tx.commit().unwrap();
-    drop(db);
-    assert_eq!(unwound.removed.len(), 54 - ANCESTOR as usize);
+    // The unwind (state, history and trie), committed by another process while the server runs.
+    let (stdout, _) = support::run_quarry([
+        "unwind".as_ref(),
+        "--datadir".as_ref(),
+        datadir.as_os_str(),
+        "--genesis".as_ref(),
+        fixtures().join("genesis.json").as_os_str(),
+        "--to".as_ref(),
+        ANCESTOR.to_string().as_ref(),
+    ]);
+    assert!(
+        stdout.contains(&format!("unwound {} blocks", 54 - ANCESTOR)),
+        "{stdout}"
+    );
 
     // The first request after the commit is one memory held: it may not answer it.
     let head = probes

@@ -55,15 +55,15 @@ pub struct ExecutedBlock {
     pub total_difficulty: U256,
     /// Time spent updating the state trie and computing roots, part of the execution time.
     pub state_root_time: std::time::Duration,
+    /// The block's changes to the stored state trie (hashed state and nodes), to write with it.
+    pub trie: StateTrie,
 }
 
-/// Executes `block` on the state in `tx` (which must be the state after `parent`), checks it
-/// completely, and on success advances `trie` to the block's state. On any failure `trie` is
-/// left as it was and nothing is returned to store.
+/// Executes `block` on the state in `tx` (which must be the state after `parent`, with its
+/// state trie stored) and checks it completely. On any failure nothing is returned to store.
 pub fn execute_block<K: Access>(
     spec: &ChainSpec,
     tx: &StorageTx<K>,
-    trie: &mut StateTrie,
     block: &SealedBlock,
 ) -> Result<ExecutedBlock> {
     let header = &block.header;
@@ -100,9 +100,9 @@ pub fn execute_block<K: Access>(
         )));
     }
 
-    let outcome = run(spec, tx, trie, block, merged)
+    let outcome = run(spec, tx, block, merged)
         .and_then(|(executed, outputs)| check_outputs(header, &outputs).map(|()| executed));
-    finish(trie, outcome, parent_td + header.difficulty, reject)
+    finish(outcome, parent_td + header.difficulty, reject)
 }
 
 /// What the builder of a new block chooses. Everything else in its header follows from the
@@ -128,11 +128,10 @@ pub struct BlockTemplate {
 
 /// Builds the block that follows the stored head from `template`: executes it with the same
 /// code `execute_block` verifies with, fills in the header, checks it against every header and
-/// body rule, and advances `trie` to its state. On failure `trie` is left as it was.
+/// body rule.
 pub fn build_block<K: Access>(
     spec: &ChainSpec,
     tx: &StorageTx<K>,
-    trie: &mut StateTrie,
     template: BlockTemplate,
 ) -> Result<(SealedBlock, ExecutedBlock)> {
     let missing = |what: &str| Error::Storage(quarry_storage::Error::Corrupt(format!("no {what}")));
@@ -196,7 +195,7 @@ pub fn build_block<K: Access>(
         .into()
     };
     check_body(spec, tx, &block, merged).map_err(reject)?;
-    let outcome = run(spec, tx, trie, &block, merged).and_then(|(executed, outputs)| {
+    let outcome = run(spec, tx, &block, merged).and_then(|(executed, outputs)| {
         let header = &mut block.header;
         header.gas_used = outputs.gas_used;
         header.receipts_root = outputs.receipts_root;
@@ -211,33 +210,26 @@ pub fn build_block<K: Access>(
         verify::check_header(spec, header, &parent, merged).map_err(Invalid::Rule)?;
         Ok(executed)
     });
-    let executed = finish(trie, outcome, parent_td + block.header.difficulty, reject)?;
+    let executed = finish(outcome, parent_td + block.header.difficulty, reject)?;
     block.hash = block.header.hash_slow();
     Ok((block, executed))
 }
 
-/// Commits `trie` to the executed block's state, or rolls it back when the block failed.
+/// The executed block with its total difficulty, or the error that rejected it.
 fn finish(
-    trie: &mut StateTrie,
     outcome: std::result::Result<ExecutedBlock, RunError>,
     total_difficulty: U256,
     reject: impl Fn(Invalid) -> Error,
 ) -> Result<ExecutedBlock> {
     match outcome {
-        Ok(executed) => {
-            trie.commit();
-            Ok(ExecutedBlock {
-                total_difficulty,
-                ..executed
-            })
-        }
-        Err(invalid) => {
-            trie.rollback();
-            Err(match invalid {
-                RunError::Invalid(invalid) => reject(invalid),
-                RunError::Internal(err) => err,
-            })
-        }
+        Ok(executed) => Ok(ExecutedBlock {
+            total_difficulty,
+            ..executed
+        }),
+        Err(invalid) => Err(match invalid {
+            RunError::Invalid(invalid) => reject(invalid),
+            RunError::Internal(err) => err,
+        }),
     }
 }
 
@@ -264,6 +256,12 @@ enum RunError {
 impl From<Error> for RunError {
     fn from(err: Error) -> Self {
         RunError::Internal(err)
+    }
+}
+
+impl From<quarry_storage::Error> for RunError {
+    fn from(err: quarry_storage::Error) -> Self {
+        RunError::Internal(Error::Storage(err))
     }
 }
 
@@ -374,7 +372,6 @@ fn check_uncles<K: Access>(
 fn run<K: Access>(
     spec: &ChainSpec,
     tx: &StorageTx<K>,
-    trie: &mut StateTrie,
     block: &SealedBlock,
     merged: bool,
 ) -> std::result::Result<(ExecutedBlock, Outputs), RunError> {
@@ -418,6 +415,7 @@ fn run<K: Access>(
             .map_err(|e| RunError::Internal(Error::Execution(e.to_string())))?;
     }
 
+    let mut trie = StateTrie::new();
     let mut post_states = Vec::new();
     let mut state_root_time = Duration::ZERO;
     let mut meta = Vec::with_capacity(block.body.transactions.len());
@@ -457,8 +455,8 @@ fn run<K: Access>(
             let db = executor.evm_mut().db_mut();
             db.merge_transitions(BundleRetention::PlainState);
             let started = Instant::now();
-            apply_bundle(trie, &db.bundle_state);
-            post_states.push(trie.root());
+            apply_bundle(&mut trie, &db.bundle_state);
+            post_states.push(trie.root(tx)?);
             state_root_time += started.elapsed();
         }
     }
@@ -467,8 +465,8 @@ fn run<K: Access>(
     state.merge_transitions(BundleRetention::PlainState);
     let bundle = state.take_bundle();
     let started = Instant::now();
-    apply_bundle(trie, &bundle);
-    let state_root = trie.root();
+    apply_bundle(&mut trie, &bundle);
+    let state_root = trie.root(tx)?;
     state_root_time += started.elapsed();
 
     let mut receipts = result.receipts;
@@ -523,6 +521,7 @@ fn run<K: Access>(
             .collect(),
         total_difficulty: U256::ZERO,
         state_root_time,
+        trie,
     };
     Ok((executed, outputs))
 }

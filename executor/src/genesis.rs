@@ -37,15 +37,19 @@ pub fn genesis_state(alloc: &BTreeMap<Address, GenesisAccount>) -> GenesisState 
             .filter(|(_, value)| !value.is_zero())
             .map(|(slot, value)| (*slot, U256::from_be_bytes(value.0)))
             .collect();
-        for (slot, value) in &storage {
-            trie.load_slot(*address, *slot, *value);
-        }
         let stored = StoredAccount {
             nonce: account.nonce.unwrap_or_default(),
             balance: account.balance,
             code_hash,
         };
-        trie.load_account(*address, stored);
+        trie.apply_account(
+            *address,
+            Some(stored),
+            false,
+            storage
+                .iter()
+                .map(|(slot, value)| (U256::from_be_bytes(slot.0), *value)),
+        );
         accounts.push(AccountChange {
             address: *address,
             account: Some(stored),

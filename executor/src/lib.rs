@@ -1,7 +1,7 @@
 //! quarry-executor owns execution: the chain's fork rules, block execution with revm through
-//! alloy-evm, block verification (header rules, roots, gas, bloom, requests), the in-memory
-//! state trie that yields state roots, genesis construction, and the one revm database adapter
-//! over quarry-storage.
+//! alloy-evm, block verification (header rules, roots, gas, bloom, requests), state roots and
+//! proofs from the trie stored by quarry-storage, genesis construction, and the one revm
+//! database adapter over quarry-storage.
 
 pub mod block;
 pub mod call;
@@ -14,7 +14,6 @@ pub mod simulate;
 pub mod state_db;
 pub mod state_root;
 pub mod trace;
-pub mod trie;
 pub mod verify;
 
 pub use block::{BlockTemplate, ExecutedBlock, SealedBlock, build_block, execute_block};
@@ -25,4 +24,4 @@ pub use call::{
 pub use chain_spec::ChainSpec;
 pub use error::{BlockError, Error, Invalid, Result};
 pub use state_db::{StateAt, StateCache, StateSnapshot};
-pub use state_root::StateTrie;
+pub use state_root::{AccountProof, SlotProof, StateTrie, account_proof};

@@ -2,7 +2,7 @@
 //! with its block and state overrides (precompiles moved or replaced included), executed with
 //! the system calls, withdrawals and requests of its fork, and assembled into a block with
 //! geth's header rules, so that hashes, roots and sizes are the ones geth computes (the state
-//! root from a state trie the caller provides). Later blocks read the generated hashes with
+//! root from the stored state trie). Later blocks read the generated hashes with
 //! BLOCKHASH.
 
 use crate::{
@@ -262,12 +262,10 @@ fn post_merge(spec: &ChainSpec, base_td: U256, number: u64, time: u64) -> bool {
         || config.shanghai_time.is_some_and(|t| time >= t)
 }
 
-/// Runs `blocks` on top of `base`. `trie` holds the base block's state; every change of the
-/// simulated blocks is applied to it (uncommitted: the caller rolls it back). Without one, the
-/// blocks' state roots are zero.
+/// Runs `blocks` on top of `base`. Their state roots come from the stored state trie, with the
+/// changes since `base` (for an older block) and the simulated blocks' own over it in memory.
 pub fn simulate(
     base: &SimBase<'_>,
-    mut trie: Option<&mut StateTrie>,
     blocks: Vec<SimBlock>,
     options: SimOptions,
 ) -> Result<Vec<SimulatedBlock>, SimulateError> {
@@ -291,6 +289,10 @@ pub fn simulate(
         .tx
         .total_difficulty(base.header.number)?
         .unwrap_or_default();
+    let mut trie = StateTrie::new();
+    if !base.is_head {
+        trie.restore(&base.tx.reverts_to(base.header.number)?);
+    }
     let mut budget = SIMULATE_GAS_CAP;
     // The header makeHeaders carries forward (coinbase, difficulty, gas limit) and the last
     // finished block (the parent).
@@ -347,13 +349,8 @@ pub fn simulate(
         // The state after the block: its changes reach the trie.
         state.merge_transitions(BundleRetention::PlainState);
         let bundle = state.take_bundle();
-        header.state_root = match trie.as_deref_mut() {
-            Some(trie) => {
-                apply_bundle(trie, &bundle);
-                trie.root()
-            }
-            None => B256::ZERO,
-        };
+        apply_bundle(&mut trie, &bundle);
+        header.state_root = trie.root(base.tx)?;
         let encodings: Vec<Vec<u8>> = transactions.iter().map(consensus_encoding).collect();
         header.transactions_root =
             alloy_trie::root::ordered_trie_root_with_encoder(&encodings, |encoding, out| {
@@ -1116,65 +1113,4 @@ impl<CTX: ContextTr> Inspector<CTX, EthInterpreter> for SimTracer {
     fn selfdestruct(&mut self, contract: Address, target: Address, value: U256) {
         self.transfer(contract, target, value);
     }
-}
-
-/// The state trie of the latest state in `tx`, or `None` when it holds more than `max_entries`
-/// accounts and slots (an in-memory trie of a large chain's state would not fit).
-pub fn latest_trie(tx: &ReadTx, max_entries: usize) -> quarry_storage::Result<Option<StateTrie>> {
-    let mut trie = StateTrie::new();
-    let mut entries = 0usize;
-    let too_large = || quarry_storage::Error::Corrupt("state too large".into());
-    let outcome = tx
-        .for_each_storage(|address, slot, value| {
-            entries += 1;
-            if entries > max_entries {
-                return Err(too_large());
-            }
-            trie.load_slot(address, slot, value);
-            Ok(())
-        })
-        .and_then(|()| {
-            tx.for_each_account(|address, account| {
-                entries += 1;
-                if entries > max_entries {
-                    return Err(too_large());
-                }
-                trie.load_account(address, account);
-                Ok(())
-            })
-        });
-    match outcome {
-        Ok(()) => Ok(Some(trie)),
-        Err(_) if entries > max_entries => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Takes `trie`, holding the state after block `head`, back to the state after block `base`
-/// with the stored changesets (journaled: `rollback` undoes it). `false` when the database
-/// keeps no changesets.
-pub fn unwind_trie(
-    trie: &mut StateTrie,
-    tx: &ReadTx,
-    head: u64,
-    base: u64,
-) -> quarry_storage::Result<bool> {
-    if tx.schema_version()? < quarry_storage::CHANGESETS_LAYOUT {
-        return Ok(false);
-    }
-    let mut restored: BTreeMap<Address, quarry_storage::RestoredAccount> = BTreeMap::new();
-    for number in (base + 1..=head).rev() {
-        for (address, account) in tx.account_changeset(number)? {
-            restored.entry(address).or_default().account = account;
-        }
-        for (address, slot, value) in tx.storage_changeset(number)? {
-            restored
-                .entry(address)
-                .or_default()
-                .storage
-                .insert(slot, value);
-        }
-    }
-    trie.restore(&restored);
-    Ok(true)
 }

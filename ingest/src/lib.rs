@@ -205,11 +205,10 @@ pub enum Reorgs {
 /// The default `--max-reorg-depth`.
 pub const DEFAULT_MAX_REORG_DEPTH: u64 = 128;
 
-/// Imports blocks into one database, keeping the state trie of its head in memory.
+/// Imports blocks into one database; the state trie lives in it, updated block by block.
 pub struct Importer {
     db: Database,
     spec: ChainSpec,
-    trie: StateTrie,
     head: Header,
     head_hash: B256,
     reorgs: Reorgs,
@@ -253,7 +252,7 @@ impl Importer {
     pub fn open(db: Database, genesis: &Genesis) -> Result<Self> {
         let spec = ChainSpec::from_config(genesis.config.clone());
         let mut state = genesis_state(&genesis.alloc);
-        let header = genesis_header(genesis, &spec, state.trie.root());
+        let header = genesis_header(genesis, &spec, state.trie.root_of_changes()?);
         Self::open_with_genesis(db, spec, header, state)
     }
 
@@ -265,7 +264,7 @@ impl Importer {
         alloc: &std::collections::BTreeMap<Address, alloy_genesis::GenesisAccount>,
     ) -> Result<Self> {
         let mut state = genesis_state(alloc);
-        let computed = state.trie.root();
+        let computed = state.trie.root_of_changes()?;
         if computed != header.state_root {
             return Err(Error::StateMismatch {
                 number: 0,
@@ -313,6 +312,7 @@ impl Importer {
                     total_difficulty: genesis.difficulty,
                 })?;
                 tx.apply_state_changes(genesis.number, &state.accounts, &state.bytecodes)?;
+                state.trie.write(&tx)?;
                 let config = serde_json::to_vec(&spec.config)
                     .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
                 tx.put_meta("chain_config", &config)?;
@@ -321,7 +321,6 @@ impl Importer {
                 return Ok(Self {
                     db,
                     spec,
-                    trie: state.trie,
                     head: genesis,
                     head_hash: genesis_hash,
                     reorgs: Reorgs::Refuse,
@@ -348,25 +347,23 @@ impl Importer {
         let head = reader.header(number)?.ok_or_else(|| {
             quarry_storage::Error::Corrupt(format!("no header for head {number}"))
         })?;
-        let trie = load_trie(&reader)?;
+        // The stored trie's root, from its root node: nothing else of the state is read.
+        let computed = StateTrie::new().root(&reader)?;
         drop(reader);
-        let mut importer = Self {
-            db,
-            spec,
-            trie,
-            head,
-            head_hash,
-            reorgs: Reorgs::Refuse,
-        };
-        let computed = importer.trie.root();
-        if computed != importer.head.state_root {
+        if computed != head.state_root {
             return Err(Error::StateMismatch {
                 number,
                 computed,
-                expected: importer.head.state_root,
+                expected: head.state_root,
             });
         }
-        Ok(importer)
+        Ok(Self {
+            db,
+            spec,
+            head,
+            head_hash,
+            reorgs: Reorgs::Refuse,
+        })
     }
 
     pub fn head(&self) -> (u64, B256) {
@@ -534,7 +531,6 @@ impl Importer {
                 .is_some_and(|r| self.head.number >= r.head.number)
         {
             p.replaced = None;
-            self.trie.release();
         }
     }
 
@@ -559,20 +555,17 @@ impl Importer {
                 return Ok(());
             }
         }
-        if pending.replaced.take().is_some() {
-            self.trie.release();
-        }
+        pending.replaced = None;
         self.commit(Some(pending), highest_read, stats)
     }
 
-    /// Drops the open transaction unseen; if it had unwound stored blocks, the trie and the
-    /// head go back to the chain before the unwind.
+    /// Drops the open transaction unseen; if it had unwound stored blocks, the head goes back
+    /// to the chain before the unwind (the trie is in the dropped transaction).
     fn abandon(&mut self, pending: Option<Pending>) {
         let Some(pending) = pending else {
             return;
         };
         if let Some(replaced) = pending.replaced {
-            self.trie.rollback_held();
             self.head = replaced.head;
             self.head_hash = replaced.head_hash;
         }
@@ -584,15 +577,10 @@ impl Importer {
     /// any failure nothing changes.
     pub fn unwind_to(&mut self, ancestor: u64) -> Result<()> {
         let tx = self.db.writer()?;
-        self.trie.hold();
         let (head, head_hash) = (self.head.clone(), self.head_hash);
         match self.unwind(&tx, ancestor).and_then(|()| Ok(tx.commit()?)) {
-            Ok(()) => {
-                self.trie.release();
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(err) => {
-                self.trie.rollback_held();
                 self.head = head;
                 self.head_hash = head_hash;
                 Err(err)
@@ -600,15 +588,16 @@ impl Importer {
         }
     }
 
-    /// Unwinds the stored chain above `ancestor` in `tx` and rolls the trie back with it,
-    /// checking that the trie's root is then the ancestor's state root.
+    /// Unwinds the stored chain above `ancestor` in `tx` and the state trie with it, checking
+    /// that the trie's root is then the ancestor's state root.
     fn unwind(&mut self, tx: &WriteTx, ancestor: u64) -> Result<()> {
         let missing = || quarry_storage::Error::Corrupt(format!("no stored block {ancestor}"));
         let header = tx.header(ancestor)?.ok_or_else(missing)?;
         let hash = tx.canonical_hash(ancestor)?.ok_or_else(missing)?;
         let unwound = tx.unwind_to(ancestor)?;
-        self.trie.restore(&unwound.restored);
-        let computed = self.trie.root();
+        let mut trie = StateTrie::new();
+        trie.restore(&unwound.restored);
+        let computed = trie.root(tx)?;
         if computed != header.state_root {
             return Err(Error::StateMismatch {
                 number: ancestor,
@@ -616,7 +605,7 @@ impl Importer {
                 expected: header.state_root,
             });
         }
-        self.trie.commit();
+        trie.write(tx)?;
         self.head = header;
         self.head_hash = hash;
         Ok(())
@@ -684,7 +673,6 @@ impl Importer {
                 .tx
                 .total_difficulty(self.head.number)?
                 .unwrap_or_default();
-            self.trie.hold();
             *pending = Some(Pending {
                 replaced: Some(Replaced {
                     head: self.head.clone(),
@@ -786,7 +774,7 @@ impl Importer {
             }
             let exec_start = Instant::now();
             // Execution only reads `tx`, so a failure here leaves the staged blocks whole.
-            let executed = match execute_block(&self.spec, tx, &mut self.trie, &block) {
+            let executed = match execute_block(&self.spec, tx, &block) {
                 Ok(executed) => executed,
                 Err(source) => {
                     return Ok(Some(Error::Block {
@@ -825,6 +813,7 @@ impl Importer {
             total_difficulty: executed.total_difficulty,
         })?;
         tx.apply_state_changes(block.header.number, &executed.accounts, &executed.bytecodes)?;
+        executed.trie.write(tx)?;
         self.head = block.header;
         self.head_hash = block.hash;
         Ok(())
@@ -833,7 +822,7 @@ impl Importer {
     /// Builds the block after the head from `template` (see `quarry_executor::build_block`) and
     /// stages it in `tx`, which must be this importer's writer; commit `tx` to keep it.
     pub fn build_block(&mut self, tx: &WriteTx, template: BlockTemplate) -> Result<SealedBlock> {
-        let (block, executed) = build_block(&self.spec, tx, &mut self.trie, template)?;
+        let (block, executed) = build_block(&self.spec, tx, template)?;
         self.stage(tx, block.clone(), &executed)?;
         Ok(block)
     }
@@ -1043,18 +1032,4 @@ fn decode_block(name: &str, raw: RawBlock) -> Result<Decoded> {
             senders: Vec::new(),
         },
     })
-}
-
-/// Rebuilds the state trie from the latest state in storage.
-fn load_trie(reader: &quarry_storage::ReadTx) -> Result<StateTrie> {
-    let mut trie = StateTrie::new();
-    reader.for_each_storage(|address, slot, value| {
-        trie.load_slot(address, slot, value);
-        Ok(())
-    })?;
-    reader.for_each_account(|address, account| {
-        trie.load_account(address, account);
-        Ok(())
-    })?;
-    Ok(trie)
 }

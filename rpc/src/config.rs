@@ -34,6 +34,10 @@ pub struct Config {
     /// tracing); past it the trace stops with an error instead of exhausting memory.
     #[serde(default = "default_max_trace_bytes")]
     pub max_trace_bytes: usize,
+    /// eth_getProof: how many blocks behind the head a proof may be asked for (its cost follows
+    /// the state changed since that block).
+    #[serde(default = "default_proof_window")]
+    pub proof_window: u64,
     /// eth_getLogs: most logs in one answer; more is error -32005 with a range that fits.
     #[serde(default = "default_max_logs")]
     pub max_logs: usize,
@@ -249,6 +253,10 @@ const fn default_max_response_bytes() -> u32 {
 const fn default_max_batch() -> u32 {
     100
 }
+const fn default_proof_window() -> u64 {
+    crate::node::DEFAULT_PROOF_WINDOW
+}
+
 const fn default_call_timeout_ms() -> u64 {
     5000
 }

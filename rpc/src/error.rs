@@ -90,6 +90,15 @@ pub enum RpcError {
     /// A struct-log trace outgrew `max_trace_bytes`.
     #[error("{0}")]
     TraceTooLarge(String),
+    /// eth_getProof at a block further behind the head than `proof_window` allows.
+    #[error(
+        "block {block} is {behind} blocks behind the head; eth_getProof reaches at most {window} blocks back (proof_window)"
+    )]
+    ProofWindow {
+        block: u64,
+        behind: u64,
+        window: u64,
+    },
     /// A blocking task panicked or was cancelled.
     #[error("internal error: {0}")]
     Internal(String),
@@ -146,6 +155,7 @@ impl From<RpcError> for ErrorObjectOwned {
             | RpcError::UnknownBlock
             | RpcError::HeaderForHashNotFound
             | RpcError::NotCanonical(_)
+            | RpcError::ProofWindow { .. }
             | RpcError::Execution(_)
             | RpcError::NoChain => SERVER_ERROR_CODE,
             RpcError::Storage(e) => {

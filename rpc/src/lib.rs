@@ -40,7 +40,7 @@ use jsonrpsee::{
     server::{BatchRequestConfig, Server, ServerConfig, ServerHandle},
     types::ErrorObjectOwned,
 };
-use params::{Args, BlockId, BlockTag, Index, StorageKey};
+use params::{Args, BlockId, BlockTag, Index, ProofKeys, StorageKey};
 use pool::ReadPool;
 use quarry_storage::Database;
 use serde::Serialize;
@@ -333,6 +333,20 @@ fn methods(
         1,
         |node, tx, args| node.logs(tx, &args.required(0)?),
     )?;
+    // Proofs at older blocks cost what changed since; they take fair turns like calls.
+    heavy::register(
+        m,
+        pool,
+        heavy::Limit::Call,
+        "eth_getProof",
+        &["address", "storageKeys", "block"],
+        2,
+        |node, tx, args| {
+            let ProofKeys(keys) = args.required(1)?;
+            let at = block_or_latest(args, 2)?;
+            node.proof(tx, args.required(0)?, &keys, at)
+        },
+    )?;
     register_snapshot(m, pool, "rollup_getInfo", &[], 0, |node, tx, _| {
         node.rollup_info(tx)
     })?;
@@ -593,7 +607,8 @@ pub async fn start(
             .and_then(|l1| opened.iter().find(|(n, _)| &n.name == l1))
             .map(|(n, _)| n.db.clone());
         let node = Node::new(network.db.clone(), marks, call_timeout, logs, l1)
-            .map_err(|e| ServeError::Open(format!("network {}: {e}", network.name)))?;
+            .map_err(|e| ServeError::Open(format!("network {}: {e}", network.name)))?
+            .with_proof_window(config.proof_window);
         if let Some((expected, declared)) = declared.and_then(|n| Some((n.chain_id?, n))) {
             let stored = node
                 .chain_id()

@@ -26,6 +26,7 @@ mod calls;
 mod fees;
 mod info;
 mod logs;
+mod proofs;
 mod simulate;
 mod state;
 mod traces;
@@ -40,6 +41,9 @@ pub struct BlockMarks {
     pub safe: Option<u64>,
     pub finalized: Option<u64>,
 }
+
+/// How many blocks behind the head eth_getProof reaches unless configured.
+pub const DEFAULT_PROOF_WINDOW: u64 = 10_000;
 
 /// What a method may read.
 pub enum Reads<'a> {
@@ -111,6 +115,8 @@ pub struct Node {
     /// The wall-clock limit of one eth_call or one whole eth_estimateGas.
     call_timeout: Duration,
     logs: LogsConfig,
+    /// How many blocks behind the head eth_getProof reaches.
+    proof_window: u64,
     /// The network this one is a rollup of: rollup_getInfo's ethContext is its head.
     l1: Option<Database>,
     /// The last tip suggestion and the head it was computed at (by hash: still right after an
@@ -189,12 +195,19 @@ impl Node {
             spec: spec.map(Arc::new),
             call_timeout,
             logs,
+            proof_window: DEFAULT_PROOF_WINDOW,
             l1,
             last_tip: Arc::new(Mutex::new(TipSuggestion {
                 head: None,
                 tip: DEFAULT_TIP,
             })),
         })
+    }
+
+    /// Sets how many blocks behind the head eth_getProof reaches (`proof_window`).
+    pub fn with_proof_window(mut self, blocks: u64) -> Self {
+        self.proof_window = blocks;
+        self
     }
 
     /// The wall-clock limit of one eth_call or one whole eth_estimateGas.

@@ -241,6 +241,50 @@ impl FromArg for StorageKey {
     }
 }
 
+/// A storage key of eth_getProof: read as [`StorageKey`], remembering whether it was given as
+/// 32 bytes, since geth echoes such a key as 32 bytes and any other as a quantity.
+pub struct ProofKey {
+    pub slot: B256,
+    pub full_length: bool,
+}
+
+impl FromArg for ProofKey {
+    fn from_arg(value: &Value) -> Result<Self, String> {
+        let StorageKey(slot) = StorageKey::from_arg(value)?;
+        let s = as_str(value, "a hex storage key")?;
+        let digits = s.len()
+            - if s.starts_with("0x") || s.starts_with("0X") {
+                2
+            } else {
+                0
+            };
+        Ok(Self {
+            slot,
+            // An odd number of digits gets a leading zero: 63 digits are 32 bytes too.
+            full_length: digits.div_ceil(2) == 32,
+        })
+    }
+}
+
+/// eth_getProof's list of storage keys.
+pub struct ProofKeys(pub Vec<ProofKey>);
+
+impl FromArg for ProofKeys {
+    fn from_arg(value: &Value) -> Result<Self, String> {
+        let Value::Array(items) = value else {
+            return Err(format!(
+                "expected an array of storage keys, found {}",
+                json_kind(value)
+            ));
+        };
+        items
+            .iter()
+            .map(ProofKey::from_arg)
+            .collect::<Result<_, _>>()
+            .map(Self)
+    }
+}
+
 /// A block number or tag, as `eth_getBlockByNumber` and the other by-number methods take it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlockTag {

@@ -7,25 +7,12 @@ use crate::{
     error::RpcError,
     params::{BlockId, BlockTag, FromArg},
 };
-use alloy_primitives::B256;
 use jsonrpsee::RpcModule;
-use quarry_executor::{
-    StateTrie,
-    simulate::{
-        MAX_CALLS, MAX_CALLS_PER_BLOCK, MAX_SIMULATE_BLOCKS, SimBlock, SimCall, SimOptions,
-    },
+use quarry_executor::simulate::{
+    MAX_CALLS, MAX_CALLS_PER_BLOCK, MAX_SIMULATE_BLOCKS, SimBlock, SimCall, SimOptions,
 };
 use serde::Deserialize;
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
-
-/// Most accounts and slots whose state trie a simulation builds (for its blocks' state roots):
-/// beyond it the roots are zero rather than the server's memory exhausted.
-pub const MAX_TRIE_ENTRIES: usize = 2_000_000;
-
-/// The state trie of the last head a simulation ran on, by the head's hash; simulations change
-/// it and roll it back.
-pub type TrieCache = Arc<Mutex<Option<(B256, StateTrie)>>>;
 
 /// eth_simulateV1's first parameter.
 pub struct SimulateRequest {
@@ -131,7 +118,6 @@ pub fn register(
     module: &mut RpcModule<crate::Networks>,
     call_pool: &ReadPool,
 ) -> Result<(), ServeError> {
-    let tries = TrieCache::default();
     crate::heavy::register(
         module,
         call_pool,
@@ -145,7 +131,7 @@ pub fn register(
             let at = args
                 .optional::<BlockId>(1)?
                 .unwrap_or(BlockId::Tag(BlockTag::Latest));
-            node.simulate(tx, request, at, &tries)
+            node.simulate(tx, request, at)
         },
     )
 }

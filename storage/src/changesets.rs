@@ -105,6 +105,30 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(out)
     }
 
+    /// Every account and slot that the blocks after `block` changed, each as it was after
+    /// `block`: what an unwind to `block` would restore, read from the changesets alone. Its
+    /// cost follows the changes since `block`, not the size of the state.
+    pub fn reverts_to(&self, block: u64) -> Result<BTreeMap<Address, RestoredAccount>> {
+        let mut restored: BTreeMap<Address, RestoredAccount> = BTreeMap::new();
+        let Some((head, _)) = self.head()? else {
+            return Ok(restored);
+        };
+        // From the head down, so that the oldest block's "before" values are the ones kept.
+        for number in (block.saturating_add(1)..=head).rev() {
+            for (address, before) in self.account_changeset(number)? {
+                restored.entry(address).or_default().account = before;
+            }
+            for (address, slot, before) in self.storage_changeset(number)? {
+                restored
+                    .entry(address)
+                    .or_default()
+                    .storage
+                    .insert(slot, before);
+            }
+        }
+        Ok(restored)
+    }
+
     fn for_each_with_prefix(
         &self,
         table: Table,

@@ -8,6 +8,7 @@ mod migrate;
 mod models;
 mod receipts;
 mod tables;
+mod trie;
 
 pub use changesets::{RestoredAccount, Unwound};
 pub use logs::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
@@ -15,6 +16,7 @@ pub use migrate::{CHANGESETS_LAYOUT, SCHEMA_VERSION};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
 pub use tables::Table;
+pub use trie::{Leaf, LeafCursor, TrieId, TrieNodeCursor};
 
 use alloy_consensus::{BlockBody, Header, TxEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
@@ -141,6 +143,7 @@ impl Database {
         Ok(StorageTx {
             tx: self.env.begin_ro_sync()?,
             dbs: self.dbs.clone(),
+            scanned: Default::default(),
         })
     }
 
@@ -157,6 +160,7 @@ impl Database {
         Ok(StorageTx {
             tx: self.env.begin_rw_sync()?,
             dbs: self.dbs.clone(),
+            scanned: Default::default(),
         })
     }
 }
@@ -165,6 +169,8 @@ impl Database {
 pub struct StorageTx<K: TransactionKind> {
     tx: Tx<K>,
     dbs: Arc<Vec<signet_libmdbx::Database>>,
+    /// Entries read by whole-table scans and trie walks (see `state_entries_scanned`).
+    scanned: std::sync::atomic::AtomicU64,
 }
 
 /// The key of a slot in PlainStorage, and the prefix of its StorageHistory keys.
@@ -397,6 +403,11 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok((entries, hasher.finalize()))
     }
 
+    fn count_scanned(&self) {
+        self.scanned
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Every account of the latest state, in address order.
     pub fn for_each_account(
         &self,
@@ -405,6 +416,7 @@ impl<K: TransactionKind> StorageTx<K> {
         let mut cursor = self.tx.cursor(self.db(Table::PlainAccounts))?;
         let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
         while let Some((key, value)) = entry {
+            self.count_scanned();
             f(Address::from_slice(&key), StoredAccount::decode(&value)?)?;
             entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
         }
@@ -419,6 +431,7 @@ impl<K: TransactionKind> StorageTx<K> {
         let mut cursor = self.tx.cursor(self.db(Table::PlainStorage))?;
         let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
         while let Some((key, value)) = entry {
+            self.count_scanned();
             f(
                 Address::from_slice(&key[..20]),
                 B256::from_slice(&key[20..]),

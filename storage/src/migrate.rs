@@ -1,18 +1,25 @@
 //! The database layout version, and the resumable steps (`quarry migrate`) that bring a
 //! database written by an older quarry to the current layout.
 
-use crate::{Result, StorageTx, Table, models::be_u64, receipts};
+use crate::{Leaf, Result, StorageTx, Table, TrieId, models::be_u64, receipts};
+use alloy_primitives::keccak256;
+use alloy_trie::{HashBuilder, Nibbles, TrieAccount};
 use signet_libmdbx::{RwSync, TransactionKind};
 
 /// The first layout that records per-block changesets (layout 1 had none).
 pub const CHANGESETS_LAYOUT: u64 = 2;
 /// The first layout with receipts in the in-place encoding of `receipts.rs` (an RLP list before).
 pub const RECEIPTS_LAYOUT: u64 = 3;
+/// The first layout that stores the state trie (hashed state and branch nodes, `trie.rs`).
+pub const TRIE_LAYOUT: u64 = 4;
 /// The database layout this quarry writes.
-pub const SCHEMA_VERSION: u64 = RECEIPTS_LAYOUT;
+pub const SCHEMA_VERSION: u64 = TRIE_LAYOUT;
 const SCHEMA: &str = "schema";
 /// Progress of the receipts' re-encoding: the next block to re-encode (u64 BE).
 const RECEIPTS_PROGRESS: &str = "receipts_progress";
+/// Progress of the state trie's build: the last address whose storage trie and hashed state
+/// are written (20 bytes).
+const TRIE_PROGRESS: &str = "trie_progress";
 
 impl<K: TransactionKind> StorageTx<K> {
     /// The layout version the database says it has (1 when it names none).
@@ -41,14 +48,95 @@ impl StorageTx<RwSync> {
     /// current.
     pub fn migrate_step(&self, budget: u64) -> Result<bool> {
         match self.schema_version()? {
-            layout if layout < CHANGESETS_LAYOUT => self.build_changesets(budget).map(|_| false),
-            layout if layout < RECEIPTS_LAYOUT => self.reencode_receipts(budget),
-            _ => Ok(true),
+            layout if layout < CHANGESETS_LAYOUT => self.build_changesets(budget)?,
+            layout if layout < RECEIPTS_LAYOUT => self.reencode_receipts(budget)?,
+            layout if layout < TRIE_LAYOUT => self.build_state_trie(budget)?,
+            _ => return Ok(true),
+        };
+        Ok(self.schema_version()? >= SCHEMA_VERSION)
+    }
+
+    /// Builds the state trie's tables from the plain state: each account's hashed storage,
+    /// storage trie and hashed account, about `budget` slots per call (resuming after the last
+    /// account done); once every account is done, the accounts trie in one pass over the
+    /// hashed accounts.
+    fn build_state_trie(&self, budget: u64) -> Result<bool> {
+        let progress = self.meta(TRIE_PROGRESS)?;
+        let mut cursor = self.tx.cursor(self.db(Table::PlainAccounts))?;
+        let mut entry = match &progress {
+            Some(last) => match cursor.set_range::<Vec<u8>, Vec<u8>>(last)? {
+                Some((key, _)) if key == *last => cursor.next::<Vec<u8>, Vec<u8>>()?,
+                other => other,
+            },
+            None => cursor.first::<Vec<u8>, Vec<u8>>()?,
+        };
+        let mut done = 0u64;
+        while let Some((key, value)) = entry {
+            if done >= budget {
+                return Ok(false);
+            }
+            let address = alloy_primitives::Address::from_slice(&key);
+            let account = crate::StoredAccount::decode(&value)?;
+            let slots = self.account_storage(&address)?;
+            done += 1 + slots.len() as u64;
+            let storage_root = self.build_storage_trie(&address, &slots)?;
+            self.put_hashed_account(
+                &keccak256(address),
+                Some(&TrieAccount {
+                    nonce: account.nonce,
+                    balance: account.balance,
+                    storage_root,
+                    code_hash: account.code_hash,
+                }),
+            )?;
+            self.put_meta(TRIE_PROGRESS, &key)?;
+            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
         }
+        drop(cursor);
+        let mut hb = HashBuilder::default().with_updates(true);
+        let mut leaves = self.trie_leaves(TrieId::Accounts)?;
+        let mut leaf = leaves.seek(&Nibbles::default())?;
+        while let Some((key, Leaf::Account(account))) = leaf {
+            hb.add_leaf(Nibbles::unpack(key), &alloy_rlp::encode(account));
+            leaf = leaves.advance()?;
+        }
+        hb.root();
+        let (_, nodes) = hb.split();
+        for (path, node) in &nodes {
+            self.put_trie_node(&TrieId::Accounts, path, Some(node))?;
+        }
+        self.del(Table::Meta, TRIE_PROGRESS.as_bytes())?;
+        self.put_schema(TRIE_LAYOUT)?;
+        Ok(true)
+    }
+
+    /// Writes one account's hashed storage and storage trie nodes; returns its storage root.
+    fn build_storage_trie(
+        &self,
+        address: &alloy_primitives::Address,
+        slots: &[(alloy_primitives::B256, alloy_primitives::U256)],
+    ) -> Result<alloy_primitives::B256> {
+        let account = keccak256(address);
+        let mut hashed: Vec<_> = slots
+            .iter()
+            .map(|(slot, value)| (keccak256(slot), *value))
+            .collect();
+        hashed.sort_unstable();
+        let mut hb = HashBuilder::default().with_updates(true);
+        for (slot, value) in &hashed {
+            self.put_hashed_slot(&account, slot, *value)?;
+            hb.add_leaf(Nibbles::unpack(slot), &alloy_rlp::encode(value));
+        }
+        let root = hb.root();
+        let (_, nodes) = hb.split();
+        for (path, node) in &nodes {
+            self.put_trie_node(&TrieId::Storage(account), path, Some(node))?;
+        }
+        Ok(root)
     }
 
     /// Rewrites layout 2's RLP receipt lists in the current encoding, block by block, until
-    /// about `max_receipts` receipts are done.
+    /// about `max_receipts` receipts are done. Returns `true` once all are.
     fn reencode_receipts(&self, max_receipts: u64) -> Result<bool> {
         let mut next = self
             .meta(RECEIPTS_PROGRESS)?

@@ -88,4 +88,16 @@ tables! {
     /// its value before the block. Key: block number (u64 BE) then address (20) then slot (32).
     /// Value: 32 bytes BE (zero when it was unset).
     StorageChangeSets = "storage_changesets";
+    /// The latest state trie's account leaves. Key: keccak256 of the address (32 bytes). Value:
+    /// nonce (u64 BE), balance (32 bytes BE), storage root, code hash: 104 bytes (see trie.rs).
+    HashedAccounts = "hashed_accounts";
+    /// The latest state trie's storage leaves. Key: keccak256 of the address (32) then of the
+    /// slot (32). Value: the non-zero value (32 bytes BE).
+    HashedStorages = "hashed_storages";
+    /// The accounts trie's branch nodes. Key: the node's nibble path, one byte per nibble (the
+    /// root's is empty). Value: `BranchNodeCompact` (masks, child hashes, root hash; see trie.rs).
+    AccountsTrie = "accounts_trie";
+    /// The storage tries' branch nodes. Key: keccak256 of the address (32) then the node's nibble
+    /// path, one byte per nibble. Value: as in `AccountsTrie`.
+    StoragesTrie = "storages_trie";
 }

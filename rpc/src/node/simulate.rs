@@ -5,17 +5,14 @@ use crate::{
     call::revert_reason,
     error::{Result, RpcError},
     params::BlockId,
-    simulate::{MAX_TRIE_ENTRIES, SimulateRequest, TrieCache},
+    simulate::SimulateRequest,
     types::{BlockJson, LogJson, TxContext},
 };
 use alloy_primitives::{Bytes, U64, U256};
-use quarry_executor::simulate::{
-    SimBase, SimCallResult, SimulateError, SimulatedBlock, latest_trie, simulate, unwind_trie,
-};
+use quarry_executor::simulate::{SimBase, SimCallResult, SimulateError, SimulatedBlock, simulate};
 use quarry_storage::StoredBody;
 use serde::Serialize;
 use serde_json::Value;
-use std::sync::PoisonError;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -54,13 +51,11 @@ impl Node {
         tx: &Snapshot,
         request: SimulateRequest,
         at: BlockId,
-        tries: &TrieCache,
     ) -> Result<Vec<Value>> {
         let spec = self.spec.as_deref().ok_or(RpcError::NoChain)?;
         let (number, is_head) = self.state_block(tx, at)?;
         let header = tx.header(number)?.ok_or(RpcError::HeaderNotFound)?;
         let hash = tx.canonical_hash(number)?.ok_or(RpcError::HeaderNotFound)?;
-        let (head, head_hash) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
         let base = SimBase {
             spec,
             tx,
@@ -70,24 +65,7 @@ impl Node {
             is_head,
             deadline: tx.deadline(self.call_timeout),
         };
-        // The head's state trie, kept for the next request while the head stays.
-        let mut cached = tries.lock().unwrap_or_else(PoisonError::into_inner);
-        if cached.as_ref().is_none_or(|(hash, _)| *hash != head_hash) {
-            *cached = latest_trie(tx, MAX_TRIE_ENTRIES)?.map(|trie| (head_hash, trie));
-        }
-        let mut trie = cached.as_mut().map(|(_, trie)| trie);
-        if let Some(state) = trie.as_deref_mut()
-            && !is_head
-            && !unwind_trie(state, tx, head, number)?
-        {
-            trie = None;
-        }
-        let outcome = simulate(&base, trie, request.blocks, request.options);
-        if let Some((_, trie)) = cached.as_mut() {
-            trie.rollback();
-        }
-        drop(cached);
-        let blocks = outcome?;
+        let blocks = simulate(&base, request.blocks, request.options)?;
         blocks
             .iter()
             .map(|block| render(block, request.full_transactions))

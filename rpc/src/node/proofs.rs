@@ -1,0 +1,83 @@
+//! eth_getProof (EIP-1186): an account's and its slots' Merkle proofs after a block, in geth's
+//! shape.
+
+use super::{Node, Snapshot};
+use crate::{
+    error::{Result, RpcError},
+    params::{BlockId, ProofKey},
+};
+use alloy_primitives::{Address, B256, Bytes, U64, U256};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProofJson {
+    address: Address,
+    account_proof: Vec<Bytes>,
+    balance: U256,
+    code_hash: B256,
+    nonce: U64,
+    storage_hash: B256,
+    storage_proof: Vec<SlotProofJson>,
+}
+
+#[derive(Serialize)]
+pub struct SlotProofJson {
+    /// As given when it was 32 bytes, else as a quantity (geth's rule).
+    key: String,
+    value: U256,
+    proof: Vec<Bytes>,
+}
+
+impl Node {
+    /// eth_getProof: at the head from the stored trie; at an older block from the stored trie
+    /// with the changes since that block undone in memory, so its cost follows those changes.
+    pub fn proof(
+        &self,
+        tx: &Snapshot,
+        address: Address,
+        keys: &[ProofKey],
+        at: BlockId,
+    ) -> Result<ProofJson> {
+        let (number, is_head) = self.state_block(tx, at)?;
+        let reverts = if is_head {
+            BTreeMap::new()
+        } else {
+            let (head, _) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
+            let behind = head.saturating_sub(number);
+            if behind > self.proof_window {
+                return Err(RpcError::ProofWindow {
+                    block: number,
+                    behind,
+                    window: self.proof_window,
+                });
+            }
+            tx.reverts_to(number)?
+        };
+        let slots: Vec<B256> = keys.iter().map(|key| key.slot).collect();
+        let proof = quarry_executor::account_proof(tx, &reverts, address, &slots)?;
+        Ok(ProofJson {
+            address,
+            account_proof: proof.account_proof.clone(),
+            balance: proof.account.map_or(U256::ZERO, |a| a.balance),
+            code_hash: proof.code_hash(),
+            nonce: U64::from(proof.account.map_or(0, |a| a.nonce)),
+            storage_hash: proof.storage_hash(),
+            storage_proof: proof
+                .storage
+                .into_iter()
+                .zip(keys)
+                .map(|(slot, key)| SlotProofJson {
+                    key: if key.full_length {
+                        key.slot.to_string()
+                    } else {
+                        format!("{:#x}", U256::from_be_bytes(key.slot.0))
+                    },
+                    value: slot.value,
+                    proof: slot.proof,
+                })
+                .collect(),
+        })
+    }
+}

@@ -1,0 +1,352 @@
+//! The state trie on disk, as reth keeps it: the hashed state (the trie's leaves, keyed by the
+//! keccak hash of the address and of the slot, so a cursor walks them in trie order) and the
+//! trie's branch nodes in `BranchNodeCompact` form, keyed by their nibble path. Leaves and
+//! extension nodes are not stored: they follow from the hashed state.
+
+use crate::{Error, Result, StorageTx, Table};
+use alloy_primitives::{B256, U256};
+use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask};
+use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
+use std::sync::atomic::Ordering;
+
+/// Which trie: the accounts trie, or the storage trie of the account with this hashed address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TrieId {
+    Accounts,
+    Storage(B256),
+}
+
+impl TrieId {
+    /// The bytes every key of this trie starts with, in `HashedStorages` and `StoragesTrie`.
+    fn prefix(&self) -> &[u8] {
+        match self {
+            TrieId::Accounts => &[],
+            TrieId::Storage(account) => account.as_slice(),
+        }
+    }
+
+    fn nodes_table(&self) -> Table {
+        match self {
+            TrieId::Accounts => Table::AccountsTrie,
+            TrieId::Storage(_) => Table::StoragesTrie,
+        }
+    }
+
+    fn leaves_table(&self) -> Table {
+        match self {
+            TrieId::Accounts => Table::HashedAccounts,
+            TrieId::Storage(_) => Table::HashedStorages,
+        }
+    }
+}
+
+/// A trie leaf's value as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leaf {
+    Account(TrieAccount),
+    Slot(U256),
+}
+
+/// `HashedAccounts` value: nonce (u64 BE), balance (32 bytes BE), storage root, code hash.
+const TRIE_ACCOUNT_LEN: usize = 8 + 32 + 32 + 32;
+
+pub(crate) fn encode_trie_account(account: &TrieAccount) -> [u8; TRIE_ACCOUNT_LEN] {
+    let mut out = [0u8; TRIE_ACCOUNT_LEN];
+    out[..8].copy_from_slice(&account.nonce.to_be_bytes());
+    out[8..40].copy_from_slice(&account.balance.to_be_bytes::<32>());
+    out[40..72].copy_from_slice(account.storage_root.as_slice());
+    out[72..].copy_from_slice(account.code_hash.as_slice());
+    out
+}
+
+pub(crate) fn decode_trie_account(bytes: &[u8]) -> Result<TrieAccount> {
+    if bytes.len() != TRIE_ACCOUNT_LEN {
+        return Err(Error::Corrupt(format!(
+            "hashed account has {} bytes, expected {TRIE_ACCOUNT_LEN}",
+            bytes.len()
+        )));
+    }
+    let mut nonce = [0u8; 8];
+    nonce.copy_from_slice(&bytes[..8]);
+    Ok(TrieAccount {
+        nonce: u64::from_be_bytes(nonce),
+        balance: U256::from_be_slice(&bytes[8..40]),
+        storage_root: B256::from_slice(&bytes[40..72]),
+        code_hash: B256::from_slice(&bytes[72..]),
+    })
+}
+
+/// `AccountsTrie` / `StoragesTrie` value: state, tree and hash masks (u16 BE each), then the
+/// hashes of the children in the hash mask, then the root hash for the node at the empty path.
+pub(crate) fn encode_branch(node: &BranchNodeCompact) -> Vec<u8> {
+    let mut out = Vec::with_capacity(6 + 32 * (node.hashes.len() + 1));
+    for mask in [node.state_mask, node.tree_mask, node.hash_mask] {
+        out.extend_from_slice(&mask.get().to_be_bytes());
+    }
+    for hash in node.hashes.iter() {
+        out.extend_from_slice(hash.as_slice());
+    }
+    if let Some(root) = node.root_hash {
+        out.extend_from_slice(root.as_slice());
+    }
+    out
+}
+
+pub(crate) fn decode_branch(bytes: &[u8]) -> Result<BranchNodeCompact> {
+    let corrupt = || Error::Corrupt(format!("malformed trie node of {} bytes", bytes.len()));
+    if bytes.len() < 6 || !(bytes.len() - 6).is_multiple_of(32) {
+        return Err(corrupt());
+    }
+    let mask = |at: usize| TrieMask::new(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
+    let (state_mask, tree_mask, hash_mask) = (mask(0), mask(2), mask(4));
+    let count = hash_mask.count_ones() as usize;
+    let stored = (bytes.len() - 6) / 32;
+    let root_hash = match stored.checked_sub(count) {
+        Some(0) => None,
+        Some(1) => Some(B256::from_slice(&bytes[bytes.len() - 32..])),
+        _ => return Err(corrupt()),
+    };
+    if !tree_mask.is_subset_of(state_mask) || !hash_mask.is_subset_of(state_mask) {
+        return Err(corrupt());
+    }
+    let hashes = bytes[6..6 + 32 * count]
+        .chunks_exact(32)
+        .map(B256::from_slice)
+        .collect();
+    Ok(BranchNodeCompact::new(
+        state_mask, tree_mask, hash_mask, hashes, root_hash,
+    ))
+}
+
+/// A node key: the trie's prefix, then one byte per nibble (so that byte order is trie order,
+/// a path before the paths below it).
+fn node_key(trie: &TrieId, path: &Nibbles) -> Vec<u8> {
+    let prefix = trie.prefix();
+    let mut key = Vec::with_capacity(prefix.len() + path.len());
+    key.extend_from_slice(prefix);
+    key.extend(path.iter());
+    key
+}
+
+/// The smallest leaf key (32 bytes) under a nibble path, for seeking: the path's nibbles
+/// packed, zero after.
+fn leaf_seek_key(trie: &TrieId, path: &Nibbles) -> Vec<u8> {
+    let prefix = trie.prefix();
+    let mut key = Vec::with_capacity(prefix.len() + 32);
+    key.extend_from_slice(prefix);
+    let mut packed = [0u8; 32];
+    for (i, nibble) in path.iter().enumerate().take(64) {
+        packed[i / 2] |= if i % 2 == 0 { nibble << 4 } else { nibble };
+    }
+    key.extend_from_slice(&packed);
+    key
+}
+
+/// Reads a trie's stored branch nodes in path order.
+pub struct TrieNodeCursor<'tx, K: TransactionKind> {
+    cursor: Cursor<'tx, K>,
+    trie: TrieId,
+    scanned: &'tx std::sync::atomic::AtomicU64,
+}
+
+impl<K: TransactionKind> TrieNodeCursor<'_, K> {
+    /// The first stored node whose path is `path` or after it, in this trie.
+    pub fn seek(&mut self, path: &Nibbles) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
+        let key = node_key(&self.trie, path);
+        let entry = self.cursor.set_range::<Vec<u8>, Vec<u8>>(&key)?;
+        self.decode(entry)
+    }
+
+    /// The node after the last one returned.
+    pub fn advance(&mut self) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
+        let entry = self.cursor.next::<Vec<u8>, Vec<u8>>()?;
+        self.decode(entry)
+    }
+
+    fn decode(
+        &self,
+        entry: Option<(Vec<u8>, Vec<u8>)>,
+    ) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
+        self.scanned.fetch_add(1, Ordering::Relaxed);
+        let prefix = self.trie.prefix();
+        let Some((key, value)) = entry.filter(|(key, _)| key.starts_with(prefix)) else {
+            return Ok(None);
+        };
+        let nibbles = &key[prefix.len()..];
+        if nibbles.len() >= 64 || nibbles.iter().any(|n| *n > 0xf) {
+            return Err(Error::Corrupt(format!(
+                "trie node key {} is not a nibble path",
+                alloy_primitives::hex::encode(&key)
+            )));
+        }
+        Ok(Some((
+            Nibbles::from_nibbles_unchecked(nibbles),
+            decode_branch(&value)?,
+        )))
+    }
+}
+
+/// Reads a trie's leaves (the hashed state) in key order.
+pub struct LeafCursor<'tx, K: TransactionKind> {
+    cursor: Cursor<'tx, K>,
+    trie: TrieId,
+    scanned: &'tx std::sync::atomic::AtomicU64,
+}
+
+impl<K: TransactionKind> LeafCursor<'_, K> {
+    /// The first leaf at or after the smallest key under `path`.
+    pub fn seek(&mut self, path: &Nibbles) -> Result<Option<(B256, Leaf)>> {
+        let key = leaf_seek_key(&self.trie, path);
+        let entry = self.cursor.set_range::<Vec<u8>, Vec<u8>>(&key)?;
+        self.decode(entry)
+    }
+
+    /// The leaf after the last one returned.
+    pub fn advance(&mut self) -> Result<Option<(B256, Leaf)>> {
+        let entry = self.cursor.next::<Vec<u8>, Vec<u8>>()?;
+        self.decode(entry)
+    }
+
+    fn decode(&self, entry: Option<(Vec<u8>, Vec<u8>)>) -> Result<Option<(B256, Leaf)>> {
+        self.scanned.fetch_add(1, Ordering::Relaxed);
+        let prefix = self.trie.prefix();
+        let Some((key, value)) = entry.filter(|(key, _)| key.starts_with(prefix)) else {
+            return Ok(None);
+        };
+        let hashed = crate::b256("hashed state key", &key[prefix.len()..])?;
+        let leaf = match self.trie {
+            TrieId::Accounts => Leaf::Account(decode_trie_account(&value)?),
+            TrieId::Storage(_) => Leaf::Slot(U256::from_be_slice(&value)),
+        };
+        Ok(Some((hashed, leaf)))
+    }
+}
+
+impl<K: TransactionKind> StorageTx<K> {
+    /// A cursor over the stored branch nodes of `trie`.
+    pub fn trie_nodes(&self, trie: TrieId) -> Result<TrieNodeCursor<'_, K>> {
+        Ok(TrieNodeCursor {
+            cursor: self.tx.cursor(self.db(trie.nodes_table()))?,
+            trie,
+            scanned: &self.scanned,
+        })
+    }
+
+    /// A cursor over the leaves of `trie`.
+    pub fn trie_leaves(&self, trie: TrieId) -> Result<LeafCursor<'_, K>> {
+        Ok(LeafCursor {
+            cursor: self.tx.cursor(self.db(trie.leaves_table()))?,
+            trie,
+            scanned: &self.scanned,
+        })
+    }
+
+    /// An account as the latest state trie holds it (with its storage root), by hashed address.
+    pub fn hashed_account(&self, hashed: &B256) -> Result<Option<TrieAccount>> {
+        self.get(Table::HashedAccounts, hashed.as_slice())?
+            .map(|value| decode_trie_account(&value))
+            .transpose()
+    }
+
+    /// How many entries of the state trie's tables (hashed state and nodes) and of the plain
+    /// state's full scans this transaction has read: what tests assert "no full read" on.
+    pub fn state_entries_scanned(&self) -> u64 {
+        self.scanned.load(Ordering::Relaxed)
+    }
+}
+
+impl StorageTx<RwSync> {
+    /// Sets (or with `None` deletes) an account's leaf in the latest state trie.
+    pub fn put_hashed_account(&self, hashed: &B256, account: Option<&TrieAccount>) -> Result<()> {
+        match account {
+            Some(account) => self.put(
+                Table::HashedAccounts,
+                hashed.as_slice(),
+                &encode_trie_account(account),
+            ),
+            None => self.del(Table::HashedAccounts, hashed.as_slice()),
+        }
+    }
+
+    /// Sets a slot's leaf in an account's storage trie; zero deletes it.
+    pub fn put_hashed_slot(&self, account: &B256, slot: &B256, value: U256) -> Result<()> {
+        let mut key = [0u8; 64];
+        key[..32].copy_from_slice(account.as_slice());
+        key[32..].copy_from_slice(slot.as_slice());
+        if value.is_zero() {
+            self.del(Table::HashedStorages, &key)
+        } else {
+            self.put(Table::HashedStorages, &key, &value.to_be_bytes::<32>())
+        }
+    }
+
+    /// Removes an account's whole storage trie: its leaves and its nodes.
+    pub fn wipe_hashed_storage(&self, account: &B256) -> Result<()> {
+        for table in [Table::HashedStorages, Table::StoragesTrie] {
+            self.delete_prefix(table, account.as_slice())?;
+        }
+        Ok(())
+    }
+
+    /// Sets (or with `None` deletes) the branch node at `path` of `trie`.
+    pub fn put_trie_node(
+        &self,
+        trie: &TrieId,
+        path: &Nibbles,
+        node: Option<&BranchNodeCompact>,
+    ) -> Result<()> {
+        let key = node_key(trie, path);
+        match node {
+            Some(node) => self.put(trie.nodes_table(), &key, &encode_branch(node)),
+            None => self.del(trie.nodes_table(), &key),
+        }
+    }
+
+    fn delete_prefix(&self, table: Table, prefix: &[u8]) -> Result<()> {
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let mut entry = cursor.set_range::<Vec<u8>, ()>(prefix)?;
+        while let Some((key, ())) = entry {
+            if !key.starts_with(prefix) {
+                break;
+            }
+            cursor.del()?;
+            entry = cursor.get_current::<Vec<u8>, ()>()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn branch_nodes_round_trip() {
+        let hashes = vec![B256::repeat_byte(1), B256::repeat_byte(2)];
+        for root in [None, Some(B256::repeat_byte(9))] {
+            let node = BranchNodeCompact::new(
+                TrieMask::new(0b1011),
+                TrieMask::new(0b0010),
+                TrieMask::new(0b1010),
+                hashes.clone(),
+                root,
+            );
+            assert_eq!(decode_branch(&encode_branch(&node)).ok(), Some(node));
+        }
+        assert!(decode_branch(&[0; 7]).is_err());
+        // A hash mask naming two children with one hash stored.
+        assert!(decode_branch(&[0, 3, 0, 0, 0, 3, 1, 2, 3]).is_err());
+    }
+
+    #[test]
+    fn leaf_seek_keys_pack_nibbles() {
+        let path = Nibbles::from_nibbles_unchecked([0xa, 0xb, 0xc]);
+        let key = leaf_seek_key(&TrieId::Accounts, &path);
+        assert_eq!(&key[..2], &[0xab, 0xc0]);
+        assert!(key[2..].iter().all(|b| *b == 0));
+        let account = B256::repeat_byte(7);
+        let key = leaf_seek_key(&TrieId::Storage(account), &Nibbles::default());
+        assert_eq!(&key[..32], account.as_slice());
+        assert_eq!(key.len(), 64);
+    }
+}
