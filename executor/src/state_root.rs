@@ -116,6 +116,20 @@ impl StateTrie {
         self.compute_root(Some(tx))
     }
 
+    /// The root of the stored trie as it is: one read of its root node when the trie has one
+    /// (every trie but the smallest), else a walk of its few leaves.
+    pub fn stored_root<K: Access>(tx: &StorageTx<K>) -> quarry_storage::Result<B256> {
+        let root = tx
+            .trie_nodes(TrieId::Accounts)?
+            .seek(&Nibbles::default())?
+            .filter(|(path, _)| path.is_empty())
+            .and_then(|(_, node)| node.root_hash);
+        match root {
+            Some(root) => Ok(root),
+            None => Self::new().root(tx),
+        }
+    }
+
     /// The state root of the changes alone, as if nothing were stored (genesis).
     pub fn root_of_changes(&mut self) -> quarry_storage::Result<B256> {
         self.compute_root::<quarry_storage::ReadOnly>(None)

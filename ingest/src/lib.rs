@@ -348,7 +348,7 @@ impl Importer {
             quarry_storage::Error::Corrupt(format!("no header for head {number}"))
         })?;
         // The stored trie's root, from its root node: nothing else of the state is read.
-        let computed = StateTrie::new().root(&reader)?;
+        let computed = StateTrie::stored_root(&reader)?;
         drop(reader);
         if computed != head.state_root {
             return Err(Error::StateMismatch {

@@ -78,6 +78,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 pub struct Database {
     env: Environment,
     dbs: Arc<Vec<signet_libmdbx::Database>>,
+    /// Entries read by whole-table scans and trie walks, by every transaction of this handle
+    /// (see `state_entries_scanned`).
+    scanned: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for Database {
@@ -136,6 +139,7 @@ impl Database {
         Ok(Self {
             env,
             dbs: Arc::new(dbs),
+            scanned: Arc::default(),
         })
     }
 
@@ -143,7 +147,7 @@ impl Database {
         Ok(StorageTx {
             tx: self.env.begin_ro_sync()?,
             dbs: self.dbs.clone(),
-            scanned: Default::default(),
+            scanned: self.scanned.clone(),
         })
     }
 
@@ -155,12 +159,19 @@ impl Database {
         Ok(self.env.info()?.last_txnid() as u64)
     }
 
+    /// How many state entries this handle's transactions have read by whole-table scans of the
+    /// plain state and by trie walks (hashed state and trie nodes): what tests assert "no full
+    /// read" on.
+    pub fn state_entries_scanned(&self) -> u64 {
+        self.scanned.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Begins the write transaction; blocks while another writer (in any process) holds it.
     pub fn writer(&self) -> Result<WriteTx> {
         Ok(StorageTx {
             tx: self.env.begin_rw_sync()?,
             dbs: self.dbs.clone(),
-            scanned: Default::default(),
+            scanned: self.scanned.clone(),
         })
     }
 }
@@ -169,8 +180,8 @@ impl Database {
 pub struct StorageTx<K: TransactionKind> {
     tx: Tx<K>,
     dbs: Arc<Vec<signet_libmdbx::Database>>,
-    /// Entries read by whole-table scans and trie walks (see `state_entries_scanned`).
-    scanned: std::sync::atomic::AtomicU64,
+    /// The database handle's count of entries read by scans and trie walks.
+    scanned: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The key of a slot in PlainStorage, and the prefix of its StorageHistory keys.

@@ -228,7 +228,7 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(TrieNodeCursor {
             cursor: self.tx.cursor(self.db(trie.nodes_table()))?,
             trie,
-            scanned: &self.scanned,
+            scanned: self.scanned.as_ref(),
         })
     }
 
@@ -237,7 +237,7 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(LeafCursor {
             cursor: self.tx.cursor(self.db(trie.leaves_table()))?,
             trie,
-            scanned: &self.scanned,
+            scanned: self.scanned.as_ref(),
         })
     }
 
@@ -246,12 +246,6 @@ impl<K: TransactionKind> StorageTx<K> {
         self.get(Table::HashedAccounts, hashed.as_slice())?
             .map(|value| decode_trie_account(&value))
             .transpose()
-    }
-
-    /// How many entries of the state trie's tables (hashed state and nodes) and of the plain
-    /// state's full scans this transaction has read: what tests assert "no full read" on.
-    pub fn state_entries_scanned(&self) -> u64 {
-        self.scanned.load(Ordering::Relaxed)
     }
 }
 
