@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# State trie benchmark (issue 20), on a chain made by bench/scale.sh:
+#  1. ingest of every block but the last into a fresh datadir: total time, the state-root and
+#     write stages, and peak anonymous memory (RssAnon from /proc, sampled every 0.1 s; RSS
+#     would count the memory-mapped database);
+#  2. restart: `quarry ingest` of the last block on that datadir, from the process start to its
+#     exit after the block is committed (RUNS times, each after `quarry unwind` of that block);
+#  3. eth_getProof of one account with two slots (the first log emitter of the head block, a
+#     contract with storage): p50 and p99 of N sequential requests on one connection at
+#     `latest`, and of N_BACK requests 1,000 blocks back.
+#
+#   bench/trie.sh [CHAIN_DIR]        default target/bench/scale-20000x100 (BLOCKS=20000 bench/scale.sh)
+#   RUNS=5 N=2000 N_BACK=100 bench/trie.sh ...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+chain=${1:-target/bench/scale-20000x100}
+RUNS=${RUNS:-5}
+N=${N:-2000}
+N_BACK=${N_BACK:-100}
+source bench/lib.sh
+python3 - "$chain/chain.rlp" "$work" <<'PY'
+import sys
+data = open(sys.argv[1], 'rb').read()
+def item_len(b, p):
+    t = b[p]
+    if t >= 0xf8:
+        n = t - 0xf7
+        return 1 + n + int.from_bytes(b[p + 1:p + 1 + n], 'big')
+    return 1 + t - 0xc0
+pos, last = 0, 0
+while pos < len(data):
+    last = pos
+    pos += item_len(data, pos)
+open(f"{sys.argv[2]}/earlier.rlp", 'wb').write(data[:last])
+open(f"{sys.argv[2]}/last.rlp", 'wb').write(data[last:])
+PY
+genesis=$chain/genesis.json
+data=$work/data
+
+echo "== ingest of all blocks but the last"
+./target/release/quarry ingest --datadir "$data" --genesis "$genesis" "$work/earlier.rlp" \
+  >"$work/ingest.out" 2>/dev/null &
+pid=$!
+peak=0
+while kill -0 "$pid" 2>/dev/null; do
+  anon=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+  [ "${anon:-0}" -gt "$peak" ] && peak=$anon
+  sleep 0.1
+done
+wait "$pid"
+grep -E '^(imported|stages)' "$work/ingest.out"
+echo "peak RssAnon: $((peak / 1024)) MB"
+
+echo "== restart: ingest of one more block on the stored chain"
+head=$(./target/release/quarry ingest --datadir "$data" --genesis "$genesis" "$work/last.rlp" 2>/dev/null \
+  | sed -n 's/^head: block \([0-9]*\).*/\1/p')
+times=()
+for _ in $(seq 1 "$RUNS"); do
+  ./target/release/quarry unwind --datadir "$data" --genesis "$genesis" --to $((head - 1)) >/dev/null
+  start=$(date +%s.%N)
+  ./target/release/quarry ingest --datadir "$data" --genesis "$genesis" "$work/last.rlp" >/dev/null 2>&1
+  times+=("$(echo "$(date +%s.%N) - $start" | bc)")
+done
+printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "start to block %d committed: median %.3fs (min %.3fs, max %.3fs, %d runs)\n", '"$head"', a[int((NR+1)/2)], a[1], a[NR], NR}'
+
+echo "== eth_getProof"
+serve proof "$data" $'[[keys]]\nkey = "bench"'
+addr=$(address proof)
+python3 - "$addr" "$N" "$N_BACK" "$head" <<'PY'
+import http.client, json, sys, time
+addr, n_latest, n_back, head = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+conn = http.client.HTTPConnection(addr)
+def rpc(method, params):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    conn.request("POST", "/v3/bench", body, {"Content-Type": "application/json"})
+    answer = json.loads(conn.getresponse().read())
+    if "error" in answer:
+        sys.exit(f"{method}: {answer['error']}")
+    return answer["result"]
+logs = rpc("eth_getLogs", [{"fromBlock": hex(head), "toBlock": hex(head)}])
+account = logs[0]["address"]
+slots = ["0x" + "00" * 32, "0x" + "00" * 31 + "01"]
+for label, block, n in [("latest", "latest", n_latest), ("1000 blocks back", hex(head - 1000), n_back)]:
+    for _ in range(3):
+        rpc("eth_getProof", [account, slots, block])
+    took = []
+    for _ in range(n):
+        start = time.perf_counter()
+        rpc("eth_getProof", [account, slots, block])
+        took.append(time.perf_counter() - start)
+    took.sort()
+    print(f"eth_getProof {account}, 2 slots, {label}: p50 {1000 * took[n // 2]:.2f} ms, "
+          f"p99 {1000 * took[int(n * 0.99)]:.2f} ms ({n} requests)")
+PY
