@@ -65,6 +65,23 @@ fn encode_account(account: &TrieAccount) -> Vec<u8> {
     out
 }
 
+/// A walk's leaf overlay of storage slots by hashed slot: zero deletes.
+fn slot_leaves(slots: &BTreeMap<B256, U256>) -> BTreeMap<B256, Option<Vec<u8>>> {
+    slots
+        .iter()
+        .map(|(slot, value)| (*slot, (!value.is_zero()).then(|| encode_value(*value))))
+        .collect()
+}
+
+/// The sorted, distinct keys a walk descends to: those of `leaves` and the proof's `targets`.
+fn changed_keys(leaves: &BTreeMap<B256, Option<Vec<u8>>>, targets: &[Nibbles]) -> Vec<Nibbles> {
+    let mut changed: Vec<Nibbles> = leaves.keys().map(Nibbles::unpack).collect();
+    changed.extend_from_slice(targets);
+    changed.sort_unstable();
+    changed.dedup();
+    changed
+}
+
 impl StateTrie {
     pub fn new() -> Self {
         Self::default()
@@ -234,11 +251,7 @@ fn storage_root<K: Access>(
         entry.storage_root = Some(root);
         return Ok(root);
     }
-    let leaves: BTreeMap<B256, Option<Vec<u8>>> = entry
-        .slots
-        .iter()
-        .map(|(slot, value)| (*slot, (!value.is_zero()).then(|| encode_value(*value))))
-        .collect();
+    let leaves = slot_leaves(&entry.slots);
     let changed: Vec<Nibbles> = std::mem::take(&mut entry.dirty_slots)
         .iter()
         .map(Nibbles::unpack)
@@ -279,8 +292,10 @@ impl WalkOutcome {
                 }
             }
         }
+        let touched: std::collections::HashSet<&Nibbles> =
+            self.touched.iter().map(|(path, _)| path).collect();
         for (path, node) in &self.updates {
-            if !self.touched.iter().any(|(touched, _)| touched == path) {
+            if !touched.contains(path) {
                 overlay.insert(*path, Some(node.clone()));
             }
         }
@@ -426,12 +441,7 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
         from: &Nibbles,
         until: Option<&Nibbles>,
     ) -> quarry_storage::Result<()> {
-        let start = B256::from_slice(&{
-            let mut packed = [0u8; 32];
-            let bytes = from.pack();
-            packed[..bytes.len()].copy_from_slice(&bytes);
-            packed
-        });
+        let start = quarry_storage::first_key_under(from);
         let mut overlay = self.leaf_overlay.range(start..).peekable();
         let mut stored = match &mut self.stored {
             Some(stored) => stored.leaves.seek(from)?,
@@ -517,14 +527,14 @@ pub fn account_proof<K: Access>(
     slots: &[B256],
 ) -> quarry_storage::Result<AccountProof> {
     let hashed = keccak256(address);
-    // Storage roots of every reverted account whose storage changed, at the older state.
-    let mut leaves: BTreeMap<B256, Option<Vec<u8>>> = BTreeMap::new();
+    // Every reverted account as the older state has it, with its storage root then.
+    let mut accounts: BTreeMap<B256, Option<TrieAccount>> = BTreeMap::new();
     let mut target_storage: Option<Vec<SlotProof>> = None;
     for (reverted, restored) in reverts {
         let key = keccak256(reverted);
         let is_target = key == hashed;
         let Some(fields) = restored.account else {
-            leaves.insert(key, None);
+            accounts.insert(key, None);
             continue;
         };
         let storage_root = if restored.storage.is_empty() && !is_target {
@@ -543,13 +553,14 @@ pub fn account_proof<K: Access>(
             storage_root,
             code_hash: fields.code_hash,
         };
-        leaves.insert(key, Some(encode_account(&account)));
+        accounts.insert(key, Some(account));
     }
+    let leaves: BTreeMap<B256, Option<Vec<u8>>> = accounts
+        .iter()
+        .map(|(key, account)| (*key, account.as_ref().map(encode_account)))
+        .collect();
     let target = Nibbles::unpack(hashed);
-    let mut changed: Vec<Nibbles> = leaves.keys().map(Nibbles::unpack).collect();
-    changed.push(target);
-    changed.sort_unstable();
-    changed.dedup();
+    let changed = changed_keys(&leaves, &[target]);
     let nodes = NodeOverlay::new();
     let walk = Walk::new(
         Some(stored(tx, TrieId::Accounts)?),
@@ -561,12 +572,8 @@ pub fn account_proof<K: Access>(
     let outcome = walk.run()?;
     let account_proof = path_proof(&outcome.proof, &target);
 
-    let account = match leaves.get(&hashed) {
-        Some(leaf) => leaf
-            .as_ref()
-            .map(alloy_rlp::decode_exact::<TrieAccount>)
-            .transpose()
-            .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?,
+    let account = match accounts.get(&hashed) {
+        Some(account) => *account,
         None => tx.hashed_account(&hashed)?,
     };
     let storage = match (&account, target_storage) {
@@ -598,15 +605,11 @@ fn storage_proof<K: Access>(
     prove: bool,
     slots: &[B256],
 ) -> quarry_storage::Result<(B256, Vec<SlotProof>)> {
-    let leaves: BTreeMap<B256, Option<Vec<u8>>> = reverts
+    let reverted: BTreeMap<B256, U256> = reverts
         .iter()
-        .map(|(slot, value)| {
-            (
-                keccak256(slot),
-                (!value.is_zero()).then(|| encode_value(*value)),
-            )
-        })
+        .map(|(slot, value)| (keccak256(slot), *value))
         .collect();
+    let leaves = slot_leaves(&reverted);
     let targets: Vec<Nibbles> = if prove {
         slots
             .iter()
@@ -615,10 +618,7 @@ fn storage_proof<K: Access>(
     } else {
         Vec::new()
     };
-    let mut changed: Vec<Nibbles> = leaves.keys().map(Nibbles::unpack).collect();
-    changed.extend(targets.iter().copied());
-    changed.sort_unstable();
-    changed.dedup();
+    let changed = changed_keys(&leaves, &targets);
     let nodes = NodeOverlay::new();
     let trie = TrieId::Storage(account);
     let walk = Walk::new(
@@ -642,13 +642,8 @@ fn storage_proof<K: Access>(
         let mut values = tx.trie_leaves(trie)?;
         for (slot, target) in slots.iter().zip(&targets) {
             let hashed = keccak256(slot);
-            let value = match leaves.get(&hashed) {
-                Some(leaf) => leaf
-                    .as_ref()
-                    .map(alloy_rlp::decode_exact::<U256>)
-                    .transpose()
-                    .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?
-                    .unwrap_or_default(),
+            let value = match reverted.get(&hashed) {
+                Some(value) => *value,
                 None => match values.seek(target)? {
                     Some((key, Leaf::Slot(value))) if key == hashed => value,
                     _ => U256::ZERO,

@@ -222,23 +222,28 @@ pub struct StorageKey(pub B256);
 
 impl FromArg for StorageKey {
     fn from_arg(value: &Value) -> Result<Self, String> {
-        let s = as_str(value, "a hex storage key")?;
-        let digits = s
-            .strip_prefix("0x")
-            .or_else(|| s.strip_prefix("0X"))
-            .unwrap_or(s);
-        if digits.len() > 64 {
-            return Err(format!(
-                "storage key too long (want at most 32 bytes): {s:?}"
-            ));
-        }
-        let mut padded = [b'0'; 64];
-        padded[64 - digits.len()..].copy_from_slice(digits.as_bytes());
-        let mut out = [0u8; 32];
-        hex::decode_to_slice(padded, &mut out)
-            .map_err(|_| format!("invalid hex in storage key: {s:?}"))?;
-        Ok(Self(B256::from(out)))
+        parse_storage_key(value).map(|(slot, _)| Self(slot))
     }
+}
+
+/// A storage key and how many hex digits it was given with.
+fn parse_storage_key(value: &Value) -> Result<(B256, usize), String> {
+    let s = as_str(value, "a hex storage key")?;
+    let digits = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    if digits.len() > 64 {
+        return Err(format!(
+            "storage key too long (want at most 32 bytes): {s:?}"
+        ));
+    }
+    let mut padded = [b'0'; 64];
+    padded[64 - digits.len()..].copy_from_slice(digits.as_bytes());
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(padded, &mut out)
+        .map_err(|_| format!("invalid hex in storage key: {s:?}"))?;
+    Ok((B256::from(out), digits.len()))
 }
 
 /// A storage key of eth_getProof: read as [`StorageKey`], remembering whether it was given as
@@ -250,14 +255,7 @@ pub struct ProofKey {
 
 impl FromArg for ProofKey {
     fn from_arg(value: &Value) -> Result<Self, String> {
-        let StorageKey(slot) = StorageKey::from_arg(value)?;
-        let s = as_str(value, "a hex storage key")?;
-        let digits = s.len()
-            - if s.starts_with("0x") || s.starts_with("0X") {
-                2
-            } else {
-                0
-            };
+        let (slot, digits) = parse_storage_key(value)?;
         Ok(Self {
             slot,
             // An odd number of digits gets a leading zero: 63 digits are 32 bytes too.

@@ -16,7 +16,7 @@ pub use migrate::{CHANGESETS_LAYOUT, SCHEMA_VERSION};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
 pub use tables::Table;
-pub use trie::{Leaf, LeafCursor, TrieId, TrieNodeCursor};
+pub use trie::{Leaf, LeafCursor, TrieId, TrieNodeCursor, first_key_under};
 
 use alloy_consensus::{BlockBody, Header, TxEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};

@@ -89,7 +89,7 @@ tables! {
     /// Value: 32 bytes BE (zero when it was unset).
     StorageChangeSets = "storage_changesets";
     /// The latest state trie's account leaves. Key: keccak256 of the address (32 bytes). Value:
-    /// nonce (u64 BE), balance (32 bytes BE), storage root, code hash: 104 bytes (see trie.rs).
+    /// `StoredAccount` (72 bytes) then the storage root: 104 bytes (see trie.rs).
     HashedAccounts = "hashed_accounts";
     /// The latest state trie's storage leaves. Key: keccak256 of the address (32) then of the
     /// slot (32). Value: the non-zero value (32 bytes BE).

@@ -3,7 +3,7 @@
 //! trie's branch nodes in `BranchNodeCompact` form, keyed by their nibble path. Leaves and
 //! extension nodes are not stored: they follow from the hashed state.
 
-use crate::{Error, Result, StorageTx, Table};
+use crate::{Error, Result, StorageTx, StoredAccount, Table};
 use alloy_primitives::{B256, U256};
 use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask};
 use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
@@ -47,15 +47,19 @@ pub enum Leaf {
     Slot(U256),
 }
 
-/// `HashedAccounts` value: nonce (u64 BE), balance (32 bytes BE), storage root, code hash.
-const TRIE_ACCOUNT_LEN: usize = 8 + 32 + 32 + 32;
+/// `HashedAccounts` value: the account as `PlainAccounts` holds it (`StoredAccount`), then
+/// its storage root.
+const TRIE_ACCOUNT_LEN: usize = StoredAccount::ENCODED_LEN + 32;
 
 pub(crate) fn encode_trie_account(account: &TrieAccount) -> [u8; TRIE_ACCOUNT_LEN] {
+    let fields = StoredAccount {
+        nonce: account.nonce,
+        balance: account.balance,
+        code_hash: account.code_hash,
+    };
     let mut out = [0u8; TRIE_ACCOUNT_LEN];
-    out[..8].copy_from_slice(&account.nonce.to_be_bytes());
-    out[8..40].copy_from_slice(&account.balance.to_be_bytes::<32>());
-    out[40..72].copy_from_slice(account.storage_root.as_slice());
-    out[72..].copy_from_slice(account.code_hash.as_slice());
+    out[..StoredAccount::ENCODED_LEN].copy_from_slice(&fields.encode());
+    out[StoredAccount::ENCODED_LEN..].copy_from_slice(account.storage_root.as_slice());
     out
 }
 
@@ -66,13 +70,12 @@ pub(crate) fn decode_trie_account(bytes: &[u8]) -> Result<TrieAccount> {
             bytes.len()
         )));
     }
-    let mut nonce = [0u8; 8];
-    nonce.copy_from_slice(&bytes[..8]);
+    let fields = StoredAccount::decode(&bytes[..StoredAccount::ENCODED_LEN])?;
     Ok(TrieAccount {
-        nonce: u64::from_be_bytes(nonce),
-        balance: U256::from_be_slice(&bytes[8..40]),
-        storage_root: B256::from_slice(&bytes[40..72]),
-        code_hash: B256::from_slice(&bytes[72..]),
+        nonce: fields.nonce,
+        balance: fields.balance,
+        storage_root: B256::from_slice(&bytes[StoredAccount::ENCODED_LEN..]),
+        code_hash: fields.code_hash,
     })
 }
 
@@ -128,18 +131,19 @@ fn node_key(trie: &TrieId, path: &Nibbles) -> Vec<u8> {
     key
 }
 
-/// The smallest leaf key (32 bytes) under a nibble path, for seeking: the path's nibbles
+/// The smallest leaf key (hashed address or slot) under a nibble path: the path's nibbles
 /// packed, zero after.
-fn leaf_seek_key(trie: &TrieId, path: &Nibbles) -> Vec<u8> {
-    let prefix = trie.prefix();
-    let mut key = Vec::with_capacity(prefix.len() + 32);
-    key.extend_from_slice(prefix);
-    let mut packed = [0u8; 32];
-    for (i, nibble) in path.iter().enumerate().take(64) {
-        packed[i / 2] |= if i % 2 == 0 { nibble << 4 } else { nibble };
-    }
-    key.extend_from_slice(&packed);
+pub fn first_key_under(path: &Nibbles) -> B256 {
+    let mut key = B256::ZERO;
+    let packed = path.pack();
+    let len = packed.len().min(32);
+    key[..len].copy_from_slice(&packed[..len]);
     key
+}
+
+/// The table key to seek for the first leaf of `trie` under `path`.
+fn leaf_seek_key(trie: &TrieId, path: &Nibbles) -> Vec<u8> {
+    [trie.prefix(), first_key_under(path).as_slice()].concat()
 }
 
 /// Reads a trie's stored branch nodes in path order.

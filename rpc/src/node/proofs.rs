@@ -57,13 +57,14 @@ impl Node {
         };
         let slots: Vec<B256> = keys.iter().map(|key| key.slot).collect();
         let proof = quarry_executor::account_proof(tx, &reverts, address, &slots)?;
+        let (code_hash, storage_hash) = (proof.code_hash(), proof.storage_hash());
         Ok(ProofJson {
             address,
-            account_proof: proof.account_proof.clone(),
             balance: proof.account.map_or(U256::ZERO, |a| a.balance),
-            code_hash: proof.code_hash(),
+            code_hash,
             nonce: U64::from(proof.account.map_or(0, |a| a.nonce)),
-            storage_hash: proof.storage_hash(),
+            storage_hash,
+            account_proof: proof.account_proof,
             storage_proof: proof
                 .storage
                 .into_iter()
