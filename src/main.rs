@@ -154,11 +154,12 @@ enum Command {
         #[arg(long, value_name = "S", requires = "fork_at")]
         fork_seed: Option<u64>,
     },
-    /// Manage API keys in a key store file (the config's `keys_file`).
+    /// Manage API keys in a key store: a file (the config's `keys_file`) or Redis (the
+    /// config's `keys_store`).
     Keys {
-        /// The key store (JSON; created on the first `add`).
+        /// The key store: a JSON file (created on the first `add`), or a redis:// URL.
         #[arg(long)]
-        store: PathBuf,
+        store: String,
         #[command(subcommand)]
         action: KeysAction,
     },
@@ -494,9 +495,8 @@ fn dev(
     run_server(Some(db), &config, Some(&welcome))
 }
 
-fn keys(store: &Path, action: KeysAction) -> Result<()> {
-    use quarry_rpc::keys::KeyFile;
-    let mut file = KeyFile::load(store)?;
+fn keys(store: &str, action: KeysAction) -> Result<()> {
+    let store = quarry_rpc::keys::KeySource::parse(store)?;
     match action {
         KeysAction::Add {
             plan,
@@ -504,8 +504,7 @@ fn keys(store: &Path, action: KeysAction) -> Result<()> {
             networks,
         } => {
             let networks = (!networks.is_empty()).then_some(networks);
-            let (key, record) = file.add(plan, name, networks)?;
-            file.save(store)?;
+            let (key, record) = store.add(plan, name, networks)?;
             eprintln!(
                 "added {} ({} plan); the key is shown only now:",
                 record.id,
@@ -515,7 +514,7 @@ fn keys(store: &Path, action: KeysAction) -> Result<()> {
         }
         KeysAction::List => {
             println!("id\tplan\tname\tnetworks\tcreated\trevoked");
-            for key in &file.keys {
+            for key in &store.list()? {
                 println!(
                     "{}\t{}\t{}\t{}\t{}\t{}",
                     key.id,
@@ -530,8 +529,7 @@ fn keys(store: &Path, action: KeysAction) -> Result<()> {
             }
         }
         KeysAction::Revoke { id } => {
-            let record = file.revoke(&id)?.clone();
-            file.save(store)?;
+            let record = store.revoke(&id)?;
             eprintln!("revoked {} ({})", record.id, record.name);
         }
     }

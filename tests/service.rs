@@ -631,7 +631,20 @@ fn metrics_health_and_readiness() {
     let (status, _, body) = raw_http(&server.addr, "GET", "localhost", "/health", "");
     assert_eq!((status, body.as_str()), (200, r#"{"status":"ok"}"#));
     let (status, _, body) = raw_http(&server.addr, "GET", "localhost", "/ready", "");
-    assert_eq!((status, body.as_str()), (200, r#"{"ready":true}"#));
+    assert_eq!(status, 200, "{body}");
+    let ready: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(ready["ready"], true, "{body}");
+    let network = &ready["networks"][0];
+    assert_eq!(
+        (
+            &network["name"],
+            &network["head"],
+            &network["lag"],
+            &network["best_known_head"]
+        ),
+        (&json!("default"), &json!(64), &json!(0), &Value::Null),
+        "{body}"
+    );
 
     for _ in 0..3 {
         server.result("eth_chainId", json!([]));
@@ -680,9 +693,16 @@ fn metrics_health_and_readiness() {
     ));
     let (status, _, body) = raw_http(&waiting.addr, "GET", "localhost", "/ready", "");
     assert_eq!(status, 503, "{body}");
+    let ready: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(ready["ready"], false, "{body}");
+    assert_eq!(ready["networks"][0]["ready"], true, "{body}");
     assert_eq!(
-        serde_json::from_str::<Value>(&body).unwrap(),
-        json!({"ready": false, "no_chain_yet": ["fresh"]})
+        (
+            &ready["networks"][1]["name"],
+            &ready["networks"][1]["reason"]
+        ),
+        (&json!("fresh"), &json!("no chain stored yet")),
+        "{body}"
     );
 }
 

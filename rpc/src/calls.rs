@@ -105,6 +105,11 @@ fn refusal_error(refusal: &Refusal, method: &str, weight: u32) -> ErrorObjectOwn
                 "backoff_seconds": retry,
             })),
         ),
+        Refusal::Unavailable => ErrorObject::owned(
+            -32603,
+            "rate limiter unavailable: the shared limits store cannot be reached; try again shortly",
+            Some(serde_json::json!({ "backoff_seconds": retry })),
+        ),
     }
 }
 
@@ -123,6 +128,19 @@ fn needs_partner(response: &MethodResponse, syncing: bool) -> bool {
     match response.as_error_code() {
         Some(code) => code == OUTAGE_CODE,
         None => syncing && response.as_json().get().ends_with(r#""result":null}"#),
+    }
+}
+
+/// A peer's head: its answer to eth_blockNumber (`/ready` measures lag against it).
+pub fn peer_head(url: &str, timeout: Duration) -> Result<u64, String> {
+    match ask_partner(url, timeout, "eth_blockNumber", None)? {
+        Ok(result) => {
+            let quantity: String =
+                serde_json::from_str(result.get()).map_err(|e| format!("eth_blockNumber: {e}"))?;
+            u64::from_str_radix(quantity.trim_start_matches("0x"), 16)
+                .map_err(|e| format!("eth_blockNumber answered {quantity:?}: {e}"))
+        }
+        Err(error) => Err(format!("eth_blockNumber failed: {}", error.message())),
     }
 }
 
@@ -216,7 +234,15 @@ where
             service
                 .weights
                 .of_call(request.method_name(), request.params.as_deref(), head);
-        if let Err(refusal) = service.limiter.admit(&caller.grant.id, limits, weight) {
+        if let Err(refusal) = service
+            .limiter
+            .admit(&caller.grant.id, limits, weight)
+            .await
+        {
+            if refusal == Refusal::Unavailable {
+                let error = refusal_error(&refusal, request.method_name(), weight);
+                return finish(MethodResponse::error(id, error), Outcome::Error);
+            }
             service
                 .metrics
                 .refusal(network, matches!(refusal, Refusal::Daily { .. }));

@@ -108,6 +108,39 @@ pub struct Config {
     pub call_threads: Option<usize>,
     /// Threads of the pool that runs every other database read; unset: one per core.
     pub read_threads: Option<usize>,
+    /// `/ready`: most blocks a network's head may be behind the best head this replica knows
+    /// of (its peers', or the upstream head that `quarry follow` recorded) before it answers 503.
+    #[serde(default = "default_max_head_lag")]
+    pub max_head_lag: u64,
+    /// `/ready`: seconds a network's head may stay unchanged while the best known head moves
+    /// on before it answers 503.
+    #[serde(default = "default_max_head_age_s")]
+    pub max_head_age_s: u64,
+    /// The `--datadir` network's peers (see `NetworkConfig::peers`).
+    #[serde(default)]
+    pub peers: Vec<String>,
+    /// `redis://host:port/db`: every key's rate and daily quota kept in Redis, shared by all
+    /// replicas and kept across restarts. Unset: in this process only.
+    pub limits_store: Option<String>,
+    /// `redis://host:port/db`: the key store that `quarry keys --store` writes, kept in Redis
+    /// and re-read by every replica (instead of `keys_file`).
+    pub keys_store: Option<String>,
+    /// What calls get while the `limits_store` cannot be reached: `local` (admitted under this
+    /// process's own limiter) or `refuse` (error -32603, "rate limiter unavailable").
+    #[serde(default)]
+    pub limits_fallback: LimitsFallback,
+    /// Longest wait for one Redis answer, in ms; past it Redis counts as unreachable.
+    #[serde(default = "default_redis_timeout_ms")]
+    pub redis_timeout_ms: u64,
+}
+
+/// See `Config::limits_fallback`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LimitsFallback {
+    #[default]
+    Local,
+    Refuse,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -140,6 +173,10 @@ pub struct NetworkConfig {
     /// eth_getBlockByNumber, eth_getUncleByBlockHashAndIndex and eth_getTransactionReceipt go
     /// to when this network cannot answer them.
     pub partner_url: Option<String>,
+    /// JSON-RPC endpoints serving the same chain (other replicas, the upstream), full URLs
+    /// with a key: their `eth_blockNumber` is the best head `/ready` measures lag against.
+    #[serde(default)]
+    pub peers: Vec<String>,
 }
 
 /// What a key may do, by plan.
@@ -305,6 +342,15 @@ const fn default_ws_send_buffer_bytes() -> usize {
 const fn default_new_block_poll_ms() -> u64 {
     10
 }
+const fn default_max_head_lag() -> u64 {
+    5
+}
+const fn default_max_head_age_s() -> u64 {
+    60
+}
+const fn default_redis_timeout_ms() -> u64 {
+    100
+}
 const fn default_config_key_plan() -> Plan {
     Plan::Custom
 }
@@ -357,6 +403,43 @@ impl Config {
                 if !config.networks.iter().any(|n| &n.name == network) {
                     return Err(format!("keys[{i}]: no network is named {network:?}"));
                 }
+            }
+        }
+        for (field, url) in [
+            ("limits_store", &config.limits_store),
+            ("keys_store", &config.keys_store),
+        ] {
+            if let Some(url) = url
+                && !["redis://", "rediss://", "redis+unix://", "unix://"]
+                    .iter()
+                    .any(|scheme| url.starts_with(scheme))
+            {
+                return Err(format!(
+                    "{field}: {url:?} is not a Redis URL (redis://host:port/db)"
+                ));
+            }
+        }
+        if config.keys_store.is_some() && config.keys_file.is_some() {
+            return Err("keys_store and keys_file are both set: keep the key store in one".into());
+        }
+        if !config.peers.is_empty() && !config.networks.is_empty() {
+            return Err("peers: with [[networks]], give each network its own peers instead".into());
+        }
+        let peers = std::iter::once(("peers".to_string(), &config.peers)).chain(
+            config
+                .networks
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (format!("networks[{i}] ({}): peers", n.name), &n.peers)),
+        );
+        for (field, urls) in peers {
+            if let Some(url) = urls
+                .iter()
+                .find(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+            {
+                return Err(format!(
+                    "{field}: {url:?} is not an http:// or https:// URL"
+                ));
             }
         }
         let mut names = HashSet::new();
@@ -482,5 +565,14 @@ mod tests {
         assert!(err.contains("listen"), "{err}");
         let err = Config::parse("lisen = \"127.0.0.1:1\"\n").unwrap_err();
         assert!(err.contains("lisen"), "{err}");
+        let err = Config::parse("limits_store = \"localhost:6379\"\n").unwrap_err();
+        assert!(err.starts_with("limits_store:"), "{err}");
+        let err =
+            Config::parse("keys_store = \"redis://h\"\nkeys_file = \"k.json\"\n").unwrap_err();
+        assert!(err.contains("both"), "{err}");
+        let err = Config::parse("peers = [\"localhost:8545\"]\n").unwrap_err();
+        assert!(err.starts_with("peers:"), "{err}");
+        let err = Config::parse("limits_fallback = \"open\"\n").unwrap_err();
+        assert!(err.contains("limits_fallback"), "{err}");
     }
 }

@@ -19,7 +19,7 @@ use jsonrpsee::server::{
 use std::{
     future::Future,
     pin::Pin,
-    sync::{Arc, atomic::Ordering},
+    sync::Arc,
     task::{Context, Poll},
 };
 use tower::{Layer, Service as TowerService};
@@ -187,22 +187,14 @@ impl<S> Gate<S> {
                 r#"{"status":"ok"}"#.into(),
             )),
             "/ready" => {
-                let waiting: Vec<&str> = service
-                    .networks
-                    .iter()
-                    .zip(&service.metrics.status)
-                    .filter(|(_, status)| !status.has_head.load(Ordering::Relaxed))
-                    .map(|(network, _)| network.name.as_str())
-                    .collect();
-                let (status, body) = if waiting.is_empty() {
-                    (http::StatusCode::OK, r#"{"ready":true}"#.to_string())
+                let (ready, networks) = service.readiness();
+                let status = if ready {
+                    http::StatusCode::OK
                 } else {
-                    (
-                        http::StatusCode::SERVICE_UNAVAILABLE,
-                        serde_json::json!({"ready": false, "no_chain_yet": waiting}).to_string(),
-                    )
+                    http::StatusCode::SERVICE_UNAVAILABLE
                 };
-                Some(json_response(status, body))
+                let body = serde_json::json!({"ready": ready, "networks": networks});
+                Some(json_response(status, body.to_string()))
             }
             "/metrics" => {
                 let mut response = HttpResponse::new(HttpBody::from(service.metrics.render()));

@@ -1,6 +1,7 @@
-//! API keys: the key store that `quarry keys` manages (a JSON file holding only keccak-256
-//! hashes of keys, replaced atomically on every change) and the live key ring a running
-//! server checks requests against, re-read when the file changes.
+//! API keys: the key store that `quarry keys` manages, holding only keccak-256 hashes of keys
+//! (a JSON file replaced atomically on every change, or a hash in Redis that every replica
+//! reads), and the live key ring a running server checks requests against, re-read when the
+//! store changes.
 
 use crate::config::{ApiKey, Plan};
 use alloy_primitives::{B256, keccak256};
@@ -26,6 +27,8 @@ pub enum KeyError {
     UnknownId(String),
     #[error("cannot draw a random key: {0}")]
     Random(String),
+    #[error("key store in Redis: {0}")]
+    Redis(String),
 }
 
 /// One issued key, as stored: never the key itself.
@@ -73,6 +76,220 @@ fn key_id(hash: &B256) -> String {
     format!("key-{}", &alloy_primitives::hex::encode(hash)[..10])
 }
 
+/// A new random key and its record.
+fn new_key(
+    plan: Plan,
+    name: String,
+    networks: Option<Vec<String>>,
+) -> Result<(String, KeyRecord), KeyError> {
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).map_err(|e| KeyError::Random(e.to_string()))?;
+    let key = alloy_primitives::hex::encode(secret);
+    let hash = hash_key(&key);
+    let record = KeyRecord {
+        id: key_id(&hash),
+        name,
+        plan,
+        hash,
+        networks,
+        created: now(),
+        revoked: None,
+    };
+    Ok((key, record))
+}
+
+/// The Redis hash holding every key's record (JSON) by id.
+const REDIS_KEYS: &str = "quarry:keys";
+/// Incremented with every change to `REDIS_KEYS`, so replicas re-read it only when it changed.
+const REDIS_KEYS_VERSION: &str = "quarry:keys:version";
+
+/// The key store in Redis (`keys_store`). Blocking: one connection, with timeouts.
+pub struct RedisKeys {
+    client: redis::Client,
+    timeout: std::time::Duration,
+    connection: std::sync::Mutex<Option<redis::Connection>>,
+}
+
+impl std::fmt::Debug for RedisKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisKeys")
+            .field("server", &self.client.get_connection_info().addr())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisKeys {
+    pub fn open(url: &str, timeout: std::time::Duration) -> Result<Self, KeyError> {
+        let client =
+            redis::Client::open(url).map_err(|e| KeyError::Redis(format!("{url}: {e}")))?;
+        Ok(Self {
+            client,
+            timeout,
+            connection: std::sync::Mutex::default(),
+        })
+    }
+
+    /// Runs `work` on the connection (made on first use, and again after a failure).
+    fn with<T>(
+        &self,
+        work: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, KeyError> {
+        let mut slot = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let connection = match slot.as_mut() {
+            Some(connection) => connection,
+            None => {
+                let connection = self
+                    .client
+                    .get_connection_with_timeout(self.timeout)
+                    .map_err(|e| KeyError::Redis(e.to_string()))?;
+                connection
+                    .set_read_timeout(Some(self.timeout))
+                    .and_then(|()| connection.set_write_timeout(Some(self.timeout)))
+                    .map_err(|e| KeyError::Redis(e.to_string()))?;
+                slot.insert(connection)
+            }
+        };
+        work(connection).map_err(|e| {
+            *slot = None;
+            KeyError::Redis(e.to_string())
+        })
+    }
+
+    fn version(&self) -> Result<u64, KeyError> {
+        self.with(|c| {
+            redis::cmd("GET")
+                .arg(REDIS_KEYS_VERSION)
+                .query::<Option<u64>>(c)
+        })
+        .map(Option::unwrap_or_default)
+    }
+
+    pub fn records(&self) -> Result<Vec<KeyRecord>, KeyError> {
+        let values: Vec<String> = self.with(|c| redis::cmd("HVALS").arg(REDIS_KEYS).query(c))?;
+        let mut records: Vec<KeyRecord> = values
+            .iter()
+            .map(|json| {
+                serde_json::from_str(json).map_err(|e| {
+                    KeyError::Redis(format!("a record in {REDIS_KEYS} is not valid: {e}"))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        records.sort_by(|a, b| (a.created, &a.id).cmp(&(b.created, &b.id)));
+        Ok(records)
+    }
+
+    /// Writes `record` and moves the version on, in one transaction.
+    fn put(&self, record: &KeyRecord) -> Result<(), KeyError> {
+        let json = serde_json::to_string(record).map_err(|e| KeyError::Redis(e.to_string()))?;
+        self.with(|c| {
+            redis::pipe()
+                .atomic()
+                .hset(REDIS_KEYS, &record.id, json)
+                .ignore()
+                .incr(REDIS_KEYS_VERSION, 1)
+                .ignore()
+                .query::<()>(c)
+        })
+    }
+
+    fn get(&self, id: &str) -> Result<Option<KeyRecord>, KeyError> {
+        let json: Option<String> =
+            self.with(|c| redis::cmd("HGET").arg(REDIS_KEYS).arg(id).query(c))?;
+        json.map(|json| {
+            serde_json::from_str(&json)
+                .map_err(|e| KeyError::Redis(format!("record {id} is not valid: {e}")))
+        })
+        .transpose()
+    }
+}
+
+/// Where `quarry keys` writes keys and a server reads them: a JSON file or Redis.
+#[derive(Debug)]
+pub enum KeySource {
+    File(PathBuf),
+    Redis(Box<RedisKeys>),
+}
+
+/// How long `quarry keys` waits for Redis.
+const CLI_REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl KeySource {
+    /// The config's key store: `keys_store` (Redis) or `keys_file`, if either is set.
+    pub fn of(config: &crate::Config) -> Result<Option<Self>, String> {
+        if let Some(url) = &config.keys_store {
+            let timeout = std::time::Duration::from_millis(config.redis_timeout_ms.max(200));
+            return RedisKeys::open(url, timeout)
+                .map(|keys| Some(Self::Redis(Box::new(keys))))
+                .map_err(|e| e.to_string());
+        }
+        Ok(config.keys_file.clone().map(Self::File))
+    }
+
+    /// `quarry keys --store`: a `redis://` URL or a file path.
+    pub fn parse(store: &str) -> Result<Self, KeyError> {
+        if store.starts_with("redis://")
+            || store.starts_with("rediss://")
+            || store.starts_with("redis+unix://")
+        {
+            RedisKeys::open(store, CLI_REDIS_TIMEOUT).map(|keys| Self::Redis(Box::new(keys)))
+        } else {
+            Ok(Self::File(PathBuf::from(store)))
+        }
+    }
+
+    /// Issues a new key and stores its record: returns the key's text (shown once) and record.
+    pub fn add(
+        &self,
+        plan: Plan,
+        name: String,
+        networks: Option<Vec<String>>,
+    ) -> Result<(String, KeyRecord), KeyError> {
+        match self {
+            Self::File(path) => {
+                let mut file = KeyFile::load(path)?;
+                let added = file.add(plan, name, networks)?;
+                file.save(path)?;
+                Ok(added)
+            }
+            Self::Redis(redis) => {
+                let (key, record) = new_key(plan, name, networks)?;
+                redis.put(&record)?;
+                Ok((key, record))
+            }
+        }
+    }
+
+    /// Revokes the key with id `id`: every server refuses it within a second or two.
+    pub fn revoke(&self, id: &str) -> Result<KeyRecord, KeyError> {
+        match self {
+            Self::File(path) => {
+                let mut file = KeyFile::load(path)?;
+                let record = file.revoke(id)?.clone();
+                file.save(path)?;
+                Ok(record)
+            }
+            Self::Redis(redis) => {
+                let mut record = redis
+                    .get(id)?
+                    .ok_or_else(|| KeyError::UnknownId(id.to_string()))?;
+                record.revoked.get_or_insert_with(now);
+                redis.put(&record)?;
+                Ok(record)
+            }
+        }
+    }
+
+    pub fn list(&self) -> Result<Vec<KeyRecord>, KeyError> {
+        match self {
+            Self::File(path) => Ok(KeyFile::load(path)?.keys),
+            Self::Redis(redis) => redis.records(),
+        }
+    }
+}
+
 impl KeyFile {
     /// The store at `path`; a missing file is an empty store.
     pub fn load(path: &Path) -> Result<Self, KeyError> {
@@ -113,19 +330,7 @@ impl KeyFile {
         name: String,
         networks: Option<Vec<String>>,
     ) -> Result<(String, KeyRecord), KeyError> {
-        let mut secret = [0u8; 32];
-        getrandom::fill(&mut secret).map_err(|e| KeyError::Random(e.to_string()))?;
-        let key = alloy_primitives::hex::encode(secret);
-        let hash = hash_key(&key);
-        let record = KeyRecord {
-            id: key_id(&hash),
-            name,
-            plan,
-            hash,
-            networks,
-            created: now(),
-            revoked: None,
-        };
+        let (key, record) = new_key(plan, name, networks)?;
         self.keys.push(record.clone());
         Ok((key, record))
     }
@@ -163,18 +368,25 @@ impl KeyGrant {
 #[derive(Debug)]
 pub struct KeyRing {
     config_keys: HashMap<B256, KeyGrant>,
-    file: Option<PathBuf>,
+    source: Option<KeySource>,
     stored: RwLock<StoredKeys>,
+}
+
+/// Which state of the store was read last: the file's modification time, or Redis' version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stamp {
+    Modified(Option<SystemTime>),
+    Version(u64),
 }
 
 #[derive(Debug, Default)]
 struct StoredKeys {
-    modified: Option<SystemTime>,
+    stamp: Option<Stamp>,
     keys: HashMap<B256, KeyGrant>,
 }
 
 impl KeyRing {
-    pub fn new(config_keys: &[ApiKey], file: Option<PathBuf>) -> Result<Self, KeyError> {
+    pub fn new(config_keys: &[ApiKey], source: Option<KeySource>) -> Result<Self, KeyError> {
         let config_keys = config_keys
             .iter()
             .map(|key| {
@@ -190,7 +402,7 @@ impl KeyRing {
             .collect();
         let ring = Self {
             config_keys,
-            file,
+            source,
             stored: RwLock::default(),
         };
         ring.refresh()?;
@@ -213,18 +425,29 @@ impl KeyRing {
         self.config_keys.contains_key(&grant.hash) || self.stored().keys.contains_key(&grant.hash)
     }
 
-    /// Re-reads the key store if it changed since the last read. Blocking: file I/O.
-    pub fn refresh(&self) -> Result<(), KeyError> {
-        let Some(path) = &self.file else {
-            return Ok(());
+    /// Re-reads the key store if it changed since the last read. Blocking: file I/O or Redis.
+    /// Returns whether Redis was asked.
+    pub fn refresh(&self) -> Result<bool, KeyError> {
+        let (stamp, records) = match &self.source {
+            None => return Ok(false),
+            Some(KeySource::File(path)) => {
+                let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+                let stamp = Stamp::Modified(modified);
+                if modified.is_some() && self.stored().stamp == Some(stamp) {
+                    return Ok(false);
+                }
+                (stamp, KeyFile::load(path)?.keys)
+            }
+            Some(KeySource::Redis(redis)) => {
+                let stamp = Stamp::Version(redis.version()?);
+                if self.stored().stamp == Some(stamp) {
+                    return Ok(true);
+                }
+                (stamp, redis.records()?)
+            }
         };
-        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-        let unchanged = modified.is_some() && self.stored().modified == modified;
-        if unchanged {
-            return Ok(());
-        }
-        let keys = KeyFile::load(path)?
-            .keys
+        let asked_redis = matches!(stamp, Stamp::Version(_));
+        let keys = records
             .into_iter()
             .filter(|record| record.revoked.is_none())
             .map(|record| {
@@ -237,9 +460,11 @@ impl KeyRing {
                 (record.hash, grant)
             })
             .collect();
-        *self.stored.write().unwrap_or_else(PoisonError::into_inner) =
-            StoredKeys { modified, keys };
-        Ok(())
+        *self.stored.write().unwrap_or_else(PoisonError::into_inner) = StoredKeys {
+            stamp: Some(stamp),
+            keys,
+        };
+        Ok(asked_redis)
     }
 
     /// The key store as last read.
@@ -282,7 +507,7 @@ mod tests {
         assert!(!text.contains(&key), "the key itself must not be stored");
         assert!(text.contains(&record.id));
 
-        let ring = KeyRing::new(&[], Some(path.clone())).unwrap();
+        let ring = KeyRing::new(&[], Some(KeySource::File(path.clone()))).unwrap();
         let grant = ring.grant(&key).unwrap();
         assert_eq!(grant.plan, Plan::Growth);
         assert!(grant.allows("main") && !grant.allows("other"));

@@ -22,7 +22,9 @@ mod metrics;
 mod node;
 mod params;
 mod pool;
+mod ready;
 mod service;
+mod shared_limits;
 mod simulate;
 mod subscriptions;
 mod trace;
@@ -551,6 +553,7 @@ fn open_networks(
             name: "default".into(),
             hosts: Vec::new(),
             partner_url: None,
+            peers: config.peers.clone(),
             db,
         };
         return Ok(vec![(network, None)]);
@@ -575,6 +578,7 @@ fn open_networks(
                     .map(|h| h.to_ascii_lowercase())
                     .collect(),
                 partner_url: network.partner_url.clone(),
+                peers: network.peers.clone(),
                 db,
             };
             Ok((opened, Some(network)))
@@ -624,9 +628,8 @@ pub async fn start(
         nodes.push(std::sync::Arc::new(node));
     }
     let networks = opened.into_iter().map(|(network, _)| network).collect();
-    let service = std::sync::Arc::new(
-        service::Service::new(config, networks).map_err(|e| ServeError::Open(e.to_string()))?,
-    );
+    let service =
+        std::sync::Arc::new(service::Service::new(config, networks).map_err(ServeError::Open)?);
     service.watch();
     let pools = pool::Pools::new(config).map_err(|e| ServeError::ReadPool(e.to_string()))?;
     let (pool, call_pool) = (pools.read, pools.call);

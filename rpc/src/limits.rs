@@ -1,7 +1,14 @@
 //! Per-key rate limits and daily quotas in weight units (see `weights`), shared by HTTP and
-//! WebSocket: every call counts its method's weight, each call of a batch included.
+//! WebSocket: every call counts its method's weight, each call of a batch included. `Limiter`
+//! is what the call layer asks: this process's own `RateLimiter`, or the limits shared by
+//! every replica in Redis (`shared_limits`), with the local one or a refusal as the fallback
+//! while Redis is unreachable.
 
-use crate::config::PlanLimits;
+use crate::{
+    config::{Config, LimitsFallback, PlanLimits},
+    metrics::{RedisStats, Store},
+    shared_limits::{Answer, SharedLimits},
+};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, PoisonError},
@@ -24,12 +31,15 @@ pub enum Refusal {
         used: u64,
         retry_after: Duration,
     },
+    /// The shared limits store cannot be reached and `limits_fallback` is `refuse`.
+    Unavailable,
 }
 
 impl Refusal {
     pub fn retry_after(&self) -> Duration {
         match self {
             Self::Rate { retry_after, .. } | Self::Daily { retry_after, .. } => *retry_after,
+            Self::Unavailable => Duration::from_secs(1),
         }
     }
 
@@ -37,8 +47,161 @@ impl Refusal {
         match self {
             Self::Rate { .. } => "rate",
             Self::Daily { .. } => "daily",
+            Self::Unavailable => "unavailable",
         }
     }
+}
+
+/// The limiter the call layer and the notification path ask.
+#[derive(Debug)]
+pub struct Limiter {
+    local: RateLimiter,
+    shared: Option<Arc<SharedLimits>>,
+    fallback: LimitsFallback,
+    stats: Arc<RedisStats>,
+    /// Runs the notification path's charges to Redis, which must not wait for them.
+    runtime: Option<tokio::runtime::Handle>,
+    /// When an unreachable Redis was last logged (at most once every 10 s).
+    last_warning: Mutex<Option<Instant>>,
+}
+
+fn unlimited(limits: &PlanLimits) -> bool {
+    limits.requests_per_second.is_none() && limits.requests_per_day.is_none()
+}
+
+impl Limiter {
+    /// The configured limiter; with a `limits_store`, must run inside the server's runtime.
+    pub fn new(config: &Config, stats: Arc<RedisStats>) -> Result<Self, String> {
+        let shared = config
+            .limits_store
+            .as_deref()
+            .map(|url| SharedLimits::new(url, Duration::from_millis(config.redis_timeout_ms)))
+            .transpose()?
+            .map(Arc::new);
+        Ok(Self {
+            local: RateLimiter::default(),
+            runtime: shared
+                .as_ref()
+                .and_then(|_| tokio::runtime::Handle::try_current().ok()),
+            shared,
+            fallback: config.limits_fallback,
+            stats,
+            last_warning: Mutex::default(),
+        })
+    }
+
+    /// Admits one call of key `id` weighing `weight` units under `limits`, or says why not.
+    pub async fn admit(
+        &self,
+        id: &Arc<str>,
+        limits: &PlanLimits,
+        weight: u32,
+    ) -> Result<(), Refusal> {
+        if unlimited(limits) {
+            return Ok(());
+        }
+        let Some(shared) = &self.shared else {
+            return self.local.admit(id, limits, weight);
+        };
+        let started = Instant::now();
+        match shared.ask(id, limits, u64::from(weight), false).await {
+            Answer::Admitted => {
+                self.stats.answered(Store::Limits, Some(started.elapsed()));
+                Ok(())
+            }
+            Answer::Refused(refusal) => {
+                self.stats.answered(Store::Limits, Some(started.elapsed()));
+                Err(refusal)
+            }
+            Answer::Unavailable { asked, why } => {
+                if asked {
+                    self.stats.failed(Store::Limits);
+                }
+                self.unavailable(&why);
+                match self.fallback {
+                    LimitsFallback::Local => {
+                        self.stats.fell_back(false);
+                        self.local.admit(id, limits, weight)
+                    }
+                    LimitsFallback::Refuse => {
+                        self.stats.fell_back(true);
+                        Err(Refusal::Unavailable)
+                    }
+                }
+            }
+        }
+    }
+
+    fn unavailable(&self, why: &str) {
+        let mut last = self
+            .last_warning
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if last.is_none_or(|at| at.elapsed() >= Duration::from_secs(10)) {
+            *last = Some(Instant::now());
+            let action = match self.fallback {
+                LimitsFallback::Local => "admitting calls under this process's own limits",
+                LimitsFallback::Refuse => "refusing calls (limits_fallback = \"refuse\")",
+            };
+            tracing::warn!("the limits store in Redis is unreachable ({why}); {action}");
+        }
+    }
+
+    /// Counts `count` notifications sent to key `id` (see `RateLimiter::charge`). With Redis,
+    /// the charge is sent without waiting, and the quota is judged on what Redis last said.
+    pub fn charge(&self, id: &Arc<str>, limits: &PlanLimits, count: u64) -> Result<(), Refusal> {
+        if unlimited(limits) {
+            return Ok(());
+        }
+        let (Some(shared), Some(runtime)) = (&self.shared, &self.runtime) else {
+            return self.local.charge(id, limits, count);
+        };
+        let used = shared.used_today(id).saturating_add(count);
+        let (shared, id, limits_sent, stats) = (
+            shared.clone(),
+            id.clone(),
+            limits.clone(),
+            self.stats.clone(),
+        );
+        runtime.spawn(async move {
+            let started = Instant::now();
+            match shared.ask(&id, &limits_sent, count, true).await {
+                Answer::Admitted | Answer::Refused(_) => {
+                    stats.answered(Store::Limits, Some(started.elapsed()));
+                }
+                Answer::Unavailable { asked, .. } => {
+                    if asked {
+                        stats.failed(Store::Limits);
+                    }
+                }
+            }
+        });
+        match limits.requests_per_day {
+            Some(allowed) if used > allowed => Err(Refusal::Daily {
+                allowed_per_day: allowed,
+                used,
+                retry_after: Duration::from_secs(DAY - unix_now() % DAY),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// How many more units key `id` may use today (`None`: no daily limit).
+    pub fn left_today(&self, id: &Arc<str>, limits: &PlanLimits) -> Option<u64> {
+        match &self.shared {
+            Some(shared) => {
+                let allowed = limits.requests_per_day?;
+                Some(allowed.saturating_sub(shared.used_today(id)))
+            }
+            None => self.local.left_today(id, limits),
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 #[derive(Debug)]

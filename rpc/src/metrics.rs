@@ -1,6 +1,8 @@
 //! What `/metrics` shows, in Prometheus' text format: calls by network, method and outcome,
 //! their latency, forwards to partners, rate-limit refusals, each network's head, and what is
-//! pushed: WebSocket connections, subscriptions and filters, notifications, slow consumers.
+//! pushed: WebSocket connections, subscriptions and filters, notifications, slow consumers;
+//! each network's lag behind the best head known (`/ready`); Redis' answers, failures and
+//! latency, and what the limiter did while Redis was unreachable.
 
 use std::{
     collections::HashMap,
@@ -63,6 +65,92 @@ pub struct NetworkStatus {
     pub head: AtomicU64,
     pub has_head: AtomicBool,
     pub syncing: AtomicBool,
+    /// What `/ready` judges by (see `ready`).
+    pub readiness: crate::ready::Readiness,
+}
+
+/// The Redis stores, in `RedisStats`' order.
+#[derive(Debug, Clone, Copy)]
+pub enum Store {
+    Limits = 0,
+    Keys = 1,
+}
+
+const STORES: [&str; 2] = ["limits", "keys"];
+
+/// How Redis answered (`limits_store`, `keys_store`).
+#[derive(Debug, Default)]
+pub struct RedisStats {
+    answered: [AtomicU64; 2],
+    failed: [AtomicU64; 2],
+    /// The limits store's round trips: bucket counts, total seconds, count.
+    latency: Mutex<([u64; BUCKETS.len()], f64, u64)>,
+    /// Calls admitted by this process's own limiter because Redis was unreachable.
+    fallback_local: AtomicU64,
+    /// Calls refused because Redis was unreachable (`limits_fallback = "refuse"`).
+    refused_unavailable: AtomicU64,
+}
+
+impl RedisStats {
+    pub fn answered(&self, store: Store, took: Option<Duration>) {
+        self.answered[store as usize].fetch_add(1, Ordering::Relaxed);
+        if let Some(took) = took {
+            let seconds = took.as_secs_f64();
+            let mut latency = self.latency.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(bucket) = BUCKETS.iter().position(|bound| seconds <= *bound) {
+                latency.0[bucket] += 1;
+            }
+            latency.1 += seconds;
+            latency.2 += 1;
+        }
+    }
+
+    pub fn failed(&self, store: Store) {
+        self.failed[store as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn fell_back(&self, refused: bool) {
+        if refused {
+            self.refused_unavailable.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.fallback_local.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn render(&self, out: &mut String) {
+        out.push_str("# HELP quarry_redis_requests_total Requests to Redis by store and result (failed: error or timeout).\n# TYPE quarry_redis_requests_total counter\n");
+        for (i, store) in STORES.iter().enumerate() {
+            for (result, counts) in [("answered", &self.answered), ("failed", &self.failed)] {
+                let _ = writeln!(
+                    out,
+                    "quarry_redis_requests_total{{store=\"{store}\",result=\"{result}\"}} {}",
+                    counts[i].load(Ordering::Relaxed)
+                );
+            }
+        }
+        out.push_str("# HELP quarry_redis_seconds Round trips to the limits store in Redis.\n# TYPE quarry_redis_seconds histogram\n");
+        let (buckets, seconds, count) =
+            *self.latency.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cumulative = 0;
+        for (bound, n) in BUCKETS.iter().zip(buckets) {
+            cumulative += n;
+            let _ = writeln!(
+                out,
+                "quarry_redis_seconds_bucket{{le=\"{bound}\"}} {cumulative}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "quarry_redis_seconds_bucket{{le=\"+Inf\"}} {count}\nquarry_redis_seconds_sum {seconds}\nquarry_redis_seconds_count {count}"
+        );
+        out.push_str("# HELP quarry_limiter_unavailable_total Calls that came while the limits store was unreachable, by what they got.\n# TYPE quarry_limiter_unavailable_total counter\n");
+        let _ = writeln!(
+            out,
+            "quarry_limiter_unavailable_total{{action=\"local\"}} {}\nquarry_limiter_unavailable_total{{action=\"refused\"}} {}",
+            self.fallback_local.load(Ordering::Relaxed),
+            self.refused_unavailable.load(Ordering::Relaxed)
+        );
+    }
 }
 
 /// What one network pushes to clients.
@@ -90,6 +178,7 @@ pub struct Metrics {
     refusals: Vec<[AtomicU64; 2]>,
     pub status: Vec<NetworkStatus>,
     pushes: Vec<Pushes>,
+    pub redis: std::sync::Arc<RedisStats>,
 }
 
 impl Metrics {
@@ -102,6 +191,7 @@ impl Metrics {
             refusals: (0..n).map(|_| Default::default()).collect(),
             status: (0..n).map(|_| NetworkStatus::default()).collect(),
             pushes: (0..n).map(|_| Pushes::default()).collect(),
+            redis: std::sync::Arc::default(),
         }
     }
 
@@ -265,7 +355,25 @@ impl Metrics {
                 u8::from(status.syncing.load(Ordering::Relaxed))
             );
         }
+        out.push_str("# HELP quarry_best_known_head The highest head this replica knows of (peers, the followed upstream), per network.\n# TYPE quarry_best_known_head gauge\n");
+        for (network, status) in self.networks.iter().zip(&self.status) {
+            let view = status.readiness.view();
+            let _ = writeln!(
+                out,
+                "quarry_best_known_head{{network=\"{network}\"}} {}",
+                view.best_known.unwrap_or(0)
+            );
+        }
+        out.push_str("# HELP quarry_head_lag Blocks the head is behind the best known head, per network.\n# TYPE quarry_head_lag gauge\n");
+        for (network, status) in self.networks.iter().zip(&self.status) {
+            let _ = writeln!(
+                out,
+                "quarry_head_lag{{network=\"{network}\"}} {}",
+                status.readiness.view().lag()
+            );
+        }
         self.render_pushes(&mut out);
+        self.redis.render(&mut out);
         out
     }
 

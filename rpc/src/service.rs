@@ -5,9 +5,9 @@
 use crate::{
     config::{Config, Plans},
     filters::Filters,
-    keys::{KeyGrant, KeyRing},
-    limits::RateLimiter,
-    metrics::Metrics,
+    keys::{KeyError, KeyGrant, KeyRing, KeySource},
+    limits::Limiter,
+    metrics::{Metrics, Store},
     node::Node,
     subscriptions::Hub,
     weights::Weights,
@@ -30,6 +30,8 @@ pub struct Network {
     /// Lowercase host names; empty: any host (the single `--datadir` network).
     pub hosts: Vec<String>,
     pub partner_url: Option<String>,
+    /// JSON-RPC endpoints of the same chain whose heads `/ready` compares with.
+    pub peers: Vec<String>,
     pub db: Database,
 }
 
@@ -39,7 +41,7 @@ pub struct Service {
     pub networks: Vec<Network>,
     pub keys: KeyRing,
     pub plans: Plans,
-    pub limiter: RateLimiter,
+    pub limiter: Limiter,
     pub weights: Weights,
     pub metrics: Metrics,
     pub forward_timeout: Duration,
@@ -51,6 +53,8 @@ pub struct Service {
     pub max_subscriptions_per_connection: usize,
     pub max_request_bytes: u32,
     pub max_batch_requests: u32,
+    pub max_head_lag: u64,
+    pub max_head_age: Duration,
 }
 
 /// Who is calling on which network: attached to a request by the gate, read by the call layer
@@ -62,13 +66,15 @@ pub struct Caller {
 }
 
 impl Service {
-    pub fn new(config: &Config, networks: Vec<Network>) -> Result<Self, crate::keys::KeyError> {
-        let keys = KeyRing::new(&config.keys, config.keys_file.clone())?;
+    /// The service of `networks` as `config` sets it up; with Redis stores, must run inside
+    /// the server's runtime.
+    pub fn new(config: &Config, networks: Vec<Network>) -> Result<Self, String> {
+        let keys = KeyRing::new(&config.keys, KeySource::of(config)?).map_err(|e| e.to_string())?;
         let metrics = Metrics::new(networks.iter().map(|n| n.name.clone()).collect());
         let service = Self {
             keys,
             plans: config.plans.clone(),
-            limiter: RateLimiter::default(),
+            limiter: Limiter::new(config, metrics.redis.clone())?,
             weights: Weights::new(&config.weights),
             metrics,
             forward_timeout: Duration::from_millis(config.forward_timeout_ms),
@@ -80,6 +86,8 @@ impl Service {
             networks,
             max_request_bytes: config.max_request_bytes,
             max_batch_requests: config.max_batch_requests,
+            max_head_lag: config.max_head_lag,
+            max_head_age: Duration::from_secs(config.max_head_age_s),
         };
         service.refresh_status();
         Ok(service)
@@ -103,15 +111,20 @@ impl Service {
                     }
                     _ => false,
                 };
-                Ok((head, syncing))
+                Ok((head, syncing, tx.upstream_head()?))
             });
             match read {
-                Ok((head, syncing)) => {
+                Ok((head, syncing, upstream)) => {
                     status
                         .head
                         .store(head.map_or(0, |(n, _)| n), Ordering::Relaxed);
                     status.has_head.store(head.is_some(), Ordering::Relaxed);
                     status.syncing.store(syncing, Ordering::Relaxed);
+                    status.readiness.observe_head(
+                        head.map(|(n, _)| n),
+                        upstream.map(|u| u.block),
+                        std::time::Instant::now(),
+                    );
                 }
                 Err(e) => {
                     tracing::warn!(network = %network.name, "cannot read the network's head: {e}");
@@ -121,18 +134,98 @@ impl Service {
         }
     }
 
+    /// `/ready`'s answer: every network's readiness, and whether all are ready.
+    pub fn readiness(&self) -> (bool, Vec<crate::ready::NetworkReadiness>) {
+        let networks: Vec<_> = self
+            .networks
+            .iter()
+            .zip(&self.metrics.status)
+            .map(|(network, status)| {
+                crate::ready::judge(
+                    &network.name,
+                    status.readiness.view(),
+                    self.max_head_lag,
+                    self.max_head_age,
+                )
+            })
+            .collect();
+        (networks.iter().all(|n| n.ready), networks)
+    }
+
+    /// Asks every network's peers for their head, once per `WATCH_INTERVAL`, until the
+    /// runtime stops. A peer that does not answer within a second is skipped that round.
+    fn watch_peers(self: &Arc<Self>) {
+        for (index, network) in self.networks.iter().enumerate() {
+            if network.peers.is_empty() {
+                continue;
+            }
+            let service = self.clone();
+            tokio::spawn(async move {
+                let mut ticks = tokio::time::interval(WATCH_INTERVAL);
+                ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                let peers = service.networks[index].peers.clone();
+                loop {
+                    ticks.tick().await;
+                    let asked = peers.iter().cloned().map(|url| {
+                        tokio::task::spawn_blocking(move || {
+                            let head = crate::calls::peer_head(&url, Duration::from_secs(1));
+                            (url, head)
+                        })
+                    });
+                    for (i, answer) in futures_util::future::join_all(asked)
+                        .await
+                        .into_iter()
+                        .enumerate()
+                    {
+                        let head = match answer {
+                            Ok((_, Ok(head))) => Some(head),
+                            Ok((url, Err(why))) => {
+                                tracing::debug!(network = %service.networks[index].name, peer = %url, "peer head: {why}");
+                                None
+                            }
+                            Err(_) => None,
+                        };
+                        service.metrics.status[index]
+                            .readiness
+                            .observe_peer(i, peers.len(), head);
+                    }
+                }
+            });
+        }
+    }
+
     /// Keeps the key ring and network status fresh until the runtime stops.
     pub fn watch(self: &Arc<Self>) {
+        self.watch_peers();
         let service = self.clone();
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(WATCH_INTERVAL);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // Whether the key store failed last time: a failure is logged once, not per tick.
+            let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
             loop {
                 ticks.tick().await;
-                let service = service.clone();
+                let (service, failing) = (service.clone(), failing.clone());
                 let _ = tokio::task::spawn_blocking(move || {
-                    if let Err(e) = service.keys.refresh() {
-                        tracing::warn!("keeping the keys read before: {e}");
+                    match service.keys.refresh() {
+                        Ok(asked_redis) => {
+                            if asked_redis {
+                                service.metrics.redis.answered(Store::Keys, None);
+                            }
+                            if failing.swap(false, Ordering::Relaxed) {
+                                tracing::info!("the key store answers again");
+                            }
+                        }
+                        Err(e) => {
+                            if matches!(e, KeyError::Redis(_)) {
+                                service.metrics.redis.failed(Store::Keys);
+                            }
+                            if failing.swap(true, Ordering::Relaxed) {
+                                tracing::debug!("keeping the keys read before: {e}");
+                            } else {
+                                tracing::warn!("keeping the keys read before: {e}");
+                            }
+                        }
                     }
                     service.sweep();
                     service.refresh_status();

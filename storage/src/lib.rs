@@ -29,6 +29,7 @@ use signet_libmdbx::{
 use std::{borrow::Cow, path::Path, sync::Arc};
 
 const SYNC_TARGET: &str = "sync_target";
+const UPSTREAM_HEAD: &str = "upstream_head";
 
 /// A block number kept in `Meta`: the blocks that `safe` and `finalized` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +52,14 @@ impl BlockMark {
 pub struct SyncTarget {
     pub block: u64,
     pub pid: u32,
+}
+
+/// The head a `quarry follow` last saw its upstream at, and when (unix seconds): a replica's
+/// readiness compares its own head with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpstreamHead {
+    pub block: u64,
+    pub seen_at: u64,
 }
 
 /// A block body as stored.
@@ -257,6 +266,23 @@ impl<K: TransactionKind> StorageTx<K> {
     /// A block number stored under a `Meta` key (`safe_block`, `finalized_block`).
     pub fn meta_block(&self, key: BlockMark) -> Result<Option<u64>> {
         self.meta(key.key())?.map(|v| be_u64(&v)).transpose()
+    }
+
+    /// The head `quarry follow` last saw its upstream at (`None`: never followed).
+    pub fn upstream_head(&self) -> Result<Option<UpstreamHead>> {
+        let Some(value) = self.meta(UPSTREAM_HEAD)? else {
+            return Ok(None);
+        };
+        if value.len() != 16 {
+            return Err(Error::Corrupt(format!(
+                "upstream head has {} bytes, expected 16",
+                value.len()
+            )));
+        }
+        Ok(Some(UpstreamHead {
+            block: be_u64(&value[..8])?,
+            seen_at: be_u64(&value[8..])?,
+        }))
     }
 
     /// What a running ingest announced: the block it is importing towards, and its process.
@@ -544,6 +570,14 @@ impl StorageTx<RwSync> {
 
     pub fn put_meta_block(&self, key: BlockMark, number: u64) -> Result<()> {
         self.put_meta(key.key(), &number.to_be_bytes())
+    }
+
+    /// Records the head `quarry follow` saw its upstream at.
+    pub fn put_upstream_head(&self, head: UpstreamHead) -> Result<()> {
+        let mut value = [0u8; 16];
+        value[..8].copy_from_slice(&head.block.to_be_bytes());
+        value[8..].copy_from_slice(&head.seen_at.to_be_bytes());
+        self.put_meta(UPSTREAM_HEAD, &value)
     }
 
     /// Announces (or with `None` withdraws) the target of a running ingest.

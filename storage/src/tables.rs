@@ -25,7 +25,9 @@ tables! {
     /// Chain-level facts. Key: ASCII name. Values: `chain_config`: the genesis.json `config`
     /// object as JSON; `safe_block`, `finalized_block`: a block number (u64 BE) set by
     /// `quarry ingest --safe/--finalized`; `sync_target`: while an ingest runs, the highest
-    /// block number it has read (u64 BE) then its process id (u32 BE); `log_index_head`: the
+    /// block number it has read (u64 BE) then its process id (u32 BE); `upstream_head`: the
+    /// head `quarry follow` last saw its upstream at (u64 BE) then when (unix seconds, u64
+    /// BE); `log_index_head`: the
     /// highest block through which `LogAddresses` and `LogTopics` are complete (u64 BE);
     /// `schema`: the layout version (u64 BE, see `SCHEMA_VERSION`); `unwinds`: how many
     /// unwinds were ever committed (u64 BE), so a reader that caches by block number can tell
