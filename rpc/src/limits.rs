@@ -6,7 +6,7 @@
 
 use crate::{
     config::{Config, LimitsFallback, PlanLimits},
-    metrics::{RedisStats, Store},
+    metrics::RedisStats,
     shared_limits::{Answer, SharedLimits},
 };
 use std::{
@@ -75,7 +75,13 @@ impl Limiter {
         let shared = config
             .limits_store
             .as_deref()
-            .map(|url| SharedLimits::new(url, Duration::from_millis(config.redis_timeout_ms)))
+            .map(|url| {
+                SharedLimits::new(
+                    url,
+                    Duration::from_millis(config.redis_timeout_ms),
+                    stats.clone(),
+                )
+            })
             .transpose()?
             .map(Arc::new);
         Ok(Self {
@@ -103,20 +109,10 @@ impl Limiter {
         let Some(shared) = &self.shared else {
             return self.local.admit(id, limits, weight);
         };
-        let started = Instant::now();
-        match shared.ask(id, limits, u64::from(weight), false).await {
-            Answer::Admitted => {
-                self.stats.answered(Store::Limits, Some(started.elapsed()));
-                Ok(())
-            }
-            Answer::Refused(refusal) => {
-                self.stats.answered(Store::Limits, Some(started.elapsed()));
-                Err(refusal)
-            }
-            Answer::Unavailable { asked, why } => {
-                if asked {
-                    self.stats.failed(Store::Limits);
-                }
+        match shared.admit(id, limits, u64::from(weight)).await {
+            Answer::Admitted => Ok(()),
+            Answer::Refused(refusal) => Err(refusal),
+            Answer::Unavailable(why) => {
                 self.unavailable(&why);
                 match self.fallback {
                     LimitsFallback::Local => {
@@ -157,25 +153,8 @@ impl Limiter {
             return self.local.charge(id, limits, count);
         };
         let used = shared.used_today(id).saturating_add(count);
-        let (shared, id, limits_sent, stats) = (
-            shared.clone(),
-            id.clone(),
-            limits.clone(),
-            self.stats.clone(),
-        );
-        runtime.spawn(async move {
-            let started = Instant::now();
-            match shared.ask(&id, &limits_sent, count, true).await {
-                Answer::Admitted | Answer::Refused(_) => {
-                    stats.answered(Store::Limits, Some(started.elapsed()));
-                }
-                Answer::Unavailable { asked, .. } => {
-                    if asked {
-                        stats.failed(Store::Limits);
-                    }
-                }
-            }
-        });
+        let (shared, id, limits_sent) = (shared.clone(), id.clone(), limits.clone());
+        runtime.spawn(async move { shared.charge(&id, &limits_sent, count).await });
         match limits.requests_per_day {
             Some(allowed) if used > allowed => Err(Refusal::Daily {
                 allowed_per_day: allowed,

@@ -1,75 +1,105 @@
 //! Rate limits and daily quotas kept in Redis (`limits_store`), so that a key's plan holds
 //! across every replica and across restarts: the same generic cell rate algorithm and daily
 //! count as `limits::RateLimiter`, done atomically by one Lua script per call on Redis' own
-//! clock. Redis is asked with a short timeout; after a failure it is not asked again for a
-//! moment, so an unreachable Redis costs no call more than the timeout.
+//! clock. The calls of one key that come while a batch of its calls is with Redis go in the
+//! next batch, judged in their order, so a busy key costs Redis one round trip per batch. Redis
+//! is asked with a short timeout; after a failure it is not asked again for a moment, so an
+//! unreachable Redis costs no call more than the timeout.
 
-use crate::{config::PlanLimits, limits::Refusal};
+use crate::{
+    config::PlanLimits,
+    limits::Refusal,
+    metrics::{RedisStats, Store},
+};
 use redis::aio::ConnectionManager;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, PoisonError},
     time::{Duration, Instant},
 };
+use tokio::sync::oneshot;
 
-/// One call's admission, or the charge of notifications. KEYS[1]: the key's theoretical
-/// arrival time (µs since the epoch, Redis' clock); KEYS[2]: the prefix of its per-day count.
-/// ARGV: amount, rate per second (0: none), daily allowance (-1: none), 1 to charge (never
-/// refused for the rate, its debt capped at a second) or 0 to admit.
-/// Returns {0, used today} or {1, µs to wait} (rate) or {2, used today, s to midnight} (daily).
+/// A batch of calls of one key, judged in order: each admitted or refused, or (charge)
+/// notifications counted. KEYS[1]: the key's theoretical arrival time (µs since the epoch, on
+/// Redis' clock); KEYS[2]: the prefix of its per-day count. ARGV: rate per second (0: none),
+/// daily allowance (-1: none), 1 to charge (never refused for the rate, its debt capped at a
+/// second) or 0 to admit, then each call's weight. Returns three numbers per call: {0, used
+/// today, 0}, {1, µs to wait, 0} (rate) or {2, used today, s to midnight} (daily).
 const SCRIPT: &str = r"
 local t = redis.call('TIME')
 local secs = tonumber(t[1])
 local now = secs * 1000000 + tonumber(t[2])
-local amount = tonumber(ARGV[1])
-local rate = tonumber(ARGV[2])
-local daily = tonumber(ARGV[3])
-local charge = ARGV[4] == '1'
+local rate = tonumber(ARGV[1])
+local daily = tonumber(ARGV[2])
+local charge = ARGV[3] == '1'
 local day_key = KEYS[2] .. ':' .. math.floor(secs / 86400)
 local to_midnight = 86400 - secs % 86400
 local used = tonumber(redis.call('GET', day_key) or '0')
-if not charge and daily >= 0 and used + amount > daily then
-  return {2, used, to_midnight}
-end
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+local interval, tolerance = 0, 0
 if rate > 0 then
-  local interval = 1000000 / rate
-  local next_at = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), now)
-  local tat
+  interval = 1000000 / rate
+  tolerance = interval * math.max(math.floor(rate / 10) - 1, 0)
+end
+local added, moved = 0, false
+local out = {}
+for i = 4, #ARGV do
+  local amount = tonumber(ARGV[i])
+  local next_at = math.max(tat, now)
   if charge then
-    tat = math.min(next_at + interval * amount, now + 1000000)
-  else
-    local tolerance = interval * math.max(math.floor(rate / 10) - 1, 0)
-    if next_at > now + tolerance then
-      return {1, math.ceil(next_at - tolerance - now)}
+    used = used + amount
+    added = added + amount
+    if rate > 0 then
+      tat = math.min(next_at + interval * amount, now + 1000000)
+      moved = true
     end
-    tat = next_at + math.min(interval * amount, 86400000000)
+    if daily >= 0 and used > daily then
+      out[#out + 1] = 2; out[#out + 1] = used; out[#out + 1] = to_midnight
+    else
+      out[#out + 1] = 0; out[#out + 1] = used; out[#out + 1] = 0
+    end
+  elseif daily >= 0 and used + amount > daily then
+    out[#out + 1] = 2; out[#out + 1] = used; out[#out + 1] = to_midnight
+  elseif rate > 0 and next_at > now + tolerance then
+    out[#out + 1] = 1; out[#out + 1] = math.ceil(next_at - tolerance - now); out[#out + 1] = 0
+  else
+    if rate > 0 then
+      tat = next_at + math.min(interval * amount, 86400000000)
+      moved = true
+    end
+    used = used + amount
+    added = added + amount
+    out[#out + 1] = 0; out[#out + 1] = used; out[#out + 1] = 0
   end
+end
+if moved then
   redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000) + 1000)
 end
-used = redis.call('INCRBY', day_key, amount)
-if used == amount then
-  redis.call('EXPIRE', day_key, 172800)
+if added > 0 then
+  if redis.call('INCRBY', day_key, added) == added then
+    redis.call('EXPIRE', day_key, 172800)
+  end
 end
-if charge and daily >= 0 and used > daily then
-  return {2, used, to_midnight}
-end
-return {0, used}
+return out
 ";
 
 /// How long Redis is left alone after it failed.
 const PAUSE_AFTER_FAILURE: Duration = Duration::from_secs(1);
 
 /// What Redis said of one call.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Answer {
     Admitted,
     Refused(Refusal),
-    /// Redis did not answer in time or failed (`asked`), or was not asked because it failed
-    /// a moment ago.
-    Unavailable {
-        asked: bool,
-        why: String,
-    },
+    /// Redis did not answer in time or failed, or was not asked because it failed a moment
+    /// ago: why.
+    Unavailable(String),
+}
+
+/// One key's calls waiting while an earlier batch of its calls is with Redis.
+#[derive(Debug, Default)]
+struct Queue {
+    waiting: Vec<(u64, oneshot::Sender<Answer>)>,
 }
 
 #[derive(Debug)]
@@ -77,8 +107,12 @@ pub struct SharedLimits {
     connection: ConnectionManager,
     script: redis::Script,
     timeout: Duration,
+    stats: Arc<RedisStats>,
     /// Set after a failure: Redis is not asked again before then.
     paused_until: Mutex<Option<Instant>>,
+    /// Per key with a batch at Redis: the calls that came meanwhile. They go together in the
+    /// next batch, so a busy key costs one round trip per batch, not per call.
+    queues: Mutex<HashMap<Arc<str>, Queue>>,
     /// Per key: (UTC day, units used that day) as Redis last reported, for the notification
     /// path, which cannot wait for Redis.
     used_today: Mutex<HashMap<Arc<str>, (u64, u64)>>,
@@ -93,7 +127,7 @@ fn day_now() -> u64 {
 impl SharedLimits {
     /// Connects lazily to the Redis at `url` (the first call connects); must run inside the
     /// server's runtime.
-    pub fn new(url: &str, timeout: Duration) -> Result<Self, String> {
+    pub fn new(url: &str, timeout: Duration, stats: Arc<RedisStats>) -> Result<Self, String> {
         let client = redis::Client::open(url).map_err(|e| format!("limits_store {url}: {e}"))?;
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
@@ -106,36 +140,115 @@ impl SharedLimits {
             connection,
             script: redis::Script::new(SCRIPT),
             timeout,
+            stats,
             paused_until: Mutex::default(),
+            queues: Mutex::default(),
             used_today: Mutex::default(),
         })
     }
 
-    /// Admits one call of key `id` weighing `weight` units, or charges `weight` notifications
-    /// (`charge`), under `limits`, as Redis decides.
-    pub async fn ask(
-        &self,
+    /// Admits one call of key `id` weighing `weight` units under `limits`, as Redis decides.
+    /// While a batch of the key's calls is with Redis, the call waits for the next batch.
+    pub async fn admit(
+        self: &Arc<Self>,
         id: &Arc<str>,
         limits: &PlanLimits,
         weight: u64,
-        charge: bool,
     ) -> Answer {
-        if let Some(until) = *self
+        if let Some(paused) = self.paused() {
+            return paused;
+        }
+        let waiting = {
+            let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+            match queues.get_mut(id) {
+                Some(queue) => {
+                    let (sender, receiver) = oneshot::channel();
+                    queue.waiting.push((weight, sender));
+                    Some(receiver)
+                }
+                None => {
+                    queues.insert(id.clone(), Queue::default());
+                    None
+                }
+            }
+        };
+        if let Some(receiver) = waiting {
+            return receiver.await.unwrap_or_else(|_| {
+                Answer::Unavailable("the batch it waited for was dropped".into())
+            });
+        }
+        let answer = self
+            .run(id, limits, &[weight], false)
+            .await
+            .pop()
+            .unwrap_or_else(|| self.failed("no answer for the call".into()));
+        self.send_waiting(id.clone(), limits.clone());
+        answer
+    }
+
+    /// Sends the calls of `id` that queued meanwhile as one batch, from a task of their own,
+    /// and so on until none wait.
+    fn send_waiting(self: &Arc<Self>, id: Arc<str>, limits: PlanLimits) {
+        let batch = {
+            let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+            match queues.get_mut(&id) {
+                Some(queue) if !queue.waiting.is_empty() => std::mem::take(&mut queue.waiting),
+                _ => {
+                    queues.remove(&id);
+                    return;
+                }
+            }
+        };
+        let this = self.clone();
+        tokio::spawn(async move {
+            let weights: Vec<u64> = batch.iter().map(|(weight, _)| *weight).collect();
+            let answers = if this.paused().is_some() {
+                Vec::new()
+            } else {
+                this.run(&id, &limits, &weights, false).await
+            };
+            let mut answers = answers.into_iter();
+            for (_, sender) in batch {
+                let answer = answers.next().unwrap_or_else(|| {
+                    Answer::Unavailable("Redis failed less than a second ago".into())
+                });
+                let _ = sender.send(answer);
+            }
+            this.send_waiting(id, limits);
+        });
+    }
+
+    /// Charges `count` notifications to key `id` (never refused for the rate; see
+    /// `RateLimiter::charge`).
+    pub async fn charge(&self, id: &Arc<str>, limits: &PlanLimits, count: u64) {
+        if self.paused().is_none() {
+            self.run(id, limits, &[count], true).await;
+        }
+    }
+
+    fn paused(&self) -> Option<Answer> {
+        let until = *self
             .paused_until
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            && Instant::now() < until
-        {
-            return Answer::Unavailable {
-                asked: false,
-                why: "it failed less than a second ago".into(),
-            };
-        }
+            .unwrap_or_else(PoisonError::into_inner);
+        until
+            .filter(|until| Instant::now() < *until)
+            .map(|_| Answer::Unavailable("it failed less than a second ago".into()))
+    }
+
+    /// One round trip: the script over `weights`, one answer per weight (all `Unavailable`
+    /// if Redis failed).
+    async fn run(
+        &self,
+        id: &Arc<str>,
+        limits: &PlanLimits,
+        weights: &[u64],
+        charge: bool,
+    ) -> Vec<Answer> {
         let mut invocation = self.script.prepare_invoke();
         invocation
             .key(format!("quarry:{{{id}}}:tat"))
             .key(format!("quarry:{{{id}}}:day"))
-            .arg(weight)
             .arg(limits.requests_per_second.unwrap_or(0))
             .arg(
                 limits
@@ -143,53 +256,72 @@ impl SharedLimits {
                     .map_or(-1, |d| i64::try_from(d).unwrap_or(i64::MAX)),
             )
             .arg(u8::from(charge));
+        for weight in weights {
+            invocation.arg(*weight);
+        }
         let mut connection = self.connection.clone();
+        let started = Instant::now();
         let asked = tokio::time::timeout(
             self.timeout,
             invocation.invoke_async::<Vec<u64>>(&mut connection),
         )
         .await;
         let reply = match asked {
-            Ok(Ok(reply)) => reply,
-            Ok(Err(e)) => return self.failed(e.to_string()),
-            Err(_) => return self.failed(format!("no answer within {:?}", self.timeout)),
+            Ok(Ok(reply)) if reply.len() == 3 * weights.len() => reply,
+            Ok(Ok(reply)) => {
+                let why = format!(
+                    "the limits script answered {} numbers for {} calls",
+                    reply.len(),
+                    weights.len()
+                );
+                return vec![self.failed(why); weights.len()];
+            }
+            Ok(Err(e)) => return vec![self.failed(e.to_string()); weights.len()],
+            Err(_) => {
+                let why = format!("no answer within {:?}", self.timeout);
+                return vec![self.failed(why); weights.len()];
+            }
         };
-        match reply.as_slice() {
-            [0, used] => {
-                self.note_used(id, *used);
-                Answer::Admitted
-            }
-            [1, micros] => Answer::Refused(Refusal::Rate {
-                allowed_per_second: limits.requests_per_second.unwrap_or(0),
-                retry_after: Duration::from_micros(*micros),
-            }),
-            [2, used, seconds] => {
-                self.note_used(id, *used);
-                Answer::Refused(Refusal::Daily {
-                    allowed_per_day: limits.requests_per_day.unwrap_or(0),
-                    used: *used,
-                    retry_after: Duration::from_secs(*seconds),
-                })
-            }
-            other => self.failed(format!(
-                "unexpected reply from the limits script: {other:?}"
-            )),
+        self.stats.answered(Store::Limits, Some(started.elapsed()));
+        let mut last_used = None;
+        let answers = reply
+            .chunks_exact(3)
+            .map(|call| match *call {
+                [0, used, _] => {
+                    last_used = Some(used);
+                    Answer::Admitted
+                }
+                [1, micros, _] => Answer::Refused(Refusal::Rate {
+                    allowed_per_second: limits.requests_per_second.unwrap_or(0),
+                    retry_after: Duration::from_micros(micros),
+                }),
+                [_, used, seconds] => {
+                    last_used = Some(used);
+                    Answer::Refused(Refusal::Daily {
+                        allowed_per_day: limits.requests_per_day.unwrap_or(0),
+                        used,
+                        retry_after: Duration::from_secs(seconds),
+                    })
+                }
+                _ => Answer::Unavailable("short reply".into()),
+            })
+            .collect();
+        if let Some(used) = last_used {
+            self.used_today
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(id.clone(), (day_now(), used));
         }
+        answers
     }
 
     fn failed(&self, why: String) -> Answer {
+        self.stats.failed(Store::Limits);
         *self
             .paused_until
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now() + PAUSE_AFTER_FAILURE);
-        Answer::Unavailable { asked: true, why }
-    }
-
-    fn note_used(&self, id: &Arc<str>, used: u64) {
-        self.used_today
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone(), (day_now(), used));
+        Answer::Unavailable(why)
     }
 
     /// Units key `id` used today as Redis last reported (0 if it has not said today).
