@@ -933,3 +933,57 @@ fn redis_going_away_is_survived_as_configured_and_recovered_from() {
     assert!(tally.failures.is_empty(), "{:?}", tally.failures);
     assert!(tally.answered > 100, "{tally:?}");
 }
+
+/// Clients that send a call and hang up before the answer, many at once, while Redis judges
+/// their key's calls in batches: the key's later calls are still answered (no batch is left
+/// waiting for a call that went away).
+#[test]
+fn calls_abandoned_mid_flight_leave_their_key_usable() {
+    if !can_run(
+        "calls_abandoned_mid_flight_leave_their_key_usable",
+        &["redis-server"],
+    ) {
+        return;
+    }
+    let redis = Redis::start();
+    let config = format!(
+        "limits_store = \"{}\"\n[plans.growth]\nunits_per_second = 1000000\n[[keys]]\nkey = \"{KEY}\"\nplan = \"growth\"\n",
+        redis.url()
+    );
+    let replica = Replica::start(&devnet(), &config);
+    let body = call_body("eth_chainId", json!([]));
+    let request = format!(
+        "POST /v3/{KEY} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    for round in 0..20 {
+        let load = Load::start(
+            &format!("http://{}/v3/{KEY}", replica.addr()),
+            2,
+            Duration::ZERO,
+        );
+        let hang_ups: Vec<_> = (0..32)
+            .map(|_| {
+                let (addr, request) = (replica.addr(), request.clone());
+                std::thread::spawn(move || {
+                    let mut stream = TcpStream::connect(addr).unwrap();
+                    stream.write_all(request.as_bytes()).unwrap();
+                    // Gone before the answer.
+                    drop(stream);
+                })
+            })
+            .collect();
+        for hang_up in hang_ups {
+            hang_up.join().unwrap();
+        }
+        let (tally, _) = load.finish();
+        assert!(
+            tally.failures.is_empty(),
+            "round {round}: {:?}",
+            tally.failures
+        );
+    }
+    let (status, reply) = replica.call(KEY, "eth_chainId", json!([]));
+    assert_eq!(status, 200, "{reply}");
+    assert!(reply.get("result").is_some(), "{reply}");
+}

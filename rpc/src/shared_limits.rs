@@ -96,7 +96,7 @@ pub enum Answer {
     Unavailable(String),
 }
 
-/// One key's calls waiting while an earlier batch of its calls is with Redis.
+/// One key's calls waiting for the next batch (the key's queue exists while its task runs).
 #[derive(Debug, Default)]
 struct Queue {
     waiting: Vec<(u64, oneshot::Sender<Answer>)>,
@@ -148,7 +148,9 @@ impl SharedLimits {
     }
 
     /// Admits one call of key `id` weighing `weight` units under `limits`, as Redis decides.
-    /// While a batch of the key's calls is with Redis, the call waits for the next batch.
+    /// The call joins its key's queue; a task of the key's own sends the queue to Redis, one
+    /// batch per round trip, until it is empty. The task, not the call, talks to Redis, so a
+    /// call dropped while it waits (its client went away) leaves nothing stuck.
     pub async fn admit(
         self: &Arc<Self>,
         id: &Arc<str>,
@@ -158,63 +160,59 @@ impl SharedLimits {
         if let Some(paused) = self.paused() {
             return paused;
         }
-        let waiting = {
+        let (sender, receiver) = oneshot::channel();
+        let first = {
             let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
             match queues.get_mut(id) {
                 Some(queue) => {
-                    let (sender, receiver) = oneshot::channel();
                     queue.waiting.push((weight, sender));
-                    Some(receiver)
+                    false
                 }
                 None => {
-                    queues.insert(id.clone(), Queue::default());
-                    None
+                    let waiting = vec![(weight, sender)];
+                    queues.insert(id.clone(), Queue { waiting });
+                    true
                 }
             }
         };
-        if let Some(receiver) = waiting {
-            return receiver.await.unwrap_or_else(|_| {
-                Answer::Unavailable("the batch it waited for was dropped".into())
-            });
+        if first {
+            self.send_queue(id.clone(), limits.clone());
         }
-        let answer = self
-            .run(id, limits, &[weight], false)
+        receiver
             .await
-            .pop()
-            .unwrap_or_else(|| self.failed("no answer for the call".into()));
-        self.send_waiting(id.clone(), limits.clone());
-        answer
+            .unwrap_or_else(|_| Answer::Unavailable("the batch it waited for was dropped".into()))
     }
 
-    /// Sends the calls of `id` that queued meanwhile as one batch, from a task of their own,
-    /// and so on until none wait.
-    fn send_waiting(self: &Arc<Self>, id: Arc<str>, limits: PlanLimits) {
-        let batch = {
-            let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
-            match queues.get_mut(&id) {
-                Some(queue) if !queue.waiting.is_empty() => std::mem::take(&mut queue.waiting),
-                _ => {
-                    queues.remove(&id);
-                    return;
-                }
-            }
-        };
+    /// Sends the queue of `id` to Redis in batches, from a task of its own, until it is empty.
+    fn send_queue(self: &Arc<Self>, id: Arc<str>, limits: PlanLimits) {
         let this = self.clone();
         tokio::spawn(async move {
-            let weights: Vec<u64> = batch.iter().map(|(weight, _)| *weight).collect();
-            let answers = if this.paused().is_some() {
-                Vec::new()
-            } else {
-                this.run(&id, &limits, &weights, false).await
-            };
-            let mut answers = answers.into_iter();
-            for (_, sender) in batch {
-                let answer = answers.next().unwrap_or_else(|| {
-                    Answer::Unavailable("Redis failed less than a second ago".into())
-                });
-                let _ = sender.send(answer);
+            loop {
+                let batch = {
+                    let mut queues = this.queues.lock().unwrap_or_else(PoisonError::into_inner);
+                    match queues.get_mut(&id) {
+                        Some(queue) if !queue.waiting.is_empty() => {
+                            std::mem::take(&mut queue.waiting)
+                        }
+                        _ => {
+                            queues.remove(&id);
+                            return;
+                        }
+                    }
+                };
+                let weights: Vec<u64> = batch.iter().map(|(weight, _)| *weight).collect();
+                let answers = match this.paused() {
+                    Some(_) => Vec::new(),
+                    None => this.run(&id, &limits, &weights, false).await,
+                };
+                let mut answers = answers.into_iter();
+                for (_, sender) in batch {
+                    let answer = answers.next().unwrap_or_else(|| {
+                        Answer::Unavailable("Redis failed less than a second ago".into())
+                    });
+                    let _ = sender.send(answer);
+                }
             }
-            this.send_waiting(id, limits);
         });
     }
 
