@@ -489,6 +489,10 @@ fn a_replica_killed_under_load_costs_no_call_and_rejoins() {
     for server in ["replica1", "replica2", "replica3"] {
         haproxy.wait_status(server, "UP");
     }
+    // WebSockets pass through HAProxy too.
+    let mut socket = WsClient::connect(&format!("ws://{}/ws/v3/{KEY}", haproxy.front));
+    let reply = socket.exchange(&call_body("eth_blockNumber", json!([])));
+    assert_eq!(reply["result"], "0x28", "{reply}");
     let load = Load::start(
         &format!("http://{}/v3/{KEY}", haproxy.front),
         4,
