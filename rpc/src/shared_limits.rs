@@ -26,6 +26,9 @@ use tokio::sync::oneshot;
 /// second) or 0 to admit, then each call's weight. Returns three numbers per call: {0, used
 /// today, 0}, {1, µs to wait, 0} (rate) or {2, used today, s to midnight} (daily).
 const SCRIPT: &str = r"
+-- Redis before 5 replicates scripts verbatim, which refuses writes after TIME; 5 and later do
+-- this by default and keep the call as a no-op.
+redis.replicate_commands()
 local t = redis.call('TIME')
 local secs = tonumber(t[1])
 local now = secs * 1000000 + tonumber(t[2])
