@@ -1,6 +1,8 @@
 # Sourced by the serve benchmarks: builds the release binary, makes a scratch directory $work
 # that is removed on exit (with every server started here stopped), and starts servers.
+# QUARRY_BIN=path serves with another build (an older one, for a before/after in one run).
 cargo build --release --quiet
+quarry=${QUARRY_BIN:-./target/release/quarry}
 work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -9,7 +11,7 @@ trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
 # CONFIG after `listen`. Runs in this shell so that the trap stops it.
 serve() {
   printf 'listen = "127.0.0.1:0"\n%s\n' "$3" >"$work/$1.toml"
-  ./target/release/quarry serve --datadir "$2" --config "$work/$1.toml" >"$work/$1.out" 2>/dev/null &
+  "$quarry" serve --datadir "$2" --config "$work/$1.toml" >"$work/$1.out" 2>/dev/null &
   pids+=($!)
 }
 

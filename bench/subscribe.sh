@@ -8,7 +8,10 @@
 #
 #   bench/subscribe.sh                         CONNECTIONS=1000 STEPS=40 PER_STEP=1 INTERVAL_MS=250
 #   BLOCKS=300 TXS=100 bench/subscribe.sh      the generated chain when the scale chain is absent
+#   QUARRY_BIN=/other/quarry bench/subscribe.sh another build's server (and ingest), same chain
 #
+# The datadir of every block but the appended ones is kept in target/bench/subscribe-prefix-*
+# and copied for each run, so a second run (or another build's) skips that ingest.
 # The chain: target/bench/scale-20000x100 (bench/scale.sh) if it is there, else
 # target/bench/subscribe-BLOCKSxTXS, generated once. The server runs with the default limits
 # but max_connections (raised to CONNECTIONS + 64).
@@ -37,8 +40,15 @@ fi
 total=$("$client" --chain "$chain/chain.rlp" --write-prefix "$work/prefix.rlp" --from 0)
 from=$((total - STEPS * PER_STEP))
 "$client" --chain "$chain/chain.rlp" --write-prefix "$work/prefix.rlp" --from "$from" >/dev/null
-echo "== $chain: ingesting blocks 1 to $from, then appending $((STEPS * PER_STEP)) in $STEPS commits"
-./target/release/quarry ingest --datadir "$work/data" --genesis "$chain/genesis.json" "$work/prefix.rlp" >/dev/null 2>&1
+prefix=target/bench/subscribe-prefix-$(basename "$chain")-$from
+if [ ! -f "$prefix/done" ]; then
+  echo "== $chain: ingesting blocks 1 to $from into $prefix"
+  rm -rf "$prefix"
+  ./target/release/quarry ingest --datadir "$prefix" --genesis "$chain/genesis.json" "$work/prefix.rlp" >/dev/null 2>&1
+  touch "$prefix/done"
+fi
+echo "== $chain: blocks 1 to $from (a copy of $prefix), then appending $((STEPS * PER_STEP)) in $STEPS commits"
+cp -r "$prefix" "$work/data"
 serve main "$work/data" "max_connections = $((CONNECTIONS + 64))"$'\n[[keys]]\nkey = "bench-key"'
 addr=$(address main)
 pid=${pids[-1]}
@@ -52,7 +62,7 @@ logs = json.load(sys.stdin)["result"]
 top = [a for a, _ in collections.Counter(l["address"] for l in logs).most_common(2)]
 print(",".join(top + ["0x000000000000000000000000000000000000dead"]))')
 echo "== log filters over: $addresses"
-"$client" --url "ws://$addr/ws/v3/bench-key" --pid "$pid" --quarry ./target/release/quarry \
+"$client" --url "ws://$addr/ws/v3/bench-key" --pid "$pid" --quarry "$quarry" \
   --datadir "$work/data" --genesis "$chain/genesis.json" --chain "$chain/chain.rlp" \
   --from "$from" --steps "$STEPS" --per-step "$PER_STEP" --interval-ms "$INTERVAL_MS" \
   --connections "$CONNECTIONS" --addresses "$addresses"

@@ -80,7 +80,8 @@ impl SubKind {
 pub struct LogEvent {
     pub log: Log,
     pub block: u64,
-    pub json: String,
+    /// Shared by every notification of it: connections' writers frame it.
+    pub json: Arc<str>,
 }
 
 /// One block that joined the canonical chain, or left it (`removed`).
@@ -89,7 +90,7 @@ pub struct BlockEvent {
     pub hash: B256,
     pub removed: bool,
     /// geth's header JSON, when someone wants new heads.
-    pub header: Option<String>,
+    pub header: Option<Arc<str>>,
     /// Its logs in order, when someone wants logs.
     pub logs: Vec<Arc<LogEvent>>,
 }
@@ -126,18 +127,6 @@ struct Subscriber {
     kind: SubKind,
 }
 
-/// `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":ID,"result":RESULT}}`.
-fn notification(id: &str, result: &str) -> String {
-    const HEAD: &str = r#"{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":""#;
-    let mut text = String::with_capacity(HEAD.len() + id.len() + result.len() + 16);
-    text.push_str(HEAD);
-    text.push_str(id);
-    text.push_str(r#"","result":"#);
-    text.push_str(result);
-    text.push_str("}}");
-    text
-}
-
 /// The notifications of one block, per connection, and the connections found too slow or out
 /// of their key's daily quota.
 struct Delivery<'s> {
@@ -160,7 +149,7 @@ impl<'s> Delivery<'s> {
         }
     }
 
-    fn push(&mut self, conn: &Arc<Connection>, id: &str, result: &str) {
+    fn push(&mut self, conn: &Arc<Connection>, id: &SubId, result: &Arc<str>) {
         let budget = self.budgets.entry(conn.id).or_insert_with(|| {
             let grant = &conn.caller.grant;
             let limits = self.service.plans.limits(grant.plan);
@@ -176,7 +165,7 @@ impl<'s> Delivery<'s> {
             Some(left) => *left -= 1,
             None => {}
         }
-        match conn.notify(notification(id, result)) {
+        match conn.notify(id, result) {
             Ok(()) => {
                 self.sent
                     .entry(conn.id)
@@ -210,19 +199,27 @@ impl Hub {
         }
     }
 
+    /// Queues `event`'s notifications. Each subscription's writer is woken as soon as its
+    /// notifications are queued, so that sending overlaps the queueing for the others.
     fn deliver(&self, event: &BlockEvent, delivery: &mut Delivery) {
         for (id, sub) in self.read().iter() {
             match &sub.kind {
                 SubKind::NewHeads => {
                     if let (false, Some(header)) = (event.removed, &event.header) {
                         delivery.push(&sub.conn, id, header);
+                        sub.conn.wake();
                     }
                 }
                 SubKind::Logs(criteria) => {
+                    let mut any = false;
                     for log in &event.logs {
                         if criteria.matches(&log.log, log.block) {
                             delivery.push(&sub.conn, id, &log.json);
+                            any = true;
                         }
+                    }
+                    if any {
+                        sub.conn.wake();
                     }
                 }
                 SubKind::Syncing => {}
@@ -239,7 +236,7 @@ impl Hub {
             }
             *last = Some(status.clone());
         }
-        let json = to_json(&status)?;
+        let json: Arc<str> = to_json(&status)?.into();
         for (id, sub) in self.read().iter() {
             if matches!(sub.kind, SubKind::Syncing) {
                 delivery.push(&sub.conn, id, &json);
@@ -313,7 +310,7 @@ impl Service {
             if let (SubKind::Syncing, Some(status)) = (&kind, &syncing)
                 && let Ok(json) = to_json(status)
             {
-                delivery.push(conn, &id, &json);
+                delivery.push(conn, &id, &json.into());
             }
             hub.write().insert(
                 id.clone(),
@@ -632,7 +629,7 @@ impl Watcher {
             )))
         })?;
         let header = if wants.heads && !removed {
-            Some(to_json(&HeaderJson::new(&block.header, block.hash))?)
+            Some(to_json(&HeaderJson::new(&block.header, block.hash))?.into())
         } else {
             None
         };
@@ -661,7 +658,7 @@ impl Watcher {
                     logs.push(Arc::new(LogEvent {
                         log: log.clone(),
                         block: number,
-                        json: to_json(&json)?,
+                        json: to_json(&json)?.into(),
                     }));
                     log_index += 1;
                 }
@@ -693,7 +690,7 @@ mod tests {
 
     #[test]
     fn notifications_are_geths_envelope() {
-        let text = notification("0xab", r#"{"x":1}"#);
+        let text = crate::ws::notification("0xab", r#"{"x":1}"#);
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             value,

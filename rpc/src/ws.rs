@@ -268,8 +268,8 @@ where
             Next::Send(batch) => {
                 // One write for the batch, not one per message.
                 let send = async {
-                    for text in batch {
-                        sink.feed(Message::text(text)).await?;
+                    for message in batch {
+                        sink.feed(Message::text(message.into_text())).await?;
                     }
                     sink.flush().await
                 };
@@ -373,9 +373,59 @@ pub struct ConnSubscriptions {
     pub closed: bool,
 }
 
+/// One message waiting to be sent. A notification holds its result shared with every other
+/// connection that gets it: its text is written by this connection's writer task, so the
+/// watcher's thread does not copy each result once per subscriber.
+#[derive(Debug)]
+enum Outgoing {
+    Text(String),
+    Notification { id: SubId, result: Arc<str> },
+}
+
+impl Outgoing {
+    /// The size of the text it becomes.
+    fn len(&self) -> usize {
+        match self {
+            Self::Text(text) => text.len(),
+            Self::Notification { id, result } => notification_len(id, result),
+        }
+    }
+
+    fn into_text(self) -> String {
+        match self {
+            Self::Text(text) => text,
+            Self::Notification { id, result } => notification(&id, &result),
+        }
+    }
+}
+
+const NOTIFICATION_HEAD: &str =
+    r#"{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":""#;
+const NOTIFICATION_MIDDLE: &str = r#"","result":"#;
+const NOTIFICATION_TAIL: &str = "}}";
+
+fn notification_len(id: &str, result: &str) -> usize {
+    NOTIFICATION_HEAD.len()
+        + id.len()
+        + NOTIFICATION_MIDDLE.len()
+        + result.len()
+        + NOTIFICATION_TAIL.len()
+}
+
+/// `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":ID,"result":RESULT}}`.
+pub fn notification(id: &str, result: &str) -> String {
+    let mut text = String::with_capacity(notification_len(id, result));
+    text.push_str(NOTIFICATION_HEAD);
+    text.push_str(id);
+    text.push_str(NOTIFICATION_MIDDLE);
+    text.push_str(result);
+    text.push_str(NOTIFICATION_TAIL);
+    text
+}
+
 #[derive(Debug, Default)]
 struct Outbox {
-    queue: VecDeque<String>,
+    queue: VecDeque<Outgoing>,
     bytes: usize,
     close: Option<CloseFrame>,
     /// A close frame was queued: nothing more goes out.
@@ -383,7 +433,7 @@ struct Outbox {
 }
 
 enum Next {
-    Send(Vec<String>),
+    Send(Vec<Outgoing>),
     Close(CloseFrame),
     Wait,
 }
@@ -392,8 +442,8 @@ impl Outbox {
     fn next(&mut self) -> Next {
         if !self.queue.is_empty() {
             let count = self.queue.len().min(SEND_BATCH);
-            let batch: Vec<String> = self.queue.drain(..count).collect();
-            self.bytes -= batch.iter().map(String::len).sum::<usize>();
+            let batch: Vec<Outgoing> = self.queue.drain(..count).collect();
+            self.bytes -= batch.iter().map(Outgoing::len).sum::<usize>();
             return Next::Send(batch);
         }
         match self.close.take() {
@@ -430,27 +480,33 @@ impl Connection {
             return;
         }
         outbox.bytes += text.len();
-        outbox.queue.push_back(text);
+        outbox.queue.push_back(Outgoing::Text(text));
         drop(outbox);
         self.ready.notify_one();
     }
 
-    /// Queues a notification, unless the outbox is over its bounds (one message always fits
-    /// an empty outbox, however large). The writer is woken by `wake`, once for all the
-    /// notifications of a block, so that it sends them in one write.
-    pub fn notify(&self, text: String) -> Result<(), Refused> {
+    /// Queues subscription `id`'s notification of `result`, unless the outbox is over its
+    /// bounds (one message always fits an empty outbox, however large). The writer is woken by
+    /// `wake`, once for all of a subscription's notifications of a block, so that it sends them
+    /// in one write.
+    pub fn notify(&self, id: &SubId, result: &Arc<str>) -> Result<(), Refused> {
+        let message = Outgoing::Notification {
+            id: id.clone(),
+            result: result.clone(),
+        };
+        let size = message.len();
         let mut outbox = self.outbox();
         if outbox.closing {
             return Err(Refused::Closed);
         }
         if !outbox.queue.is_empty()
             && (outbox.queue.len() >= self.limits.messages
-                || outbox.bytes + text.len() > self.limits.bytes)
+                || outbox.bytes + size > self.limits.bytes)
         {
             return Err(Refused::Full);
         }
-        outbox.bytes += text.len();
-        outbox.queue.push_back(text);
+        outbox.bytes += size;
+        outbox.queue.push_back(message);
         // A block with many notifications for one connection is sent as it is queued.
         if outbox.queue.len().is_multiple_of(SEND_BATCH) {
             drop(outbox);
