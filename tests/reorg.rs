@@ -278,11 +278,12 @@ fn a_reorg_to_a_shorter_branch_is_accepted() {
     );
 }
 
-/// A `quarry serve` that has answered receipts of the stored chain (so its caches hold them)
-/// while another process commits a reorg to the long branch: afterwards every receipt it gives,
-/// by transaction or by block, is the new chain's, as a server of a fresh ingest gives them.
+/// A `quarry serve` that has answered receipts, blocks and transactions of the stored chain (so
+/// its caches hold them, decoded and as sent) while another process commits a reorg to the long
+/// branch: afterwards every one it gives, by number or by transaction hash, is the new chain's,
+/// as a server of a fresh ingest gives them.
 #[test]
-fn a_running_server_answers_receipts_of_the_new_chain_after_a_reorg() {
+fn a_running_server_answers_receipts_and_blocks_of_the_new_chain_after_a_reorg() {
     let c = chains();
     let (_dir, datadir) = stored_datadir();
     let server = Server::start(&datadir, "");
@@ -301,27 +302,44 @@ fn a_running_server_answers_receipts_of_the_new_chain_after_a_reorg() {
                 .is_null()
         );
     }
+    // Every answer kept by block hash (blocks, transactions, receipts) is asked for first.
+    let by_number = |number: u64| {
+        let n = format!("{number:#x}");
+        [
+            ("eth_getBlockReceipts", json!([n])),
+            ("eth_getBlockByNumber", json!([n, false])),
+            ("eth_getBlockByNumber", json!([n, true])),
+            ("eth_getTransactionByBlockNumberAndIndex", json!([n, "0x0"])),
+        ]
+    };
     for number in FORK_AT + 1..=STORED {
-        let receipts = server.result("eth_getBlockReceipts", json!([format!("{number:#x}")]));
-        assert!(receipts.is_array(), "block {number}");
+        for (method, params) in by_number(number) {
+            assert!(
+                !server.result(method, params).is_null(),
+                "{method} {number}"
+            );
+        }
     }
 
     reorg_ok(&datadir, &c.long.join("chain.rlp"));
     let fresh = Server::start(&ingested(&c.long), "");
     for number in FORK_AT + 1..=LONG {
-        let params = json!([format!("{number:#x}")]);
-        assert_eq!(
-            server.result("eth_getBlockReceipts", params.clone()),
-            fresh.result("eth_getBlockReceipts", params),
-            "block {number}"
-        );
+        for (method, params) in by_number(number) {
+            assert_eq!(
+                server.result(method, params.clone()),
+                fresh.result(method, params),
+                "{method} {number}"
+            );
+        }
     }
     for tx in stored_only.iter().chain(&long_only) {
-        assert_eq!(
-            server.result("eth_getTransactionReceipt", json!([tx])),
-            fresh.result("eth_getTransactionReceipt", json!([tx])),
-            "{tx}"
-        );
+        for method in ["eth_getTransactionReceipt", "eth_getTransactionByHash"] {
+            assert_eq!(
+                server.result(method, json!([tx])),
+                fresh.result(method, json!([tx])),
+                "{method} {tx}"
+            );
+        }
     }
 }
 

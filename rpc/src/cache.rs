@@ -16,6 +16,7 @@ use crate::error::{Result, RpcError};
 use alloy_consensus::Header;
 use alloy_primitives::{Address, B256, Bloom, U256, logs_bloom};
 use quarry_storage::{BlockReceiptsView, ReadTx, StoredBody, StoredReceipt};
+use serde_json::value::RawValue;
 use std::{
     collections::{HashMap, VecDeque},
     sync::{Arc, Mutex, PoisonError},
@@ -159,7 +160,7 @@ enum ReceiptKey {
     One(B256, usize),
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Receipts {
     Block(Arc<BlockReceipts>),
     One(Arc<OneReceipt>),
@@ -174,56 +175,96 @@ impl Receipts {
     }
 }
 
+/// Entries that go oldest first once their sizes add up past a bound; an entry that alone would
+/// take more than an eighth of it is not kept.
+#[derive(Debug)]
+struct Bounded<K, V> {
+    max_bytes: usize,
+    entries: Mutex<BoundedEntries<K, V>>,
+}
+
+#[derive(Debug)]
+struct BoundedEntries<K, V> {
+    map: HashMap<K, (V, usize)>,
+    order: VecDeque<K>,
+    bytes: usize,
+}
+
+impl<K: Copy + Eq + std::hash::Hash, V: Clone> Bounded<K, V> {
+    fn new(max_bytes: usize) -> Self {
+        Self {
+            max_bytes,
+            entries: Mutex::new(BoundedEntries {
+                map: HashMap::new(),
+                order: VecDeque::new(),
+                bytes: 0,
+            }),
+        }
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, BoundedEntries<K, V>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn get(&self, key: &K) -> Option<V> {
+        self.entries().map.get(key).map(|(value, _)| value.clone())
+    }
+
+    fn insert(&self, key: K, value: V, size: usize) {
+        if size > self.max_bytes / 8 {
+            return;
+        }
+        let mut entries = self.entries();
+        if entries.map.contains_key(&key) {
+            return;
+        }
+        entries.bytes += size;
+        entries.order.push_back(key);
+        entries.map.insert(key, (value, size));
+        while entries.bytes > self.max_bytes {
+            let Some(oldest) = entries.order.pop_front() else {
+                break;
+            };
+            if let Some((_, size)) = entries.map.remove(&oldest) {
+                entries.bytes -= size;
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.entries().bytes
+    }
+}
+
 /// Decoded receipts by block hash (a block's whole list, or single receipts of a block too large
 /// to keep whole), which always names the same block, so entries hold across unwinds; the oldest
 /// go first once their size passes the bound. Receipts that alone would take more than an eighth
 /// of it are not kept.
 #[derive(Debug)]
 pub struct ReceiptCache {
-    max_bytes: usize,
-    entries: Mutex<ReceiptEntries>,
-}
-
-#[derive(Debug, Default)]
-struct ReceiptEntries {
-    map: HashMap<ReceiptKey, Receipts>,
-    order: VecDeque<ReceiptKey>,
-    bytes: usize,
+    entries: Bounded<ReceiptKey, Receipts>,
 }
 
 impl ReceiptCache {
     pub fn new(max_bytes: usize) -> Self {
         Self {
-            max_bytes,
-            entries: Mutex::default(),
+            entries: Bounded::new(max_bytes),
         }
-    }
-
-    fn entries(&self) -> std::sync::MutexGuard<'_, ReceiptEntries> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Whether receipts of `size` bytes would be kept.
-    fn admits(&self, size: usize) -> bool {
-        size <= self.max_bytes / 8
     }
 
     /// Every receipt of the block `block_hash`.
     pub fn block(&self, block_hash: &B256) -> Option<Arc<BlockReceipts>> {
-        match self.entries().map.get(&ReceiptKey::Block(*block_hash))? {
-            Receipts::Block(receipts) => Some(receipts.clone()),
+        match self.entries.get(&ReceiptKey::Block(*block_hash))? {
+            Receipts::Block(receipts) => Some(receipts),
             Receipts::One(_) => None,
         }
     }
 
     /// The receipt of transaction `index` of block `block_hash`, kept alone.
     pub fn one(&self, block_hash: &B256, index: usize) -> Option<Arc<OneReceipt>> {
-        match self
-            .entries()
-            .map
-            .get(&ReceiptKey::One(*block_hash, index))?
-        {
-            Receipts::One(receipt) => Some(receipt.clone()),
+        match self.entries.get(&ReceiptKey::One(*block_hash, index))? {
+            Receipts::One(receipt) => Some(receipt),
             Receipts::Block(_) => None,
         }
     }
@@ -238,30 +279,73 @@ impl ReceiptCache {
 
     fn insert(&self, key: ReceiptKey, receipts: Receipts) {
         let size = receipts.size();
-        if !self.admits(size) {
-            return;
-        }
-        let mut entries = self.entries();
-        if entries.map.contains_key(&key) {
-            return;
-        }
-        entries.bytes += size;
-        entries.order.push_back(key);
-        entries.map.insert(key, receipts);
-        while entries.bytes > self.max_bytes {
-            let Some(oldest) = entries.order.pop_front() else {
-                break;
-            };
-            if let Some(evicted) = entries.map.remove(&oldest) {
-                entries.bytes -= evicted.size();
-            }
-        }
+        self.entries.insert(key, receipts, size);
     }
 
     /// The bytes held.
     #[cfg(test)]
     fn bytes(&self) -> usize {
-        self.entries().bytes
+        self.entries.bytes()
+    }
+}
+
+/// An answer already serialized, shared by every request that gets it.
+#[derive(Debug, Clone)]
+pub struct Json(Arc<RawValue>);
+
+impl serde::Serialize for Json {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+/// What a serialized answer is of: a block's JSON (with hashes or full transactions), one of
+/// its transactions, or one of its receipts, by block hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JsonKey {
+    Block { hash: B256, full: bool },
+    Transaction { block: B256, index: usize },
+    Receipt { block: B256, index: usize },
+}
+
+/// Answers of the block, transaction and receipt methods as sent, by block hash: a hash names
+/// the same block on every chain, so, like the receipt cache, entries hold across unwinds (a
+/// request by number or tag finds its block's hash first, on the chain it reads). The oldest
+/// go first once their size passes the bound.
+#[derive(Debug)]
+pub struct JsonCache {
+    entries: Bounded<JsonKey, Json>,
+}
+
+impl JsonCache {
+    pub fn new(max_bytes: usize) -> Self {
+        Self {
+            entries: Bounded::new(max_bytes),
+        }
+    }
+
+    pub fn get(&self, key: &JsonKey) -> Option<Json> {
+        self.entries.get(key)
+    }
+
+    /// The answer for `key`: kept, or made by `make`, serialized, and kept.
+    pub fn get_or_make<T: serde::Serialize>(
+        &self,
+        key: JsonKey,
+        make: impl FnOnce() -> Result<T>,
+    ) -> Result<Json> {
+        if let Some(json) = self.entries.get(&key) {
+            return Ok(json);
+        }
+        let raw = serde_json::value::to_raw_value(&make()?)
+            .map_err(|e| RpcError::Internal(format!("cannot serialize an answer: {e}")))?;
+        let size = raw.get().len() + 64;
+        let json = Json(Arc::from(raw));
+        self.entries.insert(key, json.clone(), size);
+        Ok(json)
     }
 }
 
@@ -388,5 +472,48 @@ mod tests {
         assert!(cache.one(&hash(9), 5).is_none());
         assert!(cache.block(&hash(9)).is_some());
         assert_eq!(cache.bytes(), 7256, "the oldest list made room");
+    }
+
+    #[test]
+    fn answers_are_made_once_per_block_hash_and_kept_within_the_bound() {
+        let cache = JsonCache::new(8 * 1000);
+        let key = |i: u8| JsonKey::Block {
+            hash: B256::repeat_byte(i),
+            full: false,
+        };
+        let made = std::cell::Cell::new(0);
+        let make = |text: &str| {
+            made.set(made.get() + 1);
+            Ok(text.to_string())
+        };
+        let first = cache.get_or_make(key(1), || make("one")).unwrap();
+        let again = cache.get_or_make(key(1), || make("other")).unwrap();
+        assert_eq!(serde_json::to_string(&first).unwrap(), r#""one""#);
+        assert_eq!(serde_json::to_string(&again).unwrap(), r#""one""#);
+        assert_eq!(made.get(), 1, "the second request is answered from memory");
+        let full = JsonKey::Block {
+            hash: B256::repeat_byte(1),
+            full: true,
+        };
+        assert!(cache.get(&full).is_none(), "full blocks are another answer");
+        // A failed answer is not kept.
+        assert!(
+            cache
+                .get_or_make(key(2), || Err::<String, _>(RpcError::HeaderNotFound))
+                .is_err()
+        );
+        assert!(cache.get(&key(2)).is_none());
+        // 930 bytes each (with the entry's overhead): eight fit, the oldest go first.
+        let big = "x".repeat(864);
+        for i in 10..30 {
+            cache.get_or_make(key(i), || make(&big)).unwrap();
+        }
+        assert!(cache.entries.bytes() <= 8000);
+        assert!(cache.get(&key(10)).is_none());
+        assert!(cache.get(&key(29)).is_some());
+        // Over an eighth of the bound: answered, not kept.
+        let huge = "x".repeat(2000);
+        cache.get_or_make(key(40), || make(&huge)).unwrap();
+        assert!(cache.get(&key(40)).is_none());
     }
 }

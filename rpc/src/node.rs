@@ -7,7 +7,7 @@
 //! `Caches` for when they are dropped and when memory may answer.
 
 use crate::{
-    cache::{BlockCache, CachedBlock, ReceiptCache},
+    cache::{BlockCache, CachedBlock, JsonCache, ReceiptCache},
     error::{Result, RpcError},
     params::{BlockId, BlockTag},
 };
@@ -100,6 +100,8 @@ pub enum BlockAt {
 const BLOCK_CACHE_BYTES: usize = 64 << 20;
 /// Decoded receipts kept across requests, by block hash: bounded by their encoded size.
 const RECEIPT_CACHE_BYTES: usize = 64 << 20;
+/// Serialized block, transaction and receipt answers, by block hash: bounded by their length.
+const JSON_CACHE_BYTES: usize = 64 << 20;
 
 /// The state one server shares between its requests.
 #[derive(Debug, Clone)]
@@ -110,6 +112,8 @@ pub struct Node {
     caches: Arc<Mutex<Caches>>,
     /// Receipts by block hash: true on every chain, so kept across unwinds.
     receipts: Arc<ReceiptCache>,
+    /// Block, transaction and receipt answers as sent, by block hash: kept across unwinds too.
+    answers: Arc<JsonCache>,
     /// The stored chain's rules; `None` for a database no ingest has written yet.
     spec: Option<Arc<ChainSpec>>,
     /// The wall-clock limit of one eth_call or one whole eth_estimateGas.
@@ -192,6 +196,7 @@ impl Node {
             marks,
             caches: Arc::new(Mutex::new(caches)),
             receipts: Arc::new(ReceiptCache::new(RECEIPT_CACHE_BYTES)),
+            answers: Arc::new(JsonCache::new(JSON_CACHE_BYTES)),
             spec: spec.map(Arc::new),
             call_timeout,
             logs,

@@ -3,7 +3,7 @@
 
 use super::{BlockAt, Node, Reads, Snapshot};
 use crate::{
-    cache::{BlockReceipts, CachedBlock, ReceiptRead},
+    cache::{BlockReceipts, CachedBlock, Json, JsonKey, ReceiptRead},
     error::{Result, RpcError},
     types::{BlockJson, ReceiptJson, TransactionJson, TxContext},
 };
@@ -17,25 +17,29 @@ use std::sync::Arc;
 const WHOLE_RECEIPTS_BYTES: usize = 256 << 10;
 
 impl Node {
-    pub fn block(
-        &self,
-        reads: &Reads,
-        at: BlockAt,
-        full: bool,
-    ) -> Result<Option<Option<BlockJson>>> {
-        Ok(self.find_block(reads, at)?.map(|block| {
-            block.map(|block| {
-                BlockJson::block(
-                    &block.header,
-                    block.hash,
-                    block.size,
-                    block.total_difficulty,
-                    &block.body,
-                    &block.uncle_hashes,
-                    full.then_some(block.senders.as_slice()),
-                )
-            })
-        }))
+    pub fn block(&self, reads: &Reads, at: BlockAt, full: bool) -> Result<Option<Option<Json>>> {
+        let Some(block) = self.find_block(reads, at)? else {
+            return Ok(None);
+        };
+        let Some(block) = block else {
+            return Ok(Some(None));
+        };
+        let key = JsonKey::Block {
+            hash: block.hash,
+            full,
+        };
+        let json = self.answers.get_or_make(key, || {
+            Ok(BlockJson::block(
+                &block.header,
+                block.hash,
+                block.size,
+                block.total_difficulty,
+                &block.body,
+                &block.uncle_hashes,
+                full.then_some(block.senders.as_slice()),
+            ))
+        })?;
+        Ok(Some(Some(json)))
     }
 
     pub fn uncle(
@@ -59,25 +63,35 @@ impl Node {
         reads: &Reads,
         at: BlockAt,
         index: u64,
-    ) -> Result<Option<Option<TransactionJson>>> {
+    ) -> Result<Option<Option<Json>>> {
         let Some(block) = self.find_block(reads, at)? else {
             return Ok(None);
         };
         let Some(block) = block else {
             return Ok(Some(None));
         };
-        let Some(index) = usize::try_from(index)
-            .ok()
-            .filter(|&index| index < block.body.transactions.len())
-        else {
+        let Ok(index) = usize::try_from(index) else {
             return Ok(Some(None));
         };
-        let at = TxContext::new(&block.header, block.hash, index);
-        Ok(Some(Some(TransactionJson::new(
-            &block.body.transactions[index],
-            block.sender(index)?,
-            &at,
-        ))))
+        self.transaction_json(&block, index).map(Some)
+    }
+
+    /// Transaction `index` of `block` as eth_getTransactionBy* answer it; `None` when the block
+    /// has no such transaction.
+    fn transaction_json(&self, block: &CachedBlock, index: usize) -> Result<Option<Json>> {
+        let Some(transaction) = block.body.transactions.get(index) else {
+            return Ok(None);
+        };
+        let key = JsonKey::Transaction {
+            block: block.hash,
+            index,
+        };
+        self.answers
+            .get_or_make(key, || {
+                let at = TxContext::new(&block.header, block.hash, index);
+                Ok(TransactionJson::new(transaction, block.sender(index)?, &at))
+            })
+            .map(Some)
     }
 
     /// The block holding transaction `hash` and its index there: `Some(None)` when it is not
@@ -101,17 +115,38 @@ impl Node {
         }
     }
 
-    pub fn transaction_receipt(
-        &self,
-        reads: &Reads,
-        hash: B256,
-    ) -> Result<Option<Option<ReceiptJson>>> {
+    pub fn transaction_receipt(&self, reads: &Reads, hash: B256) -> Result<Option<Option<Json>>> {
         let Some(found) = self.locate_transaction(reads, hash)? else {
             return Ok(None);
         };
         let Some((block, index)) = found else {
             return Ok(Some(None));
         };
+        let key = JsonKey::Receipt {
+            block: block.hash,
+            index,
+        };
+        // Found by hash: the same on every chain, whatever the snapshot.
+        if let Some(json) = self.answers.get(&key) {
+            return Ok(Some(Some(json)));
+        }
+        let Some(receipt) = self.receipt_json(reads, &block, index)? else {
+            return Ok(None);
+        };
+        Ok(Some(match receipt {
+            Some(receipt) => Some(self.answers.get_or_make(key, || Ok(receipt))?),
+            None => None,
+        }))
+    }
+
+    /// Receipt `index` of `block`: `Some(None)` when the block has no such transaction, `None`
+    /// when only memory was asked and it does not hold the receipt.
+    fn receipt_json(
+        &self,
+        reads: &Reads,
+        block: &CachedBlock,
+        index: usize,
+    ) -> Result<Option<Option<ReceiptJson>>> {
         let Some(transaction) = block.body.transactions.get(index) else {
             return Ok(Some(None));
         };
@@ -179,26 +214,14 @@ impl Node {
     }
 
     /// eth_getTransactionByHash.
-    pub fn transaction_by_hash(
-        &self,
-        reads: &Reads,
-        hash: B256,
-    ) -> Result<Option<Option<TransactionJson>>> {
+    pub fn transaction_by_hash(&self, reads: &Reads, hash: B256) -> Result<Option<Option<Json>>> {
         let Some(found) = self.locate_transaction(reads, hash)? else {
             return Ok(None);
         };
         let Some((block, index)) = found else {
             return Ok(Some(None));
         };
-        let Some(transaction) = block.body.transactions.get(index) else {
-            return Ok(Some(None));
-        };
-        let at = TxContext::new(&block.header, block.hash, index);
-        Ok(Some(Some(TransactionJson::new(
-            transaction,
-            block.sender(index)?,
-            &at,
-        ))))
+        self.transaction_json(&block, index).map(Some)
     }
 
     /// eth_getBlockReceipts: every receipt of the block, `null` for a block not stored.
