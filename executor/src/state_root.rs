@@ -375,8 +375,10 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             return self.feed_leaves(&prefix, &prefix, None);
         };
         // Keys under `prefix` before the node's subtree (new keys only, in a trie walked at its
-        // own state).
-        self.feed_leaves(&prefix, &prefix, Some(&path))?;
+        // own state); none when the node is at `prefix` itself, the common case.
+        if path != prefix {
+            self.feed_leaves(&prefix, &prefix, Some(&path))?;
+        }
         for nibble in 0u8..16 {
             let mut child = path;
             child.push(nibble);
