@@ -25,7 +25,7 @@ use std::{
     collections::{HashMap, VecDeque},
     sync::{
         Arc, Condvar, Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicI32, AtomicU8, Ordering},
+        atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -163,8 +163,13 @@ struct Queue {
     ready: Condvar,
     /// The threads, as the watcher of long jobs sees them.
     workers: Mutex<Vec<Arc<Worker>>>,
-    /// Wakes the watcher of long jobs when a heavy job starts.
+    /// Wakes the watcher of long jobs when a heavy job starts while it sleeps its slow tick.
     heavy_started: Condvar,
+    /// The watcher sleeps its slow tick (no heavy job was running): a starting heavy job must
+    /// wake it. Read and written under the `workers` lock. While heavy jobs run it ticks every
+    /// `LONG_JOB / 2` anyway, so starts do not wake it (a wake-up per call costs a context
+    /// switch per request at tens of thousands of calls a second).
+    watcher_idle: AtomicBool,
     /// The names of threads that ended after a long job, for the watcher to start again:
     /// a thread inherits its creator's priority, so a lowered thread cannot start its successor.
     replace: Mutex<Vec<String>>,
@@ -217,6 +222,7 @@ fn watch_long_jobs(queue: &Arc<Queue>, limits: Limits) {
             } else {
                 Duration::from_millis(100)
             };
+            queue.watcher_idle.store(!running, Ordering::Relaxed);
             let _ = queue.heavy_started.wait_timeout(workers, tick);
         }
         let ended = std::mem::take(&mut *queue.replace());
@@ -444,7 +450,9 @@ fn work(queue: &Arc<Queue>, limits: Limits, worker: &Arc<Worker>, name: String) 
                     // Under the watcher's lock, so that it cannot miss the start.
                     let _workers = queue.workers();
                     worker.job().heavy_since = Some(Instant::now());
-                    queue.heavy_started.notify_one();
+                    if queue.watcher_idle.swap(false, Ordering::Relaxed) {
+                        queue.heavy_started.notify_one();
+                    }
                 }
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
                 let demoted = {
