@@ -126,7 +126,7 @@ impl Node {
             block: block.hash,
             index,
         };
-        // Found by hash: the same on every chain, whatever the snapshot.
+        // Kept by block hash, which names the same block on every chain.
         if let Some(json) = self.answers.get(&key) {
             return Ok(Some(Some(json)));
         }
