@@ -351,7 +351,7 @@ impl ReadPool {
         ticket: Ticket,
         job: impl FnOnce() + Send + 'static,
     ) -> crate::Result<()> {
-        {
+        let runnable = {
             let mut state = self.queue.lock();
             if state.queued() >= self.limits.max_queued {
                 state.purge();
@@ -359,15 +359,23 @@ impl ReadPool {
                     return Err(crate::RpcError::Overloaded);
                 }
             }
+            let heavy_slot = state.heavy_running < self.limits.max_heavy;
             let lane = state.lanes.entry(key.clone()).or_default();
+            let runnable = heavy_slot && lane.running < self.limits.max_heavy_per_key;
             let first = lane.waiting.is_empty();
             lane.waiting.push_back((ticket, Box::new(job)));
             state.heavy_waiting += 1;
             if first {
                 state.turns.push_back(key);
             }
+            runnable
+        };
+        // A job that cannot start yet (its key, or every heavy slot, is busy) is taken by the
+        // thread whose heavy job ends first: waking a thread for it would only put it back to
+        // sleep, a context switch per call when one key sends many.
+        if runnable {
+            self.queue.ready.notify_one();
         }
-        self.queue.ready.notify_one();
         Ok(())
     }
 }
@@ -461,10 +469,11 @@ fn work(queue: &Arc<Queue>, limits: Limits, worker: &Arc<Worker>, name: String) 
                     job.demoted
                 };
                 queue.lock().finished_heavy(&key);
-                // A job of this key (or, in a pool that runs cheap jobs too, any heavy job)
-                // may now run: a sleeping thread may take it while this one looks for more.
-                queue.ready.notify_one();
+                // The one heavy job this end lets start (of this key, or any key in a pool whose
+                // heavy slots were all taken) is taken by this thread as it looks for more work,
+                // unless it exits: then a sleeping thread must.
                 if demoted {
+                    queue.ready.notify_one();
                     // This thread keeps its lowered priority: the watcher starts a fresh one in
                     // its place.
                     queue.workers().retain(|w| !Arc::ptr_eq(w, worker));
