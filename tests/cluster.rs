@@ -798,6 +798,58 @@ fn a_key_s_limits_hold_across_replicas_and_restarts() {
     }
 }
 
+/// A key well within its limits is admitted from each replica's allowance (a share of the
+/// headroom Redis last reported) without waiting for a round trip per call, and every call so
+/// admitted is charged to Redis: a daily quota used up by calls to three replicas at once
+/// admits what the quota allows, and Redis' count of the day is exactly the calls admitted.
+#[test]
+fn calls_admitted_without_a_round_trip_are_each_charged_to_redis() {
+    let test = "calls_admitted_without_a_round_trip_are_each_charged_to_redis";
+    if !can_run(test, &["redis-server"]) {
+        return;
+    }
+    let redis = Redis::start();
+    let url = redis.url();
+    let (bulk, _) = add_key(&url, "growth", "bulk");
+    let config = format!(
+        "limits_store = \"{url}\"\nkeys_store = \"{url}\"\n[plans.growth]\nunits_per_second = 100000\nunits_per_day = 3000\n"
+    );
+    let replicas = three_replicas(&devnet(), &config);
+    let loads: Vec<Load> = addrs(&replicas)
+        .iter()
+        .map(|addr| Load::start(&format!("http://{addr}/v3/{bulk}"), 4, Duration::ZERO))
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    let mut admitted = 0;
+    for load in loads {
+        let (tally, _) = load.finish();
+        assert!(tally.failures.is_empty(), "{:?}", tally.failures);
+        assert!(tally.limited > 0, "the quota ran out: {tally:?}");
+        admitted += tally.answered;
+    }
+    assert!(
+        (3000..=3150).contains(&admitted),
+        "admitted {admitted} calls under a quota of 3000"
+    );
+    let from_allowances: f64 = replicas
+        .iter()
+        .map(|r| r.metric_sum("quarry_limiter_allowance_total"))
+        .sum();
+    assert!(
+        from_allowances > admitted as f64 / 2.0,
+        "{from_allowances} of {admitted} calls admitted from allowances"
+    );
+    // The charges of the last calls admitted are at most a round trip behind.
+    std::thread::sleep(Duration::from_millis(200));
+    let (status, reply) = replicas[0].call(&bulk, "eth_chainId", json!([]));
+    assert_eq!(status, 429, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("has used {admitted}")),
+        "Redis counts every admitted call once: {admitted} admitted; {reply}"
+    );
+}
+
 /// A key revoked with `quarry keys revoke` in Redis is refused by every replica within a
 /// second, over HTTP, and its open WebSockets are closed.
 #[test]

@@ -89,6 +89,8 @@ pub struct RedisStats {
     fallback_local: AtomicU64,
     /// Calls refused because Redis was unreachable (`limits_fallback = "refuse"`).
     refused_unavailable: AtomicU64,
+    /// Calls admitted from this replica's allowance, charged to Redis afterwards.
+    from_allowance: AtomicU64,
 }
 
 impl RedisStats {
@@ -115,6 +117,10 @@ impl RedisStats {
         } else {
             self.fallback_local.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    pub fn admitted_from_allowance(&self) {
+        self.from_allowance.fetch_add(1, Ordering::Relaxed);
     }
 
     fn render(&self, out: &mut String) {
@@ -149,6 +155,12 @@ impl RedisStats {
             "quarry_limiter_unavailable_total{{action=\"local\"}} {}\nquarry_limiter_unavailable_total{{action=\"refused\"}} {}",
             self.fallback_local.load(Ordering::Relaxed),
             self.refused_unavailable.load(Ordering::Relaxed)
+        );
+        out.push_str("# HELP quarry_limiter_allowance_total Calls admitted from this replica's share of the headroom Redis last reported, without waiting for a round trip (each charged to Redis in its key's next batch).\n# TYPE quarry_limiter_allowance_total counter\n");
+        let _ = writeln!(
+            out,
+            "quarry_limiter_allowance_total {}",
+            self.from_allowance.load(Ordering::Relaxed)
         );
     }
 }

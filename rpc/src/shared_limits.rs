@@ -2,9 +2,12 @@
 //! across every replica and across restarts: the same generic cell rate algorithm and daily
 //! count as `limits::RateLimiter`, done atomically by one Lua script per call on Redis' own
 //! clock. The calls of one key that come while a batch of its calls is with Redis go in the
-//! next batch, judged in their order, so a busy key costs Redis one round trip per batch. Redis
-//! is asked with a short timeout; after a failure it is not asked again for a moment, so an
-//! unreachable Redis costs no call more than the timeout.
+//! next batch, judged in their order, so a busy key costs Redis one round trip per batch. Each
+//! answer also gives the key's headroom, a share of which the replica admits on its own until
+//! the next answer (charging those calls in the key's next batch): a key well within its plan
+//! never waits for Redis, and one at its limit is judged by Redis call by call. Redis is asked
+//! with a short timeout; after a failure it is not asked again for a moment, and nothing is
+//! admitted without it, so an unreachable Redis costs no call more than the timeout.
 
 use crate::{
     config::PlanLimits,
@@ -23,8 +26,11 @@ use tokio::sync::oneshot;
 /// notifications counted. KEYS[1]: the key's theoretical arrival time (µs since the epoch, on
 /// Redis' clock); KEYS[2]: the prefix of its per-day count. ARGV: rate per second (0: none),
 /// daily allowance (-1: none), 1 to charge (never refused for the rate, its debt capped at a
-/// second) or 0 to admit, then each call's weight. Returns three numbers per call: {0, used
-/// today, 0}, {1, µs to wait, 0} (rate) or {2, used today, s to midnight} (daily).
+/// second) or 0 to admit, then each call's weight; a negative weight is a charge whatever the
+/// flag (calls a replica already admitted from its allowance). Returns three numbers per call:
+/// {0, used today, 0}, {1, µs to wait, 0} (rate) or {2, used today, s to midnight} (daily);
+/// then the headroom after the batch: the units the rate would admit at once (-1: no rate) and
+/// those left today (-1: no quota).
 const SCRIPT: &str = r"
 -- Redis before 5 replicates scripts verbatim, which refuses writes after TIME; 5 and later do
 -- this by default and keep the call as a no-op.
@@ -49,7 +55,8 @@ local out = {}
 for i = 4, #ARGV do
   local amount = tonumber(ARGV[i])
   local next_at = math.max(tat, now)
-  if charge then
+  if charge or amount < 0 then
+    amount = math.abs(amount)
     used = used + amount
     added = added + amount
     if rate > 0 then
@@ -83,8 +90,26 @@ if added > 0 then
     redis.call('EXPIRE', day_key, 172800)
   end
 end
+if rate > 0 then
+  out[#out + 1] = math.max(0, math.floor((now + tolerance - math.max(tat, now)) / interval) + 1)
+else
+  out[#out + 1] = -1
+end
+if daily >= 0 then
+  out[#out + 1] = math.max(0, daily - used)
+else
+  out[#out + 1] = -1
+end
 return out
 ";
+
+/// The share of a key's headroom (as Redis last reported it) that one replica admits on its
+/// own, without waiting for Redis: other replicas may be admitting from the same headroom, so
+/// up to this many replicas at once can never admit past the limit.
+const ALLOWANCE_SHARE: u64 = 4;
+/// How long a reported headroom may be used: the calls admitted from it are charged to Redis
+/// in the key's next batches, whose answers renew it.
+const ALLOWANCE_FRESH: Duration = Duration::from_millis(100);
 
 /// How long Redis is left alone after it failed.
 const PAUSE_AFTER_FAILURE: Duration = Duration::from_secs(1);
@@ -99,10 +124,19 @@ pub enum Answer {
     Unavailable(String),
 }
 
-/// One key's calls waiting for the next batch (the key's queue exists while its task runs).
+/// One key's calls waiting for the next batch, and the units it admitted from its allowance
+/// since the last batch was sent (the key's queue exists while its task runs).
 #[derive(Debug, Default)]
 struct Queue {
     waiting: Vec<(u64, oneshot::Sender<Answer>)>,
+    charges: u64,
+}
+
+/// Units a replica may admit for a key without asking Redis, until `until`.
+#[derive(Debug, Clone, Copy)]
+struct Allowance {
+    units: u64,
+    until: Instant,
 }
 
 #[derive(Debug)]
@@ -116,6 +150,9 @@ pub struct SharedLimits {
     /// Per key with a batch at Redis: the calls that came meanwhile. They go together in the
     /// next batch, so a busy key costs one round trip per batch, not per call.
     queues: Mutex<HashMap<Arc<str>, Queue>>,
+    /// Per key: what it may admit here without waiting for Redis (a share of the headroom Redis
+    /// last reported), so that a key well within its limits pays no round trip per call.
+    allowances: Mutex<HashMap<Arc<str>, Allowance>>,
     /// Per key: (UTC day, units used that day) as Redis last reported, for the notification
     /// path, which cannot wait for Redis.
     used_today: Mutex<HashMap<Arc<str>, (u64, u64)>>,
@@ -146,14 +183,17 @@ impl SharedLimits {
             stats,
             paused_until: Mutex::default(),
             queues: Mutex::default(),
+            allowances: Mutex::default(),
             used_today: Mutex::default(),
         })
     }
 
     /// Admits one call of key `id` weighing `weight` units under `limits`, as Redis decides.
-    /// The call joins its key's queue; a task of the key's own sends the queue to Redis, one
-    /// batch per round trip, until it is empty. The task, not the call, talks to Redis, so a
-    /// call dropped while it waits (its client went away) leaves nothing stuck.
+    /// A key whose last reported headroom leaves this replica an allowance is admitted at once
+    /// from it, and the call is charged to Redis in the key's next batch. Otherwise the call
+    /// joins its key's queue; a task of the key's own sends the queue to Redis, one batch per
+    /// round trip, until it is empty. The task, not the call, talks to Redis, so a call dropped
+    /// while it waits (its client went away) leaves nothing stuck.
     pub async fn admit(
         self: &Arc<Self>,
         id: &Arc<str>,
@@ -163,17 +203,46 @@ impl SharedLimits {
         if let Some(paused) = self.paused() {
             return paused;
         }
+        if self.take_allowance(id, weight) {
+            self.stats.admitted_from_allowance();
+            self.enqueue(id, limits, |queue| queue.charges += weight);
+            return Answer::Admitted;
+        }
         let (sender, receiver) = oneshot::channel();
+        self.enqueue(id, limits, |queue| queue.waiting.push((weight, sender)));
+        receiver
+            .await
+            .unwrap_or_else(|_| Answer::Unavailable("the batch it waited for was dropped".into()))
+    }
+
+    /// Takes `weight` units from `id`'s allowance, if it has that many and they are fresh.
+    fn take_allowance(&self, id: &Arc<str>, weight: u64) -> bool {
+        let mut allowances = self
+            .allowances
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match allowances.get_mut(id) {
+            Some(allowance) if allowance.units >= weight && Instant::now() < allowance.until => {
+                allowance.units -= weight;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Adds to `id`'s queue, starting the key's task if it has none.
+    fn enqueue(self: &Arc<Self>, id: &Arc<str>, limits: &PlanLimits, add: impl FnOnce(&mut Queue)) {
         let first = {
             let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
             match queues.get_mut(id) {
                 Some(queue) => {
-                    queue.waiting.push((weight, sender));
+                    add(queue);
                     false
                 }
                 None => {
-                    let waiting = vec![(weight, sender)];
-                    queues.insert(id.clone(), Queue { waiting });
+                    let mut queue = Queue::default();
+                    add(&mut queue);
+                    queues.insert(id.clone(), queue);
                     true
                 }
             }
@@ -181,34 +250,41 @@ impl SharedLimits {
         if first {
             self.send_queue(id.clone(), limits.clone());
         }
-        receiver
-            .await
-            .unwrap_or_else(|_| Answer::Unavailable("the batch it waited for was dropped".into()))
     }
 
-    /// Sends the queue of `id` to Redis in batches, from a task of its own, until it is empty.
+    /// Sends the queue of `id` to Redis in batches, from a task of its own, until it is empty:
+    /// the units admitted from the allowance as one charge, then the waiting calls.
     fn send_queue(self: &Arc<Self>, id: Arc<str>, limits: PlanLimits) {
         let this = self.clone();
         tokio::spawn(async move {
             loop {
-                let batch = {
+                let (charges, batch) = {
                     let mut queues = this.queues.lock().unwrap_or_else(PoisonError::into_inner);
                     match queues.get_mut(&id) {
-                        Some(queue) if !queue.waiting.is_empty() => {
-                            std::mem::take(&mut queue.waiting)
-                        }
+                        Some(queue) if !queue.waiting.is_empty() || queue.charges > 0 => (
+                            std::mem::take(&mut queue.charges),
+                            std::mem::take(&mut queue.waiting),
+                        ),
                         _ => {
                             queues.remove(&id);
                             return;
                         }
                     }
                 };
-                let weights: Vec<u64> = batch.iter().map(|(weight, _)| *weight).collect();
+                let mut weights: Vec<i64> = Vec::with_capacity(batch.len() + 1);
+                if charges > 0 {
+                    weights.push(-i64::try_from(charges).unwrap_or(i64::MAX));
+                }
+                weights.extend(
+                    batch
+                        .iter()
+                        .map(|(weight, _)| i64::try_from(*weight).unwrap_or(i64::MAX)),
+                );
                 let answers = match this.paused() {
                     Some(_) => Vec::new(),
                     None => this.run(&id, &limits, &weights, false).await,
                 };
-                let mut answers = answers.into_iter();
+                let mut answers = answers.into_iter().skip(usize::from(charges > 0));
                 for (_, sender) in batch {
                     let answer = answers.next().unwrap_or_else(|| {
                         Answer::Unavailable("Redis failed less than a second ago".into())
@@ -223,7 +299,13 @@ impl SharedLimits {
     /// `RateLimiter::charge`).
     pub async fn charge(&self, id: &Arc<str>, limits: &PlanLimits, count: u64) {
         if self.paused().is_none() {
-            self.run(id, limits, &[count], true).await;
+            self.run(
+                id,
+                limits,
+                &[i64::try_from(count).unwrap_or(i64::MAX)],
+                true,
+            )
+            .await;
         }
     }
 
@@ -237,13 +319,14 @@ impl SharedLimits {
             .map(|_| Answer::Unavailable("it failed less than a second ago".into()))
     }
 
-    /// One round trip: the script over `weights`, one answer per weight (all `Unavailable`
-    /// if Redis failed).
+    /// One round trip: the script over `weights` (negative: a charge), one answer per weight
+    /// (all `Unavailable` if Redis failed); the key's allowance is renewed from the headroom
+    /// Redis reports.
     async fn run(
         &self,
         id: &Arc<str>,
         limits: &PlanLimits,
-        weights: &[u64],
+        weights: &[i64],
         charge: bool,
     ) -> Vec<Answer> {
         let mut invocation = self.script.prepare_invoke();
@@ -264,11 +347,11 @@ impl SharedLimits {
         let started = Instant::now();
         let asked = tokio::time::timeout(
             self.timeout,
-            invocation.invoke_async::<Vec<u64>>(&mut connection),
+            invocation.invoke_async::<Vec<i64>>(&mut connection),
         )
         .await;
         let reply = match asked {
-            Ok(Ok(reply)) if reply.len() == 3 * weights.len() => reply,
+            Ok(Ok(reply)) if reply.len() == 3 * weights.len() + 2 => reply,
             Ok(Ok(reply)) => {
                 let why = format!(
                     "the limits script answered {} numbers for {} calls",
@@ -284,19 +367,28 @@ impl SharedLimits {
             }
         };
         self.stats.answered(Store::Limits, Some(started.elapsed()));
+        let (calls, headroom) = reply.split_at(3 * weights.len());
+        self.renew_allowance(id, headroom);
         let mut last_used = None;
-        let answers = reply
+        let answers = calls
             .chunks_exact(3)
-            .map(|call| match *call {
-                [0, used, _] => {
+            .map(|call| {
+                let number = |n: i64| u64::try_from(n).unwrap_or(0);
+                match *call {
+                    [status, a, b] => (status, number(a), number(b)),
+                    _ => (-1, 0, 0),
+                }
+            })
+            .map(|call| match call {
+                (0, used, _) => {
                     last_used = Some(used);
                     Answer::Admitted
                 }
-                [1, micros, _] => Answer::Refused(Refusal::Rate {
+                (1, micros, _) => Answer::Refused(Refusal::Rate {
                     allowed_per_second: limits.requests_per_second.unwrap_or(0),
                     retry_after: Duration::from_micros(micros),
                 }),
-                [_, used, seconds] => {
+                (2, used, seconds) => {
                     last_used = Some(used);
                     Answer::Refused(Refusal::Daily {
                         allowed_per_day: limits.requests_per_day.unwrap_or(0),
@@ -304,7 +396,7 @@ impl SharedLimits {
                         retry_after: Duration::from_secs(seconds),
                     })
                 }
-                _ => Answer::Unavailable("short reply".into()),
+                _ => Answer::Unavailable("a malformed answer from the limits script".into()),
             })
             .collect();
         if let Some(used) = last_used {
@@ -316,8 +408,39 @@ impl SharedLimits {
         answers
     }
 
+    /// Sets `id`'s allowance from the headroom Redis reported after a batch (the units its
+    /// rate would admit at once, those left today; -1: no such limit), less what this replica
+    /// admitted from the old allowance since that batch was sent.
+    fn renew_allowance(&self, id: &Arc<str>, headroom: &[i64]) {
+        let limit = |units: i64| u64::try_from(units).ok();
+        let headroom = match (limit(headroom[0]), limit(headroom[1])) {
+            (Some(rate), Some(day)) => rate.min(day),
+            (Some(units), None) | (None, Some(units)) => units,
+            (None, None) => u64::MAX,
+        };
+        let pending = self
+            .queues
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .map_or(0, |queue| queue.charges);
+        let allowance = Allowance {
+            units: (headroom / ALLOWANCE_SHARE).saturating_sub(pending),
+            until: Instant::now() + ALLOWANCE_FRESH,
+        };
+        self.allowances
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone(), allowance);
+    }
+
     fn failed(&self, why: String) -> Answer {
         self.stats.failed(Store::Limits);
+        // Nothing is admitted without Redis until it answers again.
+        self.allowances
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         *self
             .paused_until
             .lock()
