@@ -337,10 +337,15 @@ impl JsonCache {
         key: JsonKey,
         make: impl FnOnce() -> Result<T>,
     ) -> Result<Json> {
-        if let Some(json) = self.entries.get(&key) {
-            return Ok(json);
+        match self.entries.get(&key) {
+            Some(json) => Ok(json),
+            None => self.keep(key, &make()?),
         }
-        let raw = serde_json::value::to_raw_value(&make()?)
+    }
+
+    /// Serializes `answer`, the answer for `key`, and keeps it.
+    pub fn keep(&self, key: JsonKey, answer: &impl serde::Serialize) -> Result<Json> {
+        let raw = serde_json::value::to_raw_value(answer)
             .map_err(|e| RpcError::Internal(format!("cannot serialize an answer: {e}")))?;
         let size = raw.get().len() + 64;
         let json = Json(Arc::from(raw));

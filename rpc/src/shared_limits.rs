@@ -105,7 +105,8 @@ return out
 
 /// The share of a key's headroom (as Redis last reported it) that one replica admits on its
 /// own, without waiting for Redis: other replicas may be admitting from the same headroom, so
-/// up to this many replicas at once can never admit past the limit.
+/// each takes a share of it. Replicas admitting from reports taken before each other's charges
+/// reached Redis can together pass the limit by about a round trip's worth of calls.
 const ALLOWANCE_SHARE: u64 = 4;
 /// How long a reported headroom may be used: the calls admitted from it are charged to Redis
 /// in the key's next batches, whose answers renew it.
@@ -156,6 +157,11 @@ pub struct SharedLimits {
     /// Per key: (UTC day, units used that day) as Redis last reported, for the notification
     /// path, which cannot wait for Redis.
     used_today: Mutex<HashMap<Arc<str>, (u64, u64)>>,
+}
+
+/// Units as the script takes them: a signed number (negative: a charge).
+fn script_units(units: u64) -> i64 {
+    i64::try_from(units).unwrap_or(i64::MAX)
 }
 
 fn day_now() -> u64 {
@@ -273,13 +279,9 @@ impl SharedLimits {
                 };
                 let mut weights: Vec<i64> = Vec::with_capacity(batch.len() + 1);
                 if charges > 0 {
-                    weights.push(-i64::try_from(charges).unwrap_or(i64::MAX));
+                    weights.push(-script_units(charges));
                 }
-                weights.extend(
-                    batch
-                        .iter()
-                        .map(|(weight, _)| i64::try_from(*weight).unwrap_or(i64::MAX)),
-                );
+                weights.extend(batch.iter().map(|(weight, _)| script_units(*weight)));
                 let answers = match this.paused() {
                     Some(_) => Vec::new(),
                     None => this.run(&id, &limits, &weights, false).await,
@@ -299,13 +301,7 @@ impl SharedLimits {
     /// `RateLimiter::charge`).
     pub async fn charge(&self, id: &Arc<str>, limits: &PlanLimits, count: u64) {
         if self.paused().is_none() {
-            self.run(
-                id,
-                limits,
-                &[i64::try_from(count).unwrap_or(i64::MAX)],
-                true,
-            )
-            .await;
+            self.run(id, limits, &[script_units(count)], true).await;
         }
     }
 
@@ -374,10 +370,7 @@ impl SharedLimits {
             .chunks_exact(3)
             .map(|call| {
                 let number = |n: i64| u64::try_from(n).unwrap_or(0);
-                match *call {
-                    [status, a, b] => (status, number(a), number(b)),
-                    _ => (-1, 0, 0),
-                }
+                (call[0], number(call[1]), number(call[2]))
             })
             .map(|call| match call {
                 (0, used, _) => {

@@ -413,7 +413,7 @@ fn notification_len(id: &str, result: &str) -> usize {
 }
 
 /// `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":ID,"result":RESULT}}`.
-pub fn notification(id: &str, result: &str) -> String {
+pub(crate) fn notification(id: &str, result: &str) -> String {
     let mut text = String::with_capacity(notification_len(id, result));
     text.push_str(NOTIFICATION_HEAD);
     text.push_str(id);

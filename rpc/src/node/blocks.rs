@@ -134,7 +134,7 @@ impl Node {
             return Ok(None);
         };
         Ok(Some(match receipt {
-            Some(receipt) => Some(self.answers.get_or_make(key, || Ok(receipt))?),
+            Some(receipt) => Some(self.answers.keep(key, &receipt)?),
             None => None,
         }))
     }
