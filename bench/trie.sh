@@ -11,6 +11,7 @@
 #
 #   bench/trie.sh [CHAIN_DIR]        default target/bench/scale-20000x100 (BLOCKS=20000 bench/scale.sh)
 #   RUNS=5 N=2000 N_BACK=100 bench/trie.sh ...
+#   QUARRY_BIN=path bench/trie.sh ...   # another build (a before/after in one run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 chain=${1:-target/bench/scale-20000x100}
@@ -38,7 +39,7 @@ genesis=$chain/genesis.json
 data=$work/data
 
 echo "== ingest of all blocks but the last"
-./target/release/quarry ingest --datadir "$data" --genesis "$genesis" "$work/earlier.rlp" \
+"$quarry" ingest --datadir "$data" --genesis "$genesis" "$work/earlier.rlp" \
   >"$work/ingest.out" 2>/dev/null &
 pid=$!
 peak=0
@@ -52,13 +53,13 @@ grep -E '^(imported|stages)' "$work/ingest.out"
 echo "peak RssAnon: $((peak / 1024)) MB"
 
 echo "== restart: ingest of one more block on the stored chain"
-head=$(./target/release/quarry ingest --datadir "$data" --genesis "$genesis" "$work/last.rlp" 2>/dev/null \
+head=$("$quarry" ingest --datadir "$data" --genesis "$genesis" "$work/last.rlp" 2>/dev/null \
   | sed -n 's/^head: block \([0-9]*\).*/\1/p')
 times=()
 for _ in $(seq 1 "$RUNS"); do
-  ./target/release/quarry unwind --datadir "$data" --genesis "$genesis" --to $((head - 1)) >/dev/null
+  "$quarry" unwind --datadir "$data" --genesis "$genesis" --to $((head - 1)) >/dev/null
   start=$(date +%s.%N)
-  ./target/release/quarry ingest --datadir "$data" --genesis "$genesis" "$work/last.rlp" >/dev/null 2>&1
+  "$quarry" ingest --datadir "$data" --genesis "$genesis" "$work/last.rlp" >/dev/null 2>&1
   times+=("$(echo "$(date +%s.%N) - $start" | bc)")
 done
 printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "start to block %d committed: median %.3fs (min %.3fs, max %.3fs, %d runs)\n", '"$head"', a[int((NR+1)/2)], a[1], a[NR], NR}'

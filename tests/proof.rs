@@ -10,6 +10,7 @@ mod support;
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use alloy_trie::{EMPTY_ROOT_HASH, Nibbles, TrieAccount, proof::verify_proof};
 use quarry_devchain::{Contracts, DevAccounts, MINER};
+use quarry_executor::{ProofState, account_proof};
 use serde_json::{Value, json};
 use std::path::Path;
 use support::{Server, ingested};
@@ -41,10 +42,10 @@ fn nodes(value: &Value) -> Vec<Bytes> {
         .collect()
 }
 
-#[test]
-fn proofs_verify_against_each_blocks_state_root() {
-    let (server, accounts, contracts) = devnet_server("");
-    let head = quantity(&server.result("eth_blockNumber", json!([]))).to::<u64>();
+/// The accounts and slots the tests prove: the dev chain's contracts, its miner, an absent
+/// account and a few senders; Store's `count` (slot 0) and `balances` entries (mapping in slot
+/// 1), a few low slots, and a slot no contract uses.
+fn sample(accounts: &DevAccounts, contracts: &Contracts) -> (Vec<Address>, Vec<B256>) {
     let absent = Address::repeat_byte(0x5a);
     let mut addresses = vec![
         contracts.store,
@@ -54,8 +55,6 @@ fn proofs_verify_against_each_blocks_state_root() {
         absent,
     ];
     addresses.extend(accounts.addresses().take(6));
-    // Store's `count` (slot 0) and `balances` entries (mapping in slot 1), a few low slots, and
-    // a slot no contract uses.
     let mut slots: Vec<B256> = (0..3u64).map(|i| B256::from(U256::from(i))).collect();
     for index in 0..4 {
         let mut preimage = [0u8; 64];
@@ -64,7 +63,14 @@ fn proofs_verify_against_each_blocks_state_root() {
         slots.push(keccak256(preimage));
     }
     slots.push(B256::repeat_byte(0x77));
+    (addresses, slots)
+}
 
+#[test]
+fn proofs_verify_against_each_blocks_state_root() {
+    let (server, accounts, contracts) = devnet_server("");
+    let head = quantity(&server.result("eth_blockNumber", json!([]))).to::<u64>();
+    let (addresses, slots) = sample(&accounts, &contracts);
     let (mut inclusions, mut exclusions, mut slot_values) = (0, 0, 0);
     let blocks: Vec<u64> = (0..=head).step_by(7).chain([head - 1, head]).collect();
     for block in blocks {
@@ -149,6 +155,39 @@ fn proofs_verify_against_each_blocks_state_root() {
         inclusions > 20 && exclusions > 5 && slot_values > 5,
         "{inclusions} inclusions, {exclusions} exclusions, {slot_values} non-zero slots"
     );
+}
+
+/// Proofs at older blocks come from the trie history; before it starts (a datadir migrated
+/// from an older layout) they come from undoing the changesets over the latest trie. Both give
+/// the same proofs, node for node, at every block.
+#[test]
+fn proofs_from_the_trie_history_equal_those_from_undone_changesets() {
+    let datadir = ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"));
+    let accounts = DevAccounts::new(quarry_devchain::account_count(
+        quarry_devchain::Options::default().txs_per_block,
+    ))
+    .unwrap();
+    let (addresses, slots) = sample(&accounts, &Contracts::of(accounts.address(0)));
+    let db = quarry_storage::Database::open(&datadir).unwrap();
+    let tx = db.reader().unwrap();
+    let (head, _) = tx.head().unwrap().unwrap();
+    assert_eq!(tx.trie_history_from().unwrap(), Some(1));
+    let mut compared = 0;
+    for block in (0..head).step_by(3) {
+        assert!(tx.trie_history_covers(block).unwrap());
+        let reverts = tx.reverts_to(block).unwrap();
+        let state_root = tx.header(block).unwrap().unwrap().state_root;
+        for address in &addresses {
+            let recorded =
+                account_proof(&tx, ProofState::Recorded(block), *address, &slots).unwrap();
+            let reverted =
+                account_proof(&tx, ProofState::Reverted(&reverts), *address, &slots).unwrap();
+            assert_eq!(recorded, reverted, "{address} at block {block}");
+            assert_eq!(recorded.state_root, state_root, "block {block}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 100, "{compared} proofs compared");
 }
 
 #[test]

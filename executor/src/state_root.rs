@@ -193,23 +193,24 @@ impl StateTrie {
     }
 
     /// Stores every change: the hashed state, and the trie nodes as of the last root (take
-    /// the root first).
-    pub fn write(&self, tx: &WriteTx) -> quarry_storage::Result<()> {
+    /// the root first). `block`: the block these are the changes of, whose trie history then
+    /// records what they replace (`None` for genesis and unwinds).
+    pub fn write(&self, tx: &WriteTx, block: Option<u64>) -> quarry_storage::Result<()> {
         for (key, entry) in &self.accounts {
             if entry.wiped {
-                tx.wipe_hashed_storage(key)?;
+                tx.wipe_hashed_storage(key, block)?;
             }
             for (slot, value) in &entry.slots {
-                tx.put_hashed_slot(key, slot, *value)?;
+                tx.put_hashed_slot(key, slot, *value, block)?;
             }
             let trie = TrieId::Storage(*key);
             for (path, node) in &entry.nodes {
-                tx.put_trie_node(&trie, path, node.as_ref())?;
+                tx.put_trie_node(&trie, path, node.as_ref(), block)?;
             }
-            tx.put_hashed_account(key, entry.leaf.as_ref())?;
+            tx.put_hashed_account(key, entry.leaf.as_ref(), block)?;
         }
         for (path, node) in &self.account_nodes {
-            tx.put_trie_node(&TrieId::Accounts, path, node.as_ref())?;
+            tx.put_trie_node(&TrieId::Accounts, path, node.as_ref(), block)?;
         }
         Ok(())
     }
@@ -222,9 +223,18 @@ struct Stored<'tx, K: Access> {
 }
 
 fn stored<K: Access>(tx: &StorageTx<K>, trie: TrieId) -> quarry_storage::Result<Stored<'_, K>> {
+    stored_after(tx, trie, None)
+}
+
+/// The cursors of the trie as it was after `block` (from the trie history), or the latest.
+fn stored_after<K: Access>(
+    tx: &StorageTx<K>,
+    trie: TrieId,
+    block: Option<u64>,
+) -> quarry_storage::Result<Stored<'_, K>> {
     Ok(Stored {
-        nodes: tx.trie_nodes(trie)?,
-        leaves: tx.trie_leaves(trie)?,
+        nodes: tx.trie_nodes_after(trie, block)?,
+        leaves: tx.trie_leaves_after(trie, block)?,
     })
 }
 
@@ -491,9 +501,24 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
     }
 }
 
+/// The state a proof is of.
+#[derive(Debug, Clone, Copy)]
+pub enum ProofState<'a> {
+    /// The latest state.
+    Latest,
+    /// The state after a block the trie history covers: read from the stored trie and its
+    /// history, at the cost of a proof of the latest state.
+    Recorded(u64),
+    /// The latest state with these reverts over it (the changesets back to an older block),
+    /// at a cost that follows them.
+    Reverted(&'a BTreeMap<Address, RestoredAccount>),
+}
+
 /// EIP-1186: an account's proof and its slots' proofs, as geth returns them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccountProof {
+    /// The state root the proofs lead to.
+    pub state_root: B256,
     pub address: Address,
     /// `None`: the account does not exist (the proof then shows its absence).
     pub account: Option<TrieAccount>,
@@ -520,14 +545,19 @@ impl AccountProof {
     }
 }
 
-/// The proof of `address` and `slots` in the latest state of `tx` with `reverts` over it (the
-/// changesets back to an older block; empty for the latest state).
+/// The proof of `address` and `slots` in `state`.
 pub fn account_proof<K: Access>(
     tx: &StorageTx<K>,
-    reverts: &BTreeMap<Address, RestoredAccount>,
+    state: ProofState<'_>,
     address: Address,
     slots: &[B256],
 ) -> quarry_storage::Result<AccountProof> {
+    let no_reverts = BTreeMap::new();
+    let (block, reverts) = match state {
+        ProofState::Latest => (None, &no_reverts),
+        ProofState::Recorded(block) => (Some(block), &no_reverts),
+        ProofState::Reverted(reverts) => (None, reverts),
+    };
     let hashed = keccak256(address);
     // Every reverted account as the older state has it, with its storage root then.
     let mut accounts: BTreeMap<B256, Option<TrieAccount>> = BTreeMap::new();
@@ -543,7 +573,7 @@ pub fn account_proof<K: Access>(
             tx.hashed_account(&key)?
                 .map_or(EMPTY_ROOT_HASH, |account| account.storage_root)
         } else {
-            let (root, proofs) = storage_proof(tx, key, &restored.storage, is_target, slots)?;
+            let (root, proofs) = storage_proof(tx, None, key, &restored.storage, is_target, slots)?;
             if is_target {
                 target_storage = Some(proofs);
             }
@@ -565,7 +595,7 @@ pub fn account_proof<K: Access>(
     let changed = changed_keys(&leaves, &[target]);
     let nodes = NodeOverlay::new();
     let walk = Walk::new(
-        Some(stored(tx, TrieId::Accounts)?),
+        Some(stored_after(tx, TrieId::Accounts, block)?),
         &nodes,
         &leaves,
         &changed,
@@ -576,7 +606,13 @@ pub fn account_proof<K: Access>(
 
     let account = match accounts.get(&hashed) {
         Some(account) => *account,
-        None => tx.hashed_account(&hashed)?,
+        None => match tx
+            .trie_leaves_after(TrieId::Accounts, block)?
+            .get(&hashed)?
+        {
+            Some(Leaf::Account(account)) => Some(account),
+            _ => None,
+        },
     };
     let storage = match (&account, target_storage) {
         (None, _) => slots
@@ -588,9 +624,10 @@ pub fn account_proof<K: Access>(
             })
             .collect(),
         (Some(_), Some(proofs)) => proofs,
-        (Some(_), None) => storage_proof(tx, hashed, &BTreeMap::new(), true, slots)?.1,
+        (Some(_), None) => storage_proof(tx, block, hashed, &BTreeMap::new(), true, slots)?.1,
     };
     Ok(AccountProof {
+        state_root: outcome.root,
         address,
         account,
         account_proof,
@@ -599,9 +636,11 @@ pub fn account_proof<K: Access>(
 }
 
 /// An account's storage root with `reverts` (plain slot → older value) over the stored
-/// storage, and, when `prove`, the proofs of `slots` with their values.
+/// storage (as it was after `block`, or the latest), and, when `prove`, the proofs of `slots`
+/// with their values.
 fn storage_proof<K: Access>(
     tx: &StorageTx<K>,
+    block: Option<u64>,
     account: B256,
     reverts: &BTreeMap<B256, U256>,
     prove: bool,
@@ -624,7 +663,7 @@ fn storage_proof<K: Access>(
     let nodes = NodeOverlay::new();
     let trie = TrieId::Storage(account);
     let walk = Walk::new(
-        Some(stored(tx, trie)?),
+        Some(stored_after(tx, trie, block)?),
         &nodes,
         &leaves,
         &changed,
@@ -641,20 +680,21 @@ fn storage_proof<K: Access>(
         }
     };
     if prove {
-        let mut values = tx.trie_leaves(trie)?;
-        for (slot, target) in slots.iter().zip(&targets) {
+        let mut values = tx.trie_leaves_after(trie, block)?;
+        for slot in slots {
             let hashed = keccak256(slot);
             let value = match reverted.get(&hashed) {
                 Some(value) => *value,
-                None => match values.seek(target)? {
-                    Some((key, Leaf::Slot(value))) if key == hashed => value,
+                None => match values.get(&hashed)? {
+                    Some(Leaf::Slot(value)) => value,
                     _ => U256::ZERO,
                 },
             };
+            let target = Nibbles::unpack(hashed);
             proofs.push(SlotProof {
                 slot: *slot,
                 value,
-                proof: proved(target),
+                proof: proved(&target),
             });
         }
     }
@@ -757,15 +797,60 @@ mod tests {
         }
         let tx = db.writer().unwrap();
         assert_eq!(trie.root(&tx).unwrap(), model_root(model));
-        trie.write(&tx).unwrap();
+        trie.write(&tx, None).unwrap();
         tx.commit().unwrap();
         (dir, db)
+    }
+
+    /// Checks the proofs of some present and absent accounts and slots in `state` against
+    /// `model`, the state they should prove, with alloy-trie's verifier.
+    fn check_proofs<K: Access>(
+        tx: &StorageTx<K>,
+        state: ProofState<'_>,
+        model: &Model,
+        addresses: &[Address],
+    ) {
+        let root = model_root(model);
+        for address in addresses {
+            let slots: Vec<B256> = (0..4u64).map(|s| B256::from(U256::from(s * 7))).collect();
+            let proof = account_proof(tx, state, *address, &slots).unwrap();
+            assert_eq!(proof.state_root, root);
+            let expected = model.get(address);
+            assert_eq!(
+                proof.account,
+                expected.map(|(fields, slots)| model_account(fields, slots))
+            );
+            verify_proof(
+                root,
+                Nibbles::unpack(keccak256(address)),
+                proof.account.as_ref().map(encode_account),
+                &proof.account_proof,
+            )
+            .unwrap();
+            for slot in &proof.storage {
+                let value = expected
+                    .and_then(|(_, slots)| slots.get(&U256::from_be_bytes(slot.slot.0)))
+                    .copied()
+                    .unwrap_or_default();
+                assert_eq!(slot.value, value);
+                if let Some(account) = &proof.account {
+                    verify_proof(
+                        account.storage_root,
+                        Nibbles::unpack(keccak256(slot.slot)),
+                        (!value.is_zero()).then(|| encode_value(value)),
+                        &slot.proof,
+                    )
+                    .unwrap();
+                }
+            }
+        }
     }
 
     /// Random blocks of account and slot changes (creations, updates, deletions, storage
     /// wipes; several roots per block as before Byzantium), applied over the stored trie: every
     /// root equals alloy-trie's from scratch, and the stored tables equal those of the final
-    /// state written at once.
+    /// state written at once. Proofs of the latest state, and from the trie history of every
+    /// older one, verify against the model's root of that state.
     #[test]
     fn incremental_roots_and_stored_nodes_match_a_rebuild() {
         let dir = tempfile::tempdir().unwrap();
@@ -775,6 +860,7 @@ mod tests {
             .map(|i| Address::from_word(keccak256(i.to_be_bytes())))
             .collect();
         let mut model = Model::new();
+        let mut states = Vec::new();
         for block in 0..60 {
             let mut trie = StateTrie::new();
             let tx = db.writer().unwrap();
@@ -817,8 +903,9 @@ mod tests {
                 }
                 assert_eq!(trie.root(&tx).unwrap(), model_root(&model), "block {block}");
             }
-            trie.write(&tx).unwrap();
+            trie.write(&tx, Some(block)).unwrap();
             tx.commit().unwrap();
+            states.push(model.clone());
             if block % 20 == 19 {
                 let (_dir, fresh) = rebuilt(&model);
                 assert_eq!(digests(&db), digests(&fresh), "block {block}");
@@ -827,39 +914,15 @@ mod tests {
 
         // Proofs of present and absent accounts and slots verify against the root.
         let tx = db.reader().unwrap();
-        let root = StateTrie::new().root(&tx).unwrap();
-        assert_eq!(root, model_root(&model));
-        for address in addresses.iter().take(60) {
-            let slots: Vec<B256> = (0..4u64).map(|s| B256::from(U256::from(s * 7))).collect();
-            let proof = account_proof(&tx, &BTreeMap::new(), *address, &slots).unwrap();
-            let expected = model.get(address);
-            assert_eq!(
-                proof.account,
-                expected.map(|(fields, slots)| model_account(fields, slots))
+        assert_eq!(StateTrie::new().root(&tx).unwrap(), model_root(&model));
+        check_proofs(&tx, ProofState::Latest, &model, &addresses[..60]);
+        for block in [0, 1, 7, 19, 33, 50, 58, 59] {
+            check_proofs(
+                &tx,
+                ProofState::Recorded(block),
+                &states[block as usize],
+                &addresses[..60],
             );
-            verify_proof(
-                root,
-                Nibbles::unpack(keccak256(address)),
-                proof.account.as_ref().map(encode_account),
-                &proof.account_proof,
-            )
-            .unwrap();
-            for slot in &proof.storage {
-                let value = expected
-                    .and_then(|(_, slots)| slots.get(&U256::from_be_bytes(slot.slot.0)))
-                    .copied()
-                    .unwrap_or_default();
-                assert_eq!(slot.value, value);
-                if let Some(account) = &proof.account {
-                    verify_proof(
-                        account.storage_root,
-                        Nibbles::unpack(keccak256(slot.slot)),
-                        (!value.is_zero()).then(|| encode_value(value)),
-                        &slot.proof,
-                    )
-                    .unwrap();
-                }
-            }
         }
     }
 

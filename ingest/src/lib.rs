@@ -312,7 +312,8 @@ impl Importer {
                     total_difficulty: genesis.difficulty,
                 })?;
                 tx.apply_state_changes(genesis.number, &state.accounts, &state.bytecodes)?;
-                state.trie.write(&tx)?;
+                state.trie.write(&tx, None)?;
+                tx.start_trie_history(genesis.number + 1)?;
                 let config = serde_json::to_vec(&spec.config)
                     .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
                 tx.put_meta("chain_config", &config)?;
@@ -605,7 +606,7 @@ impl Importer {
                 expected: header.state_root,
             });
         }
-        trie.write(tx)?;
+        trie.write(tx, None)?;
         self.head = header;
         self.head_hash = hash;
         Ok(())
@@ -813,7 +814,7 @@ impl Importer {
             total_difficulty: executed.total_difficulty,
         })?;
         tx.apply_state_changes(block.header.number, &executed.accounts, &executed.bytecodes)?;
-        executed.trie.write(tx)?;
+        executed.trie.write(tx, Some(block.header.number))?;
         self.head = block.header;
         self.head_hash = block.hash;
         Ok(())

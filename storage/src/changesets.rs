@@ -202,6 +202,7 @@ impl StorageTx<RwSync> {
                 self.put_meta_block(mark, ancestor)?;
             }
         }
+        self.trie_history_unwound(ancestor)?;
         let count = self.unwind_count()? + 1;
         self.put_meta(UNWINDS, &count.to_be_bytes())?;
         Ok(unwound)
@@ -238,7 +239,20 @@ impl StorageTx<RwSync> {
             self.del(table, &key)?;
         }
 
-        for (address, before) in self.account_changeset(number)? {
+        let accounts = self.account_changeset(number)?;
+        let slots = self.storage_changeset(number)?;
+        self.delete_trie_history(
+            number,
+            &accounts
+                .iter()
+                .map(|(address, _)| *address)
+                .collect::<Vec<_>>(),
+            &slots
+                .iter()
+                .map(|(address, slot, _)| (*address, *slot))
+                .collect::<Vec<_>>(),
+        )?;
+        for (address, before) in accounts {
             match &before {
                 Some(account) => {
                     self.put(Table::PlainAccounts, address.as_slice(), &account.encode())?
@@ -255,7 +269,7 @@ impl StorageTx<RwSync> {
             )?;
             restored.entry(address).or_default().account = before;
         }
-        for (address, slot, before) in self.storage_changeset(number)? {
+        for (address, slot, before) in slots {
             let plain = slot_key(&address, &slot);
             if before.is_zero() {
                 self.del(Table::PlainStorage, &plain)?;
@@ -538,6 +552,30 @@ mod tests {
         let r = reorged.reader().unwrap();
         assert_eq!(r.unwind_count().unwrap(), 1);
         assert_eq!(r.log_index_head().unwrap(), Some(3));
+    }
+
+    /// A datadir of the layout before the trie history records it from the block after its
+    /// head on; an unwind below that start moves it down to the block after the ancestor.
+    #[test]
+    fn trie_history_starts_after_the_head_of_a_migrated_datadir() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        chain(&db, &[(1, 0), (2, 0), (3, 0), (4, 0)]);
+        let tx = db.writer().unwrap();
+        tx.put_schema(crate::migrate::TRIE_HISTORY_LAYOUT - 1)
+            .unwrap();
+        assert!(tx.migrate_step(10).unwrap());
+        tx.commit().unwrap();
+        let r = db.reader().unwrap();
+        assert_eq!(r.schema_version().unwrap(), crate::SCHEMA_VERSION);
+        assert_eq!(r.trie_history_from().unwrap(), Some(5));
+        assert!(r.trie_history_covers(4).unwrap());
+        assert!(!r.trie_history_covers(3).unwrap());
+        drop(r);
+        let tx = db.writer().unwrap();
+        tx.unwind_to(2).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(db.reader().unwrap().trie_history_from().unwrap(), Some(3));
     }
 
     /// Changesets built from the history of a database that had none equal the recorded ones,

@@ -9,6 +9,7 @@ mod models;
 mod receipts;
 mod tables;
 mod trie;
+mod trie_history;
 
 pub use changesets::{RestoredAccount, Unwound};
 pub use logs::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};

@@ -12,8 +12,10 @@ pub const CHANGESETS_LAYOUT: u64 = 2;
 pub const RECEIPTS_LAYOUT: u64 = 3;
 /// The first layout that stores the state trie (hashed state and branch nodes, `trie.rs`).
 pub const TRIE_LAYOUT: u64 = 4;
+/// The first layout that records the state trie's history (`trie_history.rs`).
+pub const TRIE_HISTORY_LAYOUT: u64 = 5;
 /// The database layout this quarry writes.
-pub const SCHEMA_VERSION: u64 = TRIE_LAYOUT;
+pub const SCHEMA_VERSION: u64 = TRIE_HISTORY_LAYOUT;
 const SCHEMA: &str = "schema";
 /// Progress of the receipts' re-encoding: the next block to re-encode (u64 BE).
 const RECEIPTS_PROGRESS: &str = "receipts_progress";
@@ -51,6 +53,7 @@ impl StorageTx<RwSync> {
             layout if layout < CHANGESETS_LAYOUT => self.build_changesets(budget)?,
             layout if layout < RECEIPTS_LAYOUT => self.reencode_receipts(budget)?,
             layout if layout < TRIE_LAYOUT => self.build_state_trie(budget)?,
+            layout if layout < TRIE_HISTORY_LAYOUT => self.start_recording_trie_history()?,
             _ => return Ok(true),
         };
         Ok(self.schema_version()? >= SCHEMA_VERSION)
@@ -88,6 +91,7 @@ impl StorageTx<RwSync> {
                     storage_root,
                     code_hash: account.code_hash,
                 }),
+                None,
             )?;
             self.put_meta(TRIE_PROGRESS, &key)?;
             entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
@@ -103,10 +107,19 @@ impl StorageTx<RwSync> {
         hb.root();
         let (_, nodes) = hb.split();
         for (path, node) in &nodes {
-            self.put_trie_node(&TrieId::Accounts, path, Some(node))?;
+            self.put_trie_node(&TrieId::Accounts, path, Some(node), None)?;
         }
         self.del(Table::Meta, TRIE_PROGRESS.as_bytes())?;
         self.put_schema(TRIE_LAYOUT)?;
+        Ok(true)
+    }
+
+    /// Starts the trie history after the head: older blocks have none, and proofs at them
+    /// undo the changesets instead.
+    fn start_recording_trie_history(&self) -> Result<bool> {
+        let head = self.head()?.map_or(0, |(number, _)| number);
+        self.start_trie_history(head + 1)?;
+        self.put_schema(TRIE_HISTORY_LAYOUT)?;
         Ok(true)
     }
 
@@ -124,13 +137,13 @@ impl StorageTx<RwSync> {
         hashed.sort_unstable();
         let mut hb = HashBuilder::default().with_updates(true);
         for (slot, value) in &hashed {
-            self.put_hashed_slot(&account, slot, *value)?;
+            self.put_hashed_slot(&account, slot, *value, None)?;
             hb.add_leaf(Nibbles::unpack(slot), &alloy_rlp::encode(value));
         }
         let root = hb.root();
         let (_, nodes) = hb.split();
         for (path, node) in &nodes {
-            self.put_trie_node(&TrieId::Storage(account), path, Some(node))?;
+            self.put_trie_node(&TrieId::Storage(account), path, Some(node), None)?;
         }
         Ok(root)
     }

@@ -31,7 +31,8 @@ tables! {
     /// highest block through which `LogAddresses` and `LogTopics` are complete (u64 BE);
     /// `schema`: the layout version (u64 BE, see `SCHEMA_VERSION`); `unwinds`: how many
     /// unwinds were ever committed (u64 BE), so a reader that caches by block number can tell
-    /// that stored blocks changed.
+    /// that stored blocks changed; `trie_history_from`: the first block whose trie changes
+    /// the trie history tables record (u64 BE).
     Meta = "meta";
     /// Key: block number (u64 BE). Value: the RLP-encoded header.
     Headers = "headers";
@@ -102,4 +103,25 @@ tables! {
     /// The storage tries' branch nodes. Key: keccak256 of the address (32) then the node's nibble
     /// path, one byte per nibble. Value: as in `AccountsTrie`.
     StoragesTrie = "storages_trie";
+    /// What each block changed in the accounts trie's branch nodes, as they were before the
+    /// block: one entry per node a block changed. Key: the node's path as a history path (one
+    /// byte per nibble plus one, then a zero byte, so keys sort in trie order and a path's
+    /// entries are contiguous; see trie_history.rs) then the block number (u64 BE). Value: the
+    /// node before the block as in `AccountsTrie`, or empty when there was none.
+    AccountsTrieHistory = "accounts_trie_history";
+    /// As `AccountsTrieHistory`, for the storage tries. Key: keccak256 of the address (32),
+    /// the history path, then the block number (u64 BE). Value: as in `AccountsTrieHistory`.
+    StoragesTrieHistory = "storages_trie_history";
+    /// Which trie nodes each block changed, so an unwind finds their history entries. Key: the
+    /// block number (u64 BE), then 0 and the `AccountsTrieHistory` key without its block number,
+    /// or 1 and the `StoragesTrieHistory` key without it. Value: empty.
+    TrieChangeSets = "trie_changesets";
+    /// What each block changed in the accounts trie's leaves, as they were before the block.
+    /// Key: keccak256 of the address (32) then the block number (u64 BE). Value: the leaf as in
+    /// `HashedAccounts` (104 bytes), or empty when the account did not exist.
+    HashedAccountsHistory = "hashed_accounts_history";
+    /// What each block changed in the storage tries' leaves, as they were before the block.
+    /// Key: keccak256 of the address (32), of the slot (32), then the block number (u64 BE).
+    /// Value: the value as in `HashedStorages`, or empty when it was unset.
+    HashedStoragesHistory = "hashed_storages_history";
 }

@@ -3,7 +3,10 @@
 //! trie's branch nodes in `BranchNodeCompact` form, keyed by their nibble path. Leaves and
 //! extension nodes are not stored: they follow from the hashed state.
 
-use crate::{Error, Result, StorageTx, StoredAccount, Table};
+use crate::{
+    Error, Result, StorageTx, StoredAccount, Table,
+    trie_history::{AsOf, Entries, history_path, path_of_history},
+};
 use alloy_primitives::{B256, U256};
 use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask};
 use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
@@ -18,7 +21,7 @@ pub enum TrieId {
 
 impl TrieId {
     /// The bytes every key of this trie starts with, in `HashedStorages` and `StoragesTrie`.
-    fn prefix(&self) -> &[u8] {
+    pub(crate) fn prefix(&self) -> &[u8] {
         match self {
             TrieId::Accounts => &[],
             TrieId::Storage(account) => account.as_slice(),
@@ -146,16 +149,21 @@ fn leaf_seek_key(trie: &TrieId, path: &Nibbles) -> Vec<u8> {
     [trie.prefix(), first_key_under(path).as_slice()].concat()
 }
 
-/// Reads a trie's stored branch nodes in path order.
+/// Reads a trie's stored branch nodes in path order: the latest trie's, or (`as_of`) those of
+/// the trie after an older block.
 pub struct TrieNodeCursor<'tx, K: TransactionKind> {
     cursor: Cursor<'tx, K>,
     trie: TrieId,
     scanned: &'tx std::sync::atomic::AtomicU64,
+    as_of: Option<AsOf<'tx, K>>,
 }
 
 impl<K: TransactionKind> TrieNodeCursor<'_, K> {
     /// The first stored node whose path is `path` or after it, in this trie.
     pub fn seek(&mut self, path: &Nibbles) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
+        if self.as_of.is_some() {
+            return self.next_as_of(&history_path(path), false);
+        }
         let key = node_key(&self.trie, path);
         let entry = self.cursor.set_range::<Vec<u8>, Vec<u8>>(&key)?;
         self.decode(entry)
@@ -163,8 +171,31 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
 
     /// The node after the last one returned.
     pub fn advance(&mut self) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
+        if let Some(as_of) = &self.as_of {
+            let Some(last) = as_of.last.clone() else {
+                return Ok(None);
+            };
+            return self.next_as_of(&last, true);
+        }
         let entry = self.cursor.next::<Vec<u8>, Vec<u8>>()?;
         self.decode(entry)
+    }
+
+    fn next_as_of(
+        &mut self,
+        from: &[u8],
+        after: bool,
+    ) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
+        let Some(as_of) = &mut self.as_of else {
+            return Ok(None);
+        };
+        self.scanned.fetch_add(1, Ordering::Relaxed);
+        match as_of.next(&self.trie, &mut self.cursor, from, after)? {
+            Some((logical, value)) => {
+                Ok(Some((path_of_history(&logical)?, decode_branch(&value)?)))
+            }
+            None => Ok(None),
+        }
     }
 
     fn decode(
@@ -190,16 +221,21 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
     }
 }
 
-/// Reads a trie's leaves (the hashed state) in key order.
+/// Reads a trie's leaves (the hashed state) in key order: the latest state's, or (`as_of`)
+/// the state's after an older block.
 pub struct LeafCursor<'tx, K: TransactionKind> {
     cursor: Cursor<'tx, K>,
     trie: TrieId,
     scanned: &'tx std::sync::atomic::AtomicU64,
+    as_of: Option<AsOf<'tx, K>>,
 }
 
 impl<K: TransactionKind> LeafCursor<'_, K> {
     /// The first leaf at or after the smallest key under `path`.
     pub fn seek(&mut self, path: &Nibbles) -> Result<Option<(B256, Leaf)>> {
+        if self.as_of.is_some() {
+            return self.next_as_of(first_key_under(path).as_slice(), false);
+        }
         let key = leaf_seek_key(&self.trie, path);
         let entry = self.cursor.set_range::<Vec<u8>, Vec<u8>>(&key)?;
         self.decode(entry)
@@ -207,8 +243,36 @@ impl<K: TransactionKind> LeafCursor<'_, K> {
 
     /// The leaf after the last one returned.
     pub fn advance(&mut self) -> Result<Option<(B256, Leaf)>> {
+        if let Some(as_of) = &self.as_of {
+            let Some(last) = as_of.last.clone() else {
+                return Ok(None);
+            };
+            return self.next_as_of(&last, true);
+        }
         let entry = self.cursor.next::<Vec<u8>, Vec<u8>>()?;
         self.decode(entry)
+    }
+
+    /// The leaf with exactly this key, if it exists.
+    pub fn get(&mut self, key: &B256) -> Result<Option<Leaf>> {
+        Ok(self
+            .seek(&Nibbles::unpack(key))?
+            .filter(|(found, _)| found == key)
+            .map(|(_, leaf)| leaf))
+    }
+
+    fn next_as_of(&mut self, from: &[u8], after: bool) -> Result<Option<(B256, Leaf)>> {
+        let Some(as_of) = &mut self.as_of else {
+            return Ok(None);
+        };
+        self.scanned.fetch_add(1, Ordering::Relaxed);
+        match as_of.next(&self.trie, &mut self.cursor, from, after)? {
+            Some((key, value)) => Ok(Some((
+                crate::b256("hashed state key", &key)?,
+                self.leaf(&value)?,
+            ))),
+            None => Ok(None),
+        }
     }
 
     fn decode(&self, entry: Option<(Vec<u8>, Vec<u8>)>) -> Result<Option<(B256, Leaf)>> {
@@ -218,19 +282,35 @@ impl<K: TransactionKind> LeafCursor<'_, K> {
             return Ok(None);
         };
         let hashed = crate::b256("hashed state key", &key[prefix.len()..])?;
-        let leaf = match self.trie {
-            TrieId::Accounts => Leaf::Account(decode_trie_account(&value)?),
-            TrieId::Storage(_) => Leaf::Slot(U256::from_be_slice(&value)),
-        };
-        Ok(Some((hashed, leaf)))
+        Ok(Some((hashed, self.leaf(&value)?)))
+    }
+
+    fn leaf(&self, value: &[u8]) -> Result<Leaf> {
+        Ok(match self.trie {
+            TrieId::Accounts => Leaf::Account(decode_trie_account(value)?),
+            TrieId::Storage(_) => Leaf::Slot(U256::from_be_slice(value)),
+        })
     }
 }
 
 impl<K: TransactionKind> StorageTx<K> {
     /// A cursor over the stored branch nodes of `trie`.
     pub fn trie_nodes(&self, trie: TrieId) -> Result<TrieNodeCursor<'_, K>> {
+        self.trie_nodes_after(trie, None)
+    }
+
+    /// A cursor over the branch nodes of `trie` as they were after `block` (`None`: the latest
+    /// ones). The history must cover that block ([`StorageTx::trie_history_covers`]).
+    pub fn trie_nodes_after(
+        &self,
+        trie: TrieId,
+        block: Option<u64>,
+    ) -> Result<TrieNodeCursor<'_, K>> {
         Ok(TrieNodeCursor {
             cursor: self.tx.cursor(self.db(trie.nodes_table()))?,
+            as_of: block
+                .map(|block| AsOf::new(self, &trie, Entries::Nodes, block))
+                .transpose()?,
             trie,
             scanned: self.scanned.as_ref(),
         })
@@ -238,8 +318,17 @@ impl<K: TransactionKind> StorageTx<K> {
 
     /// A cursor over the leaves of `trie`.
     pub fn trie_leaves(&self, trie: TrieId) -> Result<LeafCursor<'_, K>> {
+        self.trie_leaves_after(trie, None)
+    }
+
+    /// A cursor over the leaves of `trie` as they were after `block` (`None`: the latest
+    /// ones). The history must cover that block ([`StorageTx::trie_history_covers`]).
+    pub fn trie_leaves_after(&self, trie: TrieId, block: Option<u64>) -> Result<LeafCursor<'_, K>> {
         Ok(LeafCursor {
             cursor: self.tx.cursor(self.db(trie.leaves_table()))?,
+            as_of: block
+                .map(|block| AsOf::new(self, &trie, Entries::Leaves, block))
+                .transpose()?,
             trie,
             scanned: self.scanned.as_ref(),
         })
@@ -253,33 +342,76 @@ impl<K: TransactionKind> StorageTx<K> {
     }
 }
 
+/// Trie writes take `history`: the block whose history records what they change (`None`: not
+/// a block's change, such as genesis, an unwind or a migration).
 impl StorageTx<RwSync> {
     /// Sets (or with `None` deletes) an account's leaf in the latest state trie.
-    pub fn put_hashed_account(&self, hashed: &B256, account: Option<&TrieAccount>) -> Result<()> {
-        match account {
-            Some(account) => self.put(
-                Table::HashedAccounts,
-                hashed.as_slice(),
-                &encode_trie_account(account),
-            ),
-            None => self.del(Table::HashedAccounts, hashed.as_slice()),
-        }
+    pub fn put_hashed_account(
+        &self,
+        hashed: &B256,
+        account: Option<&TrieAccount>,
+        history: Option<u64>,
+    ) -> Result<()> {
+        let value = account.map(encode_trie_account);
+        let trie = TrieId::Accounts;
+        self.put_trie_entry(
+            &trie,
+            Entries::Leaves,
+            hashed.as_slice(),
+            hashed.as_slice(),
+            value.as_ref().map(|v| v.as_slice()),
+            history,
+        )
     }
 
     /// Sets a slot's leaf in an account's storage trie; zero deletes it.
-    pub fn put_hashed_slot(&self, account: &B256, slot: &B256, value: U256) -> Result<()> {
+    pub fn put_hashed_slot(
+        &self,
+        account: &B256,
+        slot: &B256,
+        value: U256,
+        history: Option<u64>,
+    ) -> Result<()> {
         let mut key = [0u8; 64];
         key[..32].copy_from_slice(account.as_slice());
         key[32..].copy_from_slice(slot.as_slice());
-        if value.is_zero() {
-            self.del(Table::HashedStorages, &key)
-        } else {
-            self.put(Table::HashedStorages, &key, &value.to_be_bytes::<32>())
-        }
+        let value = (!value.is_zero()).then(|| value.to_be_bytes::<32>());
+        self.put_trie_entry(
+            &TrieId::Storage(*account),
+            Entries::Leaves,
+            &key,
+            slot.as_slice(),
+            value.as_ref().map(|v| v.as_slice()),
+            history,
+        )
     }
 
     /// Removes an account's whole storage trie: its leaves and its nodes.
-    pub fn wipe_hashed_storage(&self, account: &B256) -> Result<()> {
+    pub fn wipe_hashed_storage(&self, account: &B256, history: Option<u64>) -> Result<()> {
+        if let Some(block) = history {
+            let trie = TrieId::Storage(*account);
+            let mut leaves = self.trie_leaves(trie)?;
+            let mut leaf = leaves
+                .cursor
+                .set_range::<Vec<u8>, Vec<u8>>(account.as_slice())?;
+            while let Some((key, value)) =
+                leaf.filter(|(key, _)| key.starts_with(account.as_slice()))
+            {
+                self.record_before(&trie, Entries::Leaves, &key[32..], block, Some(&value))?;
+                leaf = leaves.cursor.next::<Vec<u8>, Vec<u8>>()?;
+            }
+            let mut nodes = self.trie_nodes(trie)?;
+            let mut node = nodes
+                .cursor
+                .set_range::<Vec<u8>, Vec<u8>>(account.as_slice())?;
+            while let Some((key, value)) =
+                node.filter(|(key, _)| key.starts_with(account.as_slice()))
+            {
+                let path: Vec<u8> = key[32..].iter().map(|n| n + 1).chain([0]).collect();
+                self.record_before(&trie, Entries::Nodes, &path, block, Some(&value))?;
+                node = nodes.cursor.next::<Vec<u8>, Vec<u8>>()?;
+            }
+        }
         for table in [Table::HashedStorages, Table::StoragesTrie] {
             self.delete_prefix(table, account.as_slice())?;
         }
@@ -292,11 +424,45 @@ impl StorageTx<RwSync> {
         trie: &TrieId,
         path: &Nibbles,
         node: Option<&BranchNodeCompact>,
+        history: Option<u64>,
     ) -> Result<()> {
         let key = node_key(trie, path);
-        match node {
-            Some(node) => self.put(trie.nodes_table(), &key, &encode_branch(node)),
-            None => self.del(trie.nodes_table(), &key),
+        let value = node.map(encode_branch);
+        self.put_trie_entry(
+            trie,
+            Entries::Nodes,
+            &key,
+            &history_path(path),
+            value.as_deref(),
+            history,
+        )
+    }
+
+    /// Sets (or with `None` deletes) the entry under table key `key`, whose history key is
+    /// `logical`, recording its value before `history`'s block when it changes.
+    fn put_trie_entry(
+        &self,
+        trie: &TrieId,
+        entries: Entries,
+        key: &[u8],
+        logical: &[u8],
+        value: Option<&[u8]>,
+        history: Option<u64>,
+    ) -> Result<()> {
+        let table = match entries {
+            Entries::Nodes => trie.nodes_table(),
+            Entries::Leaves => trie.leaves_table(),
+        };
+        if let Some(block) = history {
+            let before = self.get(table, key)?.map(|v| v.into_owned());
+            if before.as_deref() == value {
+                return Ok(());
+            }
+            self.record_before(trie, entries, logical, block, before.as_deref())?;
+        }
+        match value {
+            Some(value) => self.put(table, key, value),
+            None => self.del(table, key),
         }
     }
 

@@ -7,8 +7,8 @@ use crate::{
     params::{BlockId, ProofKey},
 };
 use alloy_primitives::{Address, B256, Bytes, U64, U256};
+use quarry_executor::ProofState;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -31,8 +31,10 @@ pub struct SlotProofJson {
 }
 
 impl Node {
-    /// eth_getProof: at the head from the stored trie; at an older block from the stored trie
-    /// with the changes since that block undone in memory, so its cost follows those changes.
+    /// eth_getProof: at the head from the stored trie; at an older block (at most
+    /// `proof_window` back) from the stored trie and its history, as cheap as at the head, or,
+    /// before the history starts (a datadir migrated from an older layout), from the stored
+    /// trie with the changes since that block undone in memory, at a cost that follows them.
     pub fn proof(
         &self,
         tx: &Snapshot,
@@ -41,8 +43,9 @@ impl Node {
         at: BlockId,
     ) -> Result<ProofJson> {
         let (number, is_head) = self.state_block(tx, at)?;
-        let reverts = if is_head {
-            BTreeMap::new()
+        let reverts;
+        let state = if is_head {
+            ProofState::Latest
         } else {
             let (head, _) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
             let behind = head.saturating_sub(number);
@@ -53,10 +56,24 @@ impl Node {
                     window: self.proof_window,
                 });
             }
-            tx.reverts_to(number)?
+            if tx.trie_history_covers(number)? {
+                ProofState::Recorded(number)
+            } else {
+                reverts = tx.reverts_to(number)?;
+                ProofState::Reverted(&reverts)
+            }
         };
         let slots: Vec<B256> = keys.iter().map(|key| key.slot).collect();
-        let proof = quarry_executor::account_proof(tx, &reverts, address, &slots)?;
+        let proof = quarry_executor::account_proof(tx, state, address, &slots)?;
+        // A proof that does not lead to the block's state root would mislead whoever checks
+        // it: refuse it instead.
+        let header = tx.header(number)?.ok_or(RpcError::HeaderNotFound)?;
+        if proof.state_root != header.state_root {
+            return Err(RpcError::Storage(quarry_storage::Error::Corrupt(format!(
+                "the stored state trie at block {number} has root {}, its header {}",
+                proof.state_root, header.state_root
+            ))));
+        }
         let (code_hash, storage_hash) = (proof.code_hash(), proof.storage_hash());
         Ok(ProofJson {
             address,

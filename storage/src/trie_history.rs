@@ -1,0 +1,357 @@
+//! The state trie's history: every branch node and leaf a block changed, as it was before the
+//! block (reth's trie changesets, indexed by path). With it the trie after an older block reads
+//! like the latest one: each node or leaf is the current entry, unless a later block changed
+//! it, in which case it is the value the first such change recorded, one seek away. A proof at
+//! an older block so costs what a proof at the head costs, however far back it is.
+//!
+//! History is recorded from the block in the `trie_history_from` meta entry on (the block after
+//! genesis, or after the head when `quarry migrate` brought an older datadir to this layout);
+//! older blocks are read by undoing the changesets in memory instead.
+
+use crate::{Error, Result, StorageTx, Table, TrieId, models::be_u64};
+use alloy_primitives::{Address, B256, keccak256};
+use alloy_trie::Nibbles;
+use signet_libmdbx::{MdbxError, RwSync, TransactionKind, WriteFlags, tx::Cursor};
+
+/// Meta key: the first block whose trie changes are recorded (u64 BE).
+const HISTORY_FROM: &str = "trie_history_from";
+
+/// `TrieChangeSets` tags: which history table an entry's key belongs to.
+const ACCOUNTS_TAG: u8 = 0;
+const STORAGES_TAG: u8 = 1;
+
+/// Which of a trie's two kinds of entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entries {
+    Nodes,
+    Leaves,
+}
+
+impl TrieId {
+    pub(crate) fn history_table(&self, entries: Entries) -> Table {
+        match (self, entries) {
+            (TrieId::Accounts, Entries::Nodes) => Table::AccountsTrieHistory,
+            (TrieId::Storage(_), Entries::Nodes) => Table::StoragesTrieHistory,
+            (TrieId::Accounts, Entries::Leaves) => Table::HashedAccountsHistory,
+            (TrieId::Storage(_), Entries::Leaves) => Table::HashedStoragesHistory,
+        }
+    }
+}
+
+/// A node path as history keys hold it: each nibble plus one, then a zero byte. Byte order is
+/// then trie order (a path before the paths below it), and one path's entries, which follow it
+/// with their block numbers, are contiguous.
+pub(crate) fn history_path(path: &Nibbles) -> Vec<u8> {
+    let mut out: Vec<u8> = path.iter().map(|nibble| nibble + 1).collect();
+    out.push(0);
+    out
+}
+
+/// The inverse of [`history_path`], for a key the history table holds.
+pub(crate) fn path_of_history(bytes: &[u8]) -> Result<Nibbles> {
+    let corrupt = || {
+        Error::Corrupt(format!(
+            "trie history key {} is not a nibble path",
+            alloy_primitives::hex::encode(bytes)
+        ))
+    };
+    let (last, nibbles) = bytes.split_last().ok_or_else(corrupt)?;
+    if *last != 0 || nibbles.len() >= 64 || nibbles.iter().any(|n| *n == 0 || *n > 0x10) {
+        return Err(corrupt());
+    }
+    Ok(Nibbles::from_nibbles_unchecked(
+        nibbles.iter().map(|n| n - 1).collect::<Vec<u8>>(),
+    ))
+}
+
+/// A history key: the trie's prefix, the entry's key as history holds it, the block.
+fn history_key(trie: &TrieId, logical: &[u8], block: u64) -> Vec<u8> {
+    [trie.prefix(), logical, &block.to_be_bytes()].concat()
+}
+
+/// Reads a trie's entries as they were after `block`: the current table merged with the
+/// history table, each key resolved to its value after the block. Keys are compared in their
+/// history form ("logical" keys), which sorts as the current table does.
+pub(crate) struct AsOf<'tx, K: TransactionKind> {
+    pub(crate) block: u64,
+    entries: Entries,
+    /// Walks the history table's distinct keys.
+    keys: Cursor<'tx, K>,
+    /// Resolves one key: its first change after `block`.
+    lookup: Cursor<'tx, K>,
+    /// The logical key last returned, for `advance`.
+    pub(crate) last: Option<Vec<u8>>,
+}
+
+impl<'tx, K: TransactionKind> AsOf<'tx, K> {
+    pub(crate) fn new(
+        tx: &'tx StorageTx<K>,
+        trie: &TrieId,
+        entries: Entries,
+        block: u64,
+    ) -> Result<Self> {
+        let table = tx.db(trie.history_table(entries));
+        Ok(Self {
+            block,
+            entries,
+            keys: tx.tx.cursor(table)?,
+            lookup: tx.tx.cursor(table)?,
+            last: None,
+        })
+    }
+
+    /// The key as the current table holds it after the trie's prefix.
+    fn current_key(&self, logical: &[u8]) -> Vec<u8> {
+        match self.entries {
+            Entries::Nodes => logical[..logical.len() - 1].iter().map(|n| n - 1).collect(),
+            Entries::Leaves => logical.to_vec(),
+        }
+    }
+
+    /// The logical key of a current table key (after the trie's prefix).
+    fn logical_of_current(&self, key: &[u8]) -> Vec<u8> {
+        match self.entries {
+            Entries::Nodes => key.iter().map(|n| n + 1).chain([0]).collect(),
+            Entries::Leaves => key.to_vec(),
+        }
+    }
+
+    /// The first distinct logical key in the history table at or after `from` (after it, when
+    /// `after`).
+    fn next_history_key(
+        &mut self,
+        trie: &TrieId,
+        from: &[u8],
+        after: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let block = if after { u64::MAX } else { 0 };
+        let mut entry = self
+            .keys
+            .set_range::<Vec<u8>, ()>(&history_key(trie, from, block))?;
+        let prefix = trie.prefix();
+        loop {
+            let Some((key, ())) = entry else {
+                return Ok(None);
+            };
+            if !key.starts_with(prefix) || key.len() < prefix.len() + 8 {
+                return Ok(None);
+            }
+            let logical = key[prefix.len()..key.len() - 8].to_vec();
+            if after && logical.as_slice() <= from {
+                entry = self.keys.next::<Vec<u8>, ()>()?;
+                continue;
+            }
+            return Ok(Some(logical));
+        }
+    }
+
+    /// The entry at logical key `from` or the first after it (strictly after, when `after`)
+    /// that exists after `block`, with its value then. `current` is a cursor over the trie's
+    /// current table.
+    pub(crate) fn next(
+        &mut self,
+        trie: &TrieId,
+        current: &mut Cursor<'tx, K>,
+        from: &[u8],
+        after: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let prefix = trie.prefix();
+        let read_current = |entry: Option<(Vec<u8>, Vec<u8>)>, this: &Self| {
+            entry
+                .filter(|(key, _)| key.starts_with(prefix))
+                .map(|(key, value)| (this.logical_of_current(&key[prefix.len()..]), value))
+        };
+        let seek = [prefix, &self.current_key(from)].concat();
+        let mut now = read_current(current.set_range::<Vec<u8>, Vec<u8>>(&seek)?, self);
+        if after && now.as_ref().is_some_and(|(key, _)| key.as_slice() <= from) {
+            now = read_current(current.next::<Vec<u8>, Vec<u8>>()?, self);
+        }
+        let mut changed = self.next_history_key(trie, from, after)?;
+        loop {
+            let key = match (&now, &changed) {
+                (Some((a, _)), Some(b)) => a.min(b).clone(),
+                (Some((a, _)), None) => a.clone(),
+                (None, Some(b)) => b.clone(),
+                (None, None) => return Ok(None),
+            };
+            let is_current = now.as_ref().is_some_and(|(k, _)| *k == key);
+            let value = match self.first_change_after(trie, &key)? {
+                Some(before) => (!before.is_empty()).then_some(before),
+                None if is_current => now.as_ref().map(|(_, value)| value.clone()),
+                None => None,
+            };
+            if let Some(value) = value {
+                self.last = Some(key.clone());
+                return Ok(Some((key, value)));
+            }
+            // The key did not exist after `block`: go past it.
+            if is_current {
+                now = read_current(current.next::<Vec<u8>, Vec<u8>>()?, self);
+            }
+            if changed.as_ref() == Some(&key) {
+                changed = self.next_history_key(trie, &key, true)?;
+            }
+        }
+    }
+
+    /// What the first change to `logical` after `block` recorded: the value before it (empty:
+    /// none). `None`: no block after `block` changed it.
+    fn first_change_after(&mut self, trie: &TrieId, logical: &[u8]) -> Result<Option<Vec<u8>>> {
+        let seek = history_key(trie, logical, self.block.saturating_add(1));
+        let entry = self.lookup.set_range::<Vec<u8>, Vec<u8>>(&seek)?;
+        let len = trie.prefix().len() + logical.len() + 8;
+        Ok(entry
+            .filter(|(key, _)| key.len() == len && key[..len - 8] == seek[..len - 8])
+            .map(|(_, value)| value))
+    }
+}
+
+impl<K: TransactionKind> StorageTx<K> {
+    /// The first block whose trie changes are recorded, if any are.
+    pub fn trie_history_from(&self) -> Result<Option<u64>> {
+        self.meta(HISTORY_FROM)?.map(|v| be_u64(&v)).transpose()
+    }
+
+    /// Whether the trie after `block` can be read from the history: every later block's
+    /// changes are recorded.
+    pub fn trie_history_covers(&self, block: u64) -> Result<bool> {
+        Ok(self
+            .trie_history_from()?
+            .is_some_and(|from| block.saturating_add(1) >= from))
+    }
+}
+
+impl StorageTx<RwSync> {
+    /// Records trie history from block `first` on (a new datadir, or one just migrated).
+    pub fn start_trie_history(&self, first: u64) -> Result<()> {
+        self.put_meta(HISTORY_FROM, &first.to_be_bytes())
+    }
+
+    /// Records `before`, the value an entry of `trie` had before `block` (`None`: none),
+    /// unless this block already recorded one: the first is the value before the block.
+    pub(crate) fn record_before(
+        &self,
+        trie: &TrieId,
+        entries: Entries,
+        logical: &[u8],
+        block: u64,
+        before: Option<&[u8]>,
+    ) -> Result<()> {
+        let table = trie.history_table(entries);
+        let key = history_key(trie, logical, block);
+        let flags = WriteFlags::NO_OVERWRITE;
+        match self
+            .tx
+            .put(self.db(table), &key, before.unwrap_or_default(), flags)
+        {
+            Ok(()) => {}
+            Err(MdbxError::KeyExist) => return Ok(()),
+            Err(err) => return Err(err.into()),
+        }
+        if entries == Entries::Nodes {
+            let tag = match trie {
+                TrieId::Accounts => ACCOUNTS_TAG,
+                TrieId::Storage(_) => STORAGES_TAG,
+            };
+            let index = [&block.to_be_bytes()[..], &[tag], &key[..key.len() - 8]].concat();
+            self.put(Table::TrieChangeSets, &index, &[])?;
+        }
+        Ok(())
+    }
+
+    /// Deletes what block `number` recorded in the trie history: `accounts` and `slots` are
+    /// the block's changesets (every leaf it changed is under one of them).
+    pub(crate) fn delete_trie_history(
+        &self,
+        number: u64,
+        accounts: &[Address],
+        slots: &[(Address, B256)],
+    ) -> Result<()> {
+        let block = number.to_be_bytes();
+        for address in accounts {
+            let key = [keccak256(address).as_slice(), &block].concat();
+            self.del(Table::HashedAccountsHistory, &key)?;
+        }
+        for (address, slot) in slots {
+            let key = [
+                keccak256(address).as_slice(),
+                keccak256(slot).as_slice(),
+                &block,
+            ]
+            .concat();
+            self.del(Table::HashedStoragesHistory, &key)?;
+        }
+        let mut cursor = self.tx.cursor(self.db(Table::TrieChangeSets))?;
+        let mut entry = cursor.set_range::<Vec<u8>, ()>(&block)?;
+        while let Some((key, ())) = entry {
+            if !key.starts_with(&block) {
+                break;
+            }
+            let table = match key.get(8) {
+                Some(&ACCOUNTS_TAG) => Table::AccountsTrieHistory,
+                Some(&STORAGES_TAG) => Table::StoragesTrieHistory,
+                _ => {
+                    return Err(Error::Corrupt(format!(
+                        "trie changeset key {} has no table tag",
+                        alloy_primitives::hex::encode(&key)
+                    )));
+                }
+            };
+            self.del(table, &[&key[9..], &block].concat())?;
+            cursor.del()?;
+            entry = cursor.get_current::<Vec<u8>, ()>()?;
+        }
+        Ok(())
+    }
+
+    /// After an unwind to `ancestor`: history is recorded from the block after it at the
+    /// latest (everything above it is gone).
+    pub(crate) fn trie_history_unwound(&self, ancestor: u64) -> Result<()> {
+        if let Some(from) = self.trie_history_from()?
+            && from > ancestor + 1
+        {
+            self.start_trie_history(ancestor + 1)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_paths_sort_in_trie_order_and_round_trip() {
+        let paths: Vec<Nibbles> = [
+            &[][..],
+            &[0],
+            &[0, 0],
+            &[0, 0xf],
+            &[1],
+            &[1, 0],
+            &[1, 0, 5],
+            &[1, 1],
+            &[0xf],
+            &[0xf, 0xf],
+        ]
+        .iter()
+        .map(Nibbles::from_nibbles_unchecked)
+        .collect();
+        let mut sorted = paths.clone();
+        sorted.sort();
+        assert_eq!(sorted, paths);
+        let keys: Vec<Vec<u8>> = paths
+            .iter()
+            .map(|p| [history_path(p), u64::MAX.to_be_bytes().to_vec()].concat())
+            .collect();
+        // Every entry of a path (any block) sorts before the next path's first entry.
+        for (a, b) in keys.iter().zip(&paths[1..]) {
+            assert!(a < &[history_path(b), 0u64.to_be_bytes().to_vec()].concat());
+        }
+        for path in &paths {
+            assert_eq!(path_of_history(&history_path(path)).unwrap(), *path);
+        }
+        assert!(path_of_history(&[3, 0x11, 0]).is_err());
+        assert!(path_of_history(&[3]).is_err());
+    }
+}
