@@ -12,6 +12,8 @@
 #   bench/trie.sh [CHAIN_DIR]        default target/bench/scale-20000x100 (BLOCKS=20000 bench/scale.sh)
 #   RUNS=5 N=2000 N_BACK=100 bench/trie.sh ...
 #   QUARRY_BIN=path bench/trie.sh ...   # another build (a before/after in one run)
+#   NO_TRIE_HISTORY=1 bench/trie.sh ... # ingest with --no-trie-history (proofs back then
+#                                         undo the changesets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 chain=${1:-target/bench/scale-20000x100}
@@ -40,6 +42,7 @@ data=$work/data
 
 echo "== ingest of all blocks but the last"
 "$quarry" ingest --datadir "$data" --genesis "$genesis" "$work/earlier.rlp" \
+  ${NO_TRIE_HISTORY:+--no-trie-history} \
   >"$work/ingest.out" 2>/dev/null &
 pid=$!
 peak=0
@@ -50,7 +53,7 @@ while kill -0 "$pid" 2>/dev/null; do
 done
 wait "$pid"
 grep -E '^(imported|stages)' "$work/ingest.out"
-echo "peak RssAnon: $((peak / 1024)) MB"
+echo "peak RssAnon: $((peak / 1024)) MB; datadir $(du -sh "$data" | cut -f1)"
 
 echo "== restart: ingest of one more block on the stored chain"
 head=$("$quarry" ingest --datadir "$data" --genesis "$genesis" "$work/last.rlp" 2>/dev/null \

@@ -67,6 +67,11 @@ enum Command {
         /// With --reorg: the most stored blocks one reorganisation may replace.
         #[arg(long, default_value_t = quarry_ingest::DEFAULT_MAX_REORG_DEPTH)]
         max_reorg_depth: u64,
+        /// Stop recording the state trie's history, from this import on: blocks write about a
+        /// third less, and eth_getProof at an older block undoes the changes since it in memory
+        /// instead (its cost then follows those changes). Stays off for the datadir.
+        #[arg(long)]
+        no_trie_history: bool,
     },
     /// Keep a datadir in step with an upstream Ethereum JSON-RPC node (geth, reth, a hosted
     /// provider, another quarry): catch up, then import each new block as it appears, every
@@ -213,6 +218,7 @@ fn main() -> Result<()> {
             finalized,
             reorg,
             max_reorg_depth,
+            no_trie_history,
         } => {
             let reorgs = if reorg {
                 quarry_ingest::Reorgs::Follow {
@@ -221,7 +227,16 @@ fn main() -> Result<()> {
             } else {
                 quarry_ingest::Reorgs::Refuse
             };
-            ingest(datadir, genesis, files, safe, finalized, reorgs)
+            let trie_history = !no_trie_history;
+            ingest(
+                datadir,
+                genesis,
+                files,
+                safe,
+                finalized,
+                reorgs,
+                trie_history,
+            )
         }
         Command::Follow {
             datadir,
@@ -304,9 +319,13 @@ fn import(
     genesis: &Path,
     files: &[PathBuf],
     reorgs: quarry_ingest::Reorgs,
+    trie_history: bool,
 ) -> Result<Importer> {
     let mut importer = open_importer(datadir, genesis)?;
     importer.set_reorgs(reorgs);
+    if !trie_history {
+        importer.stop_trie_history()?;
+    }
     let (number, hash) = importer.head();
     eprintln!(
         "datadir {}: head is block {number} ({hash})",
@@ -355,8 +374,9 @@ fn ingest(
     safe: Option<u64>,
     finalized: Option<u64>,
     reorgs: quarry_ingest::Reorgs,
+    trie_history: bool,
 ) -> Result<()> {
-    let importer = import(&datadir, &genesis, &files, reorgs)?;
+    let importer = import(&datadir, &genesis, &files, reorgs, trie_history)?;
     if safe.is_some() || finalized.is_some() {
         let tx = importer.database().writer()?;
         for (mark, number) in [(BlockMark::Safe, safe), (BlockMark::Finalized, finalized)] {
@@ -479,6 +499,7 @@ fn dev(
         &chain.join("genesis.json"),
         &[chain.join("chain.rlp")],
         quarry_ingest::Reorgs::Refuse,
+        true,
     )?;
     let db = importer.database().clone();
     drop(importer);

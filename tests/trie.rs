@@ -7,7 +7,7 @@ mod support;
 
 use quarry_ingest::{Importer, Progress, reader::RawBlock};
 use quarry_storage::{Database, Table};
-use support::{decode_blocks, devchain, encode_blocks, ingest_args, run_quarry};
+use support::{Server, decode_blocks, devchain, encode_blocks, ingest_args, run_quarry};
 
 #[test]
 fn a_restart_reads_the_root_and_one_block_reads_its_own_paths() {
@@ -61,4 +61,56 @@ fn a_restart_reads_the_root_and_one_block_reads_its_own_paths() {
         for_block < state_entries / 10,
         "one block of {changed} transactions read {for_block} of {state_entries} state entries"
     );
+}
+
+/// `quarry ingest --no-trie-history` records no trie history, and eth_getProof at an older
+/// block then undoes the changesets instead; the proof still leads to that block's state root
+/// (the server checks it before answering) and equals the one a datadir with history gives.
+#[test]
+fn without_trie_history_older_proofs_undo_the_changesets() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chain");
+    devchain(&out, &["--blocks", "40", "--txs-per-block", "10"]);
+    let genesis_file = out.join("genesis.json");
+    let chain_file = out.join("chain.rlp");
+    let with = dir.path().join("with");
+    let without = dir.path().join("without");
+    run_quarry(ingest_args(&with, &genesis_file, &[&chain_file]));
+    let mut args = ingest_args(&without, &genesis_file, &[&chain_file]);
+    args.push("--no-trie-history".as_ref());
+    run_quarry(args);
+
+    let history_tables = [
+        Table::AccountsTrieHistory,
+        Table::StoragesTrieHistory,
+        Table::TrieChangeSets,
+        Table::HashedAccountsHistory,
+        Table::HashedStoragesHistory,
+    ];
+    let db = Database::open(&without).unwrap();
+    let reader = db.reader().unwrap();
+    assert_eq!(reader.trie_history_from().unwrap(), None);
+    assert!(!reader.trie_history_covers(39).unwrap());
+    for table in history_tables {
+        assert_eq!(reader.table_digest(table).unwrap().0, 0, "{}", table.name());
+    }
+    let db = Database::open(&with).unwrap();
+    let reader = db.reader().unwrap();
+    assert!(reader.trie_history_covers(0).unwrap());
+    assert!(reader.table_digest(Table::AccountsTrieHistory).unwrap().0 > 40);
+
+    drop(reader);
+    let (with, without) = (Server::start(&with, ""), Server::start(&without, ""));
+    let token = quarry_devchain::Contracts::of(
+        quarry_devchain::DevAccounts::new(quarry_devchain::account_count(10))
+            .unwrap()
+            .address(0),
+    )
+    .token;
+    for block in [1u64, 10, 25, 39] {
+        let params = serde_json::json!([token, ["0x0", "0x1"], format!("{block:#x}")]);
+        let answer = without.result("eth_getProof", params.clone());
+        assert!(answer["accountProof"].as_array().unwrap().len() > 1);
+        assert_eq!(answer, with.result("eth_getProof", params), "block {block}");
+    }
 }

@@ -227,6 +227,11 @@ impl StorageTx<RwSync> {
         self.put_meta(HISTORY_FROM, &first.to_be_bytes())
     }
 
+    /// Stops recording trie history: proofs at older blocks undo the changesets instead.
+    pub fn stop_trie_history(&self) -> Result<()> {
+        self.del(Table::Meta, HISTORY_FROM.as_bytes())
+    }
+
     /// Records `before`, the value an entry of `trie` had before `block` (`None`: none),
     /// unless this block already recorded one: the first is the value before the block.
     pub(crate) fn record_before(
