@@ -397,7 +397,14 @@ impl StorageTx<RwSync> {
             while let Some((key, value)) =
                 leaf.filter(|(key, _)| key.starts_with(account.as_slice()))
             {
-                self.record_before(&trie, Entries::Leaves, &key[32..], block, Some(&value))?;
+                self.record_before(
+                    &trie,
+                    Entries::Leaves,
+                    &key[32..],
+                    block,
+                    Some(&value),
+                    None,
+                )?;
                 leaf = leaves.cursor.next::<Vec<u8>, Vec<u8>>()?;
             }
             let mut nodes = self.trie_nodes(trie)?;
@@ -408,7 +415,7 @@ impl StorageTx<RwSync> {
                 node.filter(|(key, _)| key.starts_with(account.as_slice()))
             {
                 let path: Vec<u8> = key[32..].iter().map(|n| n + 1).chain([0]).collect();
-                self.record_before(&trie, Entries::Nodes, &path, block, Some(&value))?;
+                self.record_before(&trie, Entries::Nodes, &path, block, Some(&value), None)?;
                 node = nodes.cursor.next::<Vec<u8>, Vec<u8>>()?;
             }
         }
@@ -458,7 +465,7 @@ impl StorageTx<RwSync> {
             if before.as_deref() == value {
                 return Ok(());
             }
-            self.record_before(trie, entries, logical, block, before.as_deref())?;
+            self.record_before(trie, entries, logical, block, before.as_deref(), value)?;
         }
         match value {
             Some(value) => self.put(table, key, value),

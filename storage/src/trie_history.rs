@@ -20,6 +20,98 @@ const HISTORY_FROM: &str = "trie_history_from";
 const ACCOUNTS_TAG: u8 = 0;
 const STORAGES_TAG: u8 = 1;
 
+/// Node history values: empty when there was no node; otherwise a tag, then either the whole
+/// node as the trie table holds it (`FULL`: the node was deleted, so there is nothing after it
+/// to compare with), or (`DIFF`) the node relative to the one after the block: its three masks,
+/// a mask of the children whose hash is the same after the block, the other children's hashes,
+/// then the root hash if the node has one. A block changes few of a node's children, so most of
+/// its hashes are the same after it and the history holds a fraction of each node; reading a
+/// node back undoes every later change's record from the current node down.
+const FULL: u8 = 1;
+const DIFF: u8 = 2;
+
+/// The hash of `nibble`'s child in a node as the trie table holds it (masks, then hashes).
+fn child_hash(node: &[u8], nibble: u8) -> Option<&[u8]> {
+    let hash_mask = u16::from_be_bytes([*node.get(4)?, *node.get(5)?]);
+    if hash_mask & (1 << nibble) == 0 {
+        return None;
+    }
+    let index = (hash_mask & ((1u16 << nibble) - 1)).count_ones() as usize;
+    node.get(6 + 32 * index..6 + 32 * (index + 1))
+}
+
+fn corrupt_record(record: &[u8]) -> Error {
+    Error::Corrupt(format!(
+        "malformed trie node history record of {} bytes",
+        record.len()
+    ))
+}
+
+/// The history record of a node that was `before` a block and is `after` it (`None`: deleted).
+pub(crate) fn node_record(before: &[u8], after: Option<&[u8]>) -> Vec<u8> {
+    let (Some(after), Some(masks)) = (after, before.get(..6)) else {
+        return [&[FULL], before].concat();
+    };
+    let hash_mask = u16::from_be_bytes([masks[4], masks[5]]);
+    let mut out = Vec::with_capacity(before.len() / 4 + 9);
+    out.push(DIFF);
+    out.extend_from_slice(masks);
+    out.extend_from_slice(&[0, 0]);
+    let mut same = 0u16;
+    let mut hashes = 0;
+    for nibble in 0..16u8 {
+        let Some(hash) = child_hash(before, nibble) else {
+            continue;
+        };
+        hashes += 1;
+        if child_hash(after, nibble) == Some(hash) {
+            same |= 1 << nibble;
+        } else {
+            out.extend_from_slice(hash);
+        }
+    }
+    debug_assert_eq!(hashes, hash_mask.count_ones());
+    // The root hash, if any, follows the children's hashes.
+    out.extend_from_slice(before.get(6 + 32 * hashes as usize..).unwrap_or_default());
+    out[7..9].copy_from_slice(&same.to_be_bytes());
+    out
+}
+
+/// The node a history record says was there before its block, given the node `after` it
+/// (`None`: none was).
+pub(crate) fn node_before(record: &[u8], after: Option<&[u8]>) -> Result<Option<Vec<u8>>> {
+    match record.first() {
+        None => Ok(None),
+        Some(&FULL) => Ok(Some(record[1..].to_vec())),
+        Some(&DIFF) => {
+            let corrupt = || corrupt_record(record);
+            let after = after.ok_or_else(corrupt)?;
+            let masks = record.get(1..7).ok_or_else(corrupt)?;
+            let same = record.get(7..9).ok_or_else(corrupt)?;
+            let same = u16::from_be_bytes([same[0], same[1]]);
+            let hash_mask = u16::from_be_bytes([masks[4], masks[5]]);
+            let mut out = Vec::with_capacity(6 + 32 * (hash_mask.count_ones() as usize + 1));
+            out.extend_from_slice(masks);
+            let mut at = 9;
+            for nibble in 0..16u8 {
+                if hash_mask & (1 << nibble) == 0 {
+                    continue;
+                }
+                let hash = if same & (1 << nibble) != 0 {
+                    child_hash(after, nibble)
+                } else {
+                    at += 32;
+                    record.get(at - 32..at)
+                };
+                out.extend_from_slice(hash.ok_or_else(corrupt)?);
+            }
+            out.extend_from_slice(record.get(at..).ok_or_else(corrupt)?);
+            Ok(Some(out))
+        }
+        Some(_) => Err(corrupt_record(record)),
+    }
+}
+
 /// Which of a trie's two kinds of entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Entries {
@@ -174,12 +266,12 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
                 (None, Some(b)) => b.clone(),
                 (None, None) => return Ok(None),
             };
-            let is_current = now.as_ref().is_some_and(|(k, _)| *k == key);
-            let value = match self.first_change_after(trie, &key)? {
-                Some(before) => (!before.is_empty()).then_some(before),
-                None if is_current => now.as_ref().map(|(_, value)| value.clone()),
-                None => None,
-            };
+            let current_value = now
+                .as_ref()
+                .filter(|(k, _)| *k == key)
+                .map(|(_, value)| value.as_slice());
+            let is_current = current_value.is_some();
+            let value = self.value_after_block(trie, &key, current_value)?;
             if let Some(value) = value {
                 self.last = Some(key.clone());
                 return Ok(Some((key, value)));
@@ -194,15 +286,36 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
         }
     }
 
-    /// What the first change to `logical` after `block` recorded: the value before it (empty:
-    /// none). `None`: no block after `block` changed it.
-    fn first_change_after(&mut self, trie: &TrieId, logical: &[u8]) -> Result<Option<Vec<u8>>> {
+    /// The value of `logical` after `block`, given its current value: the value the first
+    /// later change recorded (a leaf's as it was; a node's undone from the current one through
+    /// every later change's record), or the current one when nothing changed it since.
+    fn value_after_block(
+        &mut self,
+        trie: &TrieId,
+        logical: &[u8],
+        current: Option<&[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
         let seek = history_key(trie, logical, self.block.saturating_add(1));
-        let entry = self.lookup.set_range::<Vec<u8>, Vec<u8>>(&seek)?;
-        let len = trie.prefix().len() + logical.len() + 8;
-        Ok(entry
-            .filter(|(key, _)| key.len() == len && key[..len - 8] == seek[..len - 8])
-            .map(|(_, value)| value))
+        let len = seek.len();
+        let of_key = |entry: Option<(Vec<u8>, Vec<u8>)>| {
+            entry.filter(|(key, _)| key.len() == len && key[..len - 8] == seek[..len - 8])
+        };
+        let first = of_key(self.lookup.set_range::<Vec<u8>, Vec<u8>>(&seek)?);
+        let Some((_, record)) = first else {
+            return Ok(current.map(<[u8]>::to_vec));
+        };
+        if self.entries == Entries::Leaves {
+            return Ok((!record.is_empty()).then_some(record));
+        }
+        let mut records = vec![record];
+        while let Some((_, record)) = of_key(self.lookup.next::<Vec<u8>, Vec<u8>>()?) {
+            records.push(record);
+        }
+        let mut value = current.map(<[u8]>::to_vec);
+        for record in records.iter().rev() {
+            value = node_before(record, value.as_deref())?;
+        }
+        Ok(value)
     }
 }
 
@@ -232,8 +345,9 @@ impl StorageTx<RwSync> {
         self.del(Table::Meta, HISTORY_FROM.as_bytes())
     }
 
-    /// Records `before`, the value an entry of `trie` had before `block` (`None`: none),
-    /// unless this block already recorded one: the first is the value before the block.
+    /// Records `before`, the value an entry of `trie` had before `block` (`None`: none), when
+    /// it is `after` the block, unless this block already recorded one: the first is the value
+    /// before the block.
     pub(crate) fn record_before(
         &self,
         trie: &TrieId,
@@ -241,14 +355,16 @@ impl StorageTx<RwSync> {
         logical: &[u8],
         block: u64,
         before: Option<&[u8]>,
+        after: Option<&[u8]>,
     ) -> Result<()> {
         let table = trie.history_table(entries);
         let key = history_key(trie, logical, block);
+        let record = match (entries, before) {
+            (Entries::Nodes, Some(before)) => node_record(before, after),
+            (_, before) => before.unwrap_or_default().to_vec(),
+        };
         let flags = WriteFlags::NO_OVERWRITE;
-        match self
-            .tx
-            .put(self.db(table), &key, before.unwrap_or_default(), flags)
-        {
+        match self.tx.put(self.db(table), &key, &record, flags) {
             Ok(()) => {}
             Err(MdbxError::KeyExist) => return Ok(()),
             Err(err) => return Err(err.into()),
@@ -324,6 +440,57 @@ impl StorageTx<RwSync> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A node's history record, diffed against the node after its block, gives the node back
+    /// (with or without a root hash, children added, removed or rehashed), and a deleted node's
+    /// record holds it whole.
+    #[test]
+    fn node_records_give_the_node_before_back() {
+        use crate::trie::encode_branch;
+        use alloy_trie::{BranchNodeCompact, TrieMask};
+        let node = |hash_mask: u16, seed: u8, root: bool| {
+            let hashes = (0..hash_mask.count_ones() as u8)
+                .map(|i| B256::repeat_byte(seed.wrapping_add(i)))
+                .collect();
+            encode_branch(&BranchNodeCompact::new(
+                TrieMask::new(0xffff),
+                TrieMask::new(hash_mask),
+                TrieMask::new(hash_mask),
+                hashes,
+                root.then(|| B256::repeat_byte(0xee - seed)),
+            ))
+        };
+        let cases = [
+            (node(0b1011, 1, false), node(0b1011, 1, false)),
+            (node(0b1011, 1, true), node(0b1011, 2, true)),
+            (
+                node(0b1111_0000_1011, 1, false),
+                node(0b0111_0000_1111, 1, false),
+            ),
+            (node(0, 1, true), node(0b1, 3, true)),
+            (node(0xffff, 7, false), node(0xfffe, 7, false)),
+        ];
+        for (before, after) in &cases {
+            let record = node_record(before, Some(after));
+            assert_eq!(record[0], DIFF);
+            assert_eq!(
+                node_before(&record, Some(after)).unwrap().as_ref(),
+                Some(before)
+            );
+            let whole = node_record(before, None);
+            assert_eq!(whole[0], FULL);
+            assert_eq!(node_before(&whole, None).unwrap().as_ref(), Some(before));
+        }
+        // Unchanged children cost no bytes: 16 hashes, one of them changed.
+        let (before, after) = (node(0xffff, 7, false), node(0xffff, 7, false));
+        let mut changed = after.clone();
+        changed[6] ^= 1;
+        assert_eq!(node_record(&before, Some(&after)).len(), 9);
+        assert_eq!(node_record(&before, Some(&changed)).len(), 9 + 32);
+        assert_eq!(node_before(&[], Some(&after)).unwrap(), None);
+        assert!(node_before(&[DIFF, 0, 0], Some(&after)).is_err());
+        assert!(node_before(&node_record(&before, Some(&after)), None).is_err());
+    }
 
     #[test]
     fn history_paths_sort_in_trie_order_and_round_trip() {
