@@ -17,6 +17,8 @@ fi
 if [ ! -f "$datadir/mdbx.dat" ]; then
   ./target/release/quarry ingest --datadir "$datadir" --genesis "$chain/genesis.json" "$chain/chain.rlp" >/dev/null 2>&1
 fi
+# A datadir kept by an older quarry is brought to the current layout (nothing to do otherwise).
+./target/release/quarry migrate --datadir "$datadir" >/dev/null 2>&1
 serve index "$datadir" $'[[keys]]\nkey = "bench"'
 serve scan "$datadir" $'log_index = false\n[[keys]]\nkey = "bench"'
 index=$(address index)

@@ -47,6 +47,8 @@ if [ ! -f "$prefix/done" ]; then
   ./target/release/quarry ingest --datadir "$prefix" --genesis "$chain/genesis.json" "$work/prefix.rlp" >/dev/null 2>&1
   touch "$prefix/done"
 fi
+# A prefix kept by an older quarry is brought to the current layout (nothing to do otherwise).
+./target/release/quarry migrate --datadir "$prefix" >/dev/null 2>&1
 echo "== $chain: blocks 1 to $from (a copy of $prefix), then appending $((STEPS * PER_STEP)) in $STEPS commits"
 cp -r "$prefix" "$work/data"
 serve main "$work/data" "max_connections = $((CONNECTIONS + 64))"$'\n[[keys]]\nkey = "bench-key"'
