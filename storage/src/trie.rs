@@ -5,7 +5,7 @@
 
 use crate::{
     Error, Result, StorageTx, StoredAccount, Table,
-    trie_history::{AsOf, Entries, history_path, path_of_history},
+    trie_history::{AsOf, Entries, history_path, logical_key, path_of_history},
 };
 use alloy_primitives::{B256, U256};
 use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask};
@@ -39,6 +39,13 @@ impl TrieId {
         match self {
             TrieId::Accounts => Table::HashedAccounts,
             TrieId::Storage(_) => Table::HashedStorages,
+        }
+    }
+
+    fn table(&self, entries: Entries) -> Table {
+        match entries {
+            Entries::Nodes => self.nodes_table(),
+            Entries::Leaves => self.leaves_table(),
         }
     }
 }
@@ -389,34 +396,18 @@ impl StorageTx<RwSync> {
     /// Removes an account's whole storage trie: its leaves and its nodes.
     pub fn wipe_hashed_storage(&self, account: &B256, history: Option<u64>) -> Result<()> {
         if let Some(block) = history {
+            // Every leaf and node goes, each recorded as it was before the block.
             let trie = TrieId::Storage(*account);
-            let mut leaves = self.trie_leaves(trie)?;
-            let mut leaf = leaves
-                .cursor
-                .set_range::<Vec<u8>, Vec<u8>>(account.as_slice())?;
-            while let Some((key, value)) =
-                leaf.filter(|(key, _)| key.starts_with(account.as_slice()))
-            {
-                self.record_before(
-                    &trie,
-                    Entries::Leaves,
-                    &key[32..],
-                    block,
-                    Some(&value),
-                    None,
-                )?;
-                leaf = leaves.cursor.next::<Vec<u8>, Vec<u8>>()?;
-            }
-            let mut nodes = self.trie_nodes(trie)?;
-            let mut node = nodes
-                .cursor
-                .set_range::<Vec<u8>, Vec<u8>>(account.as_slice())?;
-            while let Some((key, value)) =
-                node.filter(|(key, _)| key.starts_with(account.as_slice()))
-            {
-                let path: Vec<u8> = key[32..].iter().map(|n| n + 1).chain([0]).collect();
-                self.record_before(&trie, Entries::Nodes, &path, block, Some(&value), None)?;
-                node = nodes.cursor.next::<Vec<u8>, Vec<u8>>()?;
+            for entries in [Entries::Leaves, Entries::Nodes] {
+                let mut cursor = self.tx.cursor(self.db(trie.table(entries)))?;
+                let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(account.as_slice())?;
+                while let Some((key, value)) =
+                    entry.filter(|(key, _)| key.starts_with(account.as_slice()))
+                {
+                    let logical = logical_key(entries, &key[32..]);
+                    self.record_before(&trie, entries, &logical, block, Some(&value), None)?;
+                    entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+                }
             }
         }
         for table in [Table::HashedStorages, Table::StoragesTrie] {
@@ -456,10 +447,7 @@ impl StorageTx<RwSync> {
         value: Option<&[u8]>,
         history: Option<u64>,
     ) -> Result<()> {
-        let table = match entries {
-            Entries::Nodes => trie.nodes_table(),
-            Entries::Leaves => trie.leaves_table(),
-        };
+        let table = trie.table(entries);
         if let Some(block) = history {
             let before = self.get(table, key)?.map(|v| v.into_owned());
             if before.as_deref() == value {

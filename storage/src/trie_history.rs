@@ -139,6 +139,15 @@ pub(crate) fn history_path(path: &Nibbles) -> Vec<u8> {
     out
 }
 
+/// The key history holds for an entry whose current table key (after the trie's prefix) is
+/// `key`: a node's history path, a leaf's hashed key.
+pub(crate) fn logical_key(entries: Entries, key: &[u8]) -> Vec<u8> {
+    match entries {
+        Entries::Nodes => key.iter().map(|n| n + 1).chain([0]).collect(),
+        Entries::Leaves => key.to_vec(),
+    }
+}
+
 /// The inverse of [`history_path`], for a key the history table holds.
 pub(crate) fn path_of_history(bytes: &[u8]) -> Result<Nibbles> {
     let corrupt = || {
@@ -200,14 +209,6 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
         }
     }
 
-    /// The logical key of a current table key (after the trie's prefix).
-    fn logical_of_current(&self, key: &[u8]) -> Vec<u8> {
-        match self.entries {
-            Entries::Nodes => key.iter().map(|n| n + 1).chain([0]).collect(),
-            Entries::Leaves => key.to_vec(),
-        }
-    }
-
     /// The first distinct logical key in the history table at or after `from` (after it, when
     /// `after`).
     fn next_history_key(
@@ -251,7 +252,7 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
         let read_current = |entry: Option<(Vec<u8>, Vec<u8>)>, this: &Self| {
             entry
                 .filter(|(key, _)| key.starts_with(prefix))
-                .map(|(key, value)| (this.logical_of_current(&key[prefix.len()..]), value))
+                .map(|(key, value)| (logical_key(this.entries, &key[prefix.len()..]), value))
         };
         let seek = [prefix, &self.current_key(from)].concat();
         let mut now = read_current(current.set_range::<Vec<u8>, Vec<u8>>(&seek)?, self);
