@@ -320,6 +320,8 @@ pub fn generate(
 
     let scratch = tempfile::tempdir().map_err(io(&std::env::temp_dir()))?;
     let mut importer = Importer::open(Database::open(scratch.path())?, &genesis)?;
+    // The scratch datadir only builds blocks: nobody asks it for proofs at older blocks.
+    importer.stop_trie_history()?;
     let spec = importer.spec().clone();
     let mut planner = Planner::new(&accounts, options.txs_per_block, options.seed);
 
