@@ -241,17 +241,7 @@ impl StorageTx<RwSync> {
 
         let accounts = self.account_changeset(number)?;
         let slots = self.storage_changeset(number)?;
-        self.delete_trie_history(
-            number,
-            &accounts
-                .iter()
-                .map(|(address, _)| *address)
-                .collect::<Vec<_>>(),
-            &slots
-                .iter()
-                .map(|(address, slot, _)| (*address, *slot))
-                .collect::<Vec<_>>(),
-        )?;
+        self.delete_trie_history(number, &accounts, &slots)?;
         for (address, before) in accounts {
             match &before {
                 Some(account) => {

@@ -168,8 +168,9 @@ pub struct TrieNodeCursor<'tx, K: TransactionKind> {
 impl<K: TransactionKind> TrieNodeCursor<'_, K> {
     /// The first stored node whose path is `path` or after it, in this trie.
     pub fn seek(&mut self, path: &Nibbles) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
-        if self.as_of.is_some() {
-            return self.next_as_of(&history_path(path), false);
+        if let Some(as_of) = &mut self.as_of {
+            let entry = as_of.seek(&self.trie, &mut self.cursor, &history_path(path))?;
+            return self.decode_as_of(entry);
         }
         let key = node_key(&self.trie, path);
         let entry = self.cursor.set_range::<Vec<u8>, Vec<u8>>(&key)?;
@@ -178,26 +179,21 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
 
     /// The node after the last one returned.
     pub fn advance(&mut self) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
-        if let Some(as_of) = &self.as_of {
-            let Some(last) = as_of.last.clone() else {
-                return Ok(None);
-            };
-            return self.next_as_of(&last, true);
+        if let Some(as_of) = &mut self.as_of {
+            let entry = as_of.advance(&self.trie, &mut self.cursor)?;
+            return self.decode_as_of(entry);
         }
         let entry = self.cursor.next::<Vec<u8>, Vec<u8>>()?;
         self.decode(entry)
     }
 
-    fn next_as_of(
-        &mut self,
-        from: &[u8],
-        after: bool,
+    /// A node read through the history: its history path and its value.
+    fn decode_as_of(
+        &self,
+        entry: Option<(Vec<u8>, Vec<u8>)>,
     ) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
-        let Some(as_of) = &mut self.as_of else {
-            return Ok(None);
-        };
         self.scanned.fetch_add(1, Ordering::Relaxed);
-        match as_of.next(&self.trie, &mut self.cursor, from, after)? {
+        match entry {
             Some((logical, value)) => {
                 Ok(Some((path_of_history(&logical)?, decode_branch(&value)?)))
             }
@@ -240,8 +236,10 @@ pub struct LeafCursor<'tx, K: TransactionKind> {
 impl<K: TransactionKind> LeafCursor<'_, K> {
     /// The first leaf at or after the smallest key under `path`.
     pub fn seek(&mut self, path: &Nibbles) -> Result<Option<(B256, Leaf)>> {
-        if self.as_of.is_some() {
-            return self.next_as_of(first_key_under(path).as_slice(), false);
+        if let Some(as_of) = &mut self.as_of {
+            let from = first_key_under(path);
+            let entry = as_of.seek(&self.trie, &mut self.cursor, from.as_slice())?;
+            return self.decode_as_of(entry);
         }
         let key = leaf_seek_key(&self.trie, path);
         let entry = self.cursor.set_range::<Vec<u8>, Vec<u8>>(&key)?;
@@ -250,11 +248,9 @@ impl<K: TransactionKind> LeafCursor<'_, K> {
 
     /// The leaf after the last one returned.
     pub fn advance(&mut self) -> Result<Option<(B256, Leaf)>> {
-        if let Some(as_of) = &self.as_of {
-            let Some(last) = as_of.last.clone() else {
-                return Ok(None);
-            };
-            return self.next_as_of(&last, true);
+        if let Some(as_of) = &mut self.as_of {
+            let entry = as_of.advance(&self.trie, &mut self.cursor)?;
+            return self.decode_as_of(entry);
         }
         let entry = self.cursor.next::<Vec<u8>, Vec<u8>>()?;
         self.decode(entry)
@@ -268,12 +264,10 @@ impl<K: TransactionKind> LeafCursor<'_, K> {
             .map(|(_, leaf)| leaf))
     }
 
-    fn next_as_of(&mut self, from: &[u8], after: bool) -> Result<Option<(B256, Leaf)>> {
-        let Some(as_of) = &mut self.as_of else {
-            return Ok(None);
-        };
+    /// A leaf read through the history: its hashed key and its value.
+    fn decode_as_of(&self, entry: Option<(Vec<u8>, Vec<u8>)>) -> Result<Option<(B256, Leaf)>> {
         self.scanned.fetch_add(1, Ordering::Relaxed);
-        match as_of.next(&self.trie, &mut self.cursor, from, after)? {
+        match entry {
             Some((key, value)) => Ok(Some((
                 crate::b256("hashed state key", &key)?,
                 self.leaf(&value)?,
@@ -365,7 +359,6 @@ impl StorageTx<RwSync> {
             &trie,
             Entries::Leaves,
             hashed.as_slice(),
-            hashed.as_slice(),
             value.as_ref().map(|v| v.as_slice()),
             history,
         )
@@ -387,7 +380,6 @@ impl StorageTx<RwSync> {
             &TrieId::Storage(*account),
             Entries::Leaves,
             &key,
-            slot.as_slice(),
             value.as_ref().map(|v| v.as_slice()),
             history,
         )
@@ -404,7 +396,7 @@ impl StorageTx<RwSync> {
                 while let Some((key, value)) =
                     entry.filter(|(key, _)| key.starts_with(account.as_slice()))
                 {
-                    let logical = logical_key(entries, &key[32..]);
+                    let logical = logical_key(entries, &key[trie.prefix().len()..]);
                     self.record_before(&trie, entries, &logical, block, Some(&value), None)?;
                     entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
                 }
@@ -426,24 +418,16 @@ impl StorageTx<RwSync> {
     ) -> Result<()> {
         let key = node_key(trie, path);
         let value = node.map(encode_branch);
-        self.put_trie_entry(
-            trie,
-            Entries::Nodes,
-            &key,
-            &history_path(path),
-            value.as_deref(),
-            history,
-        )
+        self.put_trie_entry(trie, Entries::Nodes, &key, value.as_deref(), history)
     }
 
-    /// Sets (or with `None` deletes) the entry under table key `key`, whose history key is
-    /// `logical`, recording its value before `history`'s block when it changes.
+    /// Sets (or with `None` deletes) the entry of `trie` under table key `key`, recording its
+    /// value before `history`'s block when it changes.
     fn put_trie_entry(
         &self,
         trie: &TrieId,
         entries: Entries,
         key: &[u8],
-        logical: &[u8],
         value: Option<&[u8]>,
         history: Option<u64>,
     ) -> Result<()> {
@@ -453,7 +437,8 @@ impl StorageTx<RwSync> {
             if before.as_deref() == value {
                 return Ok(());
             }
-            self.record_before(trie, entries, logical, block, before.as_deref(), value)?;
+            let logical = logical_key(entries, &key[trie.prefix().len()..]);
+            self.record_before(trie, entries, &logical, block, before.as_deref(), value)?;
         }
         match value {
             Some(value) => self.put(table, key, value),

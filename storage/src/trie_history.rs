@@ -8,8 +8,8 @@
 //! genesis, or after the head when `quarry migrate` brought an older datadir to this layout);
 //! older blocks are read by undoing the changesets in memory instead.
 
-use crate::{Error, Result, StorageTx, Table, TrieId, models::be_u64};
-use alloy_primitives::{Address, B256, keccak256};
+use crate::{Error, Result, StorageTx, StoredAccount, Table, TrieId, models::be_u64};
+use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::Nibbles;
 use signet_libmdbx::{MdbxError, RwSync, TransactionKind, WriteFlags, tx::Cursor};
 
@@ -134,16 +134,18 @@ impl TrieId {
 /// then trie order (a path before the paths below it), and one path's entries, which follow it
 /// with their block numbers, are contiguous.
 pub(crate) fn history_path(path: &Nibbles) -> Vec<u8> {
-    let mut out: Vec<u8> = path.iter().map(|nibble| nibble + 1).collect();
-    out.push(0);
-    out
+    history_path_of(path.iter())
+}
+
+fn history_path_of(nibbles: impl Iterator<Item = u8>) -> Vec<u8> {
+    nibbles.map(|nibble| nibble + 1).chain([0]).collect()
 }
 
 /// The key history holds for an entry whose current table key (after the trie's prefix) is
 /// `key`: a node's history path, a leaf's hashed key.
 pub(crate) fn logical_key(entries: Entries, key: &[u8]) -> Vec<u8> {
     match entries {
-        Entries::Nodes => key.iter().map(|n| n + 1).chain([0]).collect(),
+        Entries::Nodes => history_path_of(key.iter().copied()),
         Entries::Leaves => key.to_vec(),
     }
 }
@@ -174,14 +176,14 @@ fn history_key(trie: &TrieId, logical: &[u8], block: u64) -> Vec<u8> {
 /// history table, each key resolved to its value after the block. Keys are compared in their
 /// history form ("logical" keys), which sorts as the current table does.
 pub(crate) struct AsOf<'tx, K: TransactionKind> {
-    pub(crate) block: u64,
+    block: u64,
     entries: Entries,
     /// Walks the history table's distinct keys.
     keys: Cursor<'tx, K>,
     /// Resolves one key: its first change after `block`.
     lookup: Cursor<'tx, K>,
     /// The logical key last returned, for `advance`.
-    pub(crate) last: Option<Vec<u8>>,
+    last: Option<Vec<u8>>,
 }
 
 impl<'tx, K: TransactionKind> AsOf<'tx, K> {
@@ -238,10 +240,32 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
         }
     }
 
+    /// The first entry at logical key `from` or after it that exists after `block`, with its
+    /// value then. `current` is a cursor over the trie's current table.
+    pub(crate) fn seek(
+        &mut self,
+        trie: &TrieId,
+        current: &mut Cursor<'tx, K>,
+        from: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.next(trie, current, from, false)
+    }
+
+    /// The entry after the last one returned that exists after `block`, with its value then.
+    pub(crate) fn advance(
+        &mut self,
+        trie: &TrieId,
+        current: &mut Cursor<'tx, K>,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        match self.last.clone() {
+            Some(last) => self.next(trie, current, &last, true),
+            None => Ok(None),
+        }
+    }
+
     /// The entry at logical key `from` or the first after it (strictly after, when `after`)
-    /// that exists after `block`, with its value then. `current` is a cursor over the trie's
-    /// current table.
-    pub(crate) fn next(
+    /// that exists after `block`, with its value then.
+    fn next(
         &mut self,
         trie: &TrieId,
         current: &mut Cursor<'tx, K>,
@@ -386,21 +410,17 @@ impl StorageTx<RwSync> {
     pub(crate) fn delete_trie_history(
         &self,
         number: u64,
-        accounts: &[Address],
-        slots: &[(Address, B256)],
+        accounts: &[(Address, Option<StoredAccount>)],
+        slots: &[(Address, B256, U256)],
     ) -> Result<()> {
         let block = number.to_be_bytes();
-        for address in accounts {
-            let key = [keccak256(address).as_slice(), &block].concat();
+        for (address, _) in accounts {
+            let key = history_key(&TrieId::Accounts, keccak256(address).as_slice(), number);
             self.del(Table::HashedAccountsHistory, &key)?;
         }
-        for (address, slot) in slots {
-            let key = [
-                keccak256(address).as_slice(),
-                keccak256(slot).as_slice(),
-                &block,
-            ]
-            .concat();
+        for (address, slot, _) in slots {
+            let trie = TrieId::Storage(keccak256(address));
+            let key = history_key(&trie, keccak256(slot).as_slice(), number);
             self.del(Table::HashedStoragesHistory, &key)?;
         }
         let mut cursor = self.tx.cursor(self.db(Table::TrieChangeSets))?;
