@@ -323,6 +323,29 @@ struct Walk<'a, 'tx, K: Access> {
     changed: &'a [Nibbles],
     hb: HashBuilder,
     touched: Vec<(Nibbles, BranchNodeCompact)>,
+    /// Where the last leaf scan left the stored leaf cursor, so that the next scan, which
+    /// starts after it (the walk goes in key order), need not seek again.
+    leaf_scan: Option<LeafScan>,
+}
+
+/// The stored leaf cursor after a scan: `next` is the first stored leaf after `last_fed` (or
+/// from `from`, when the scan fed nothing stored), and the cursor stands on it.
+struct LeafScan {
+    from: B256,
+    last_fed: Option<B256>,
+    next: Option<(B256, Leaf)>,
+}
+
+impl LeafScan {
+    /// `next`, when it is also the first stored leaf at or after `start`.
+    fn resume_at(self, start: &B256) -> Option<Option<(B256, Leaf)>> {
+        let after_fed = match self.last_fed {
+            Some(last) => last < *start,
+            None => self.from <= *start,
+        };
+        let before_next = self.next.as_ref().is_none_or(|(key, _)| start <= key);
+        (after_fed && before_next).then_some(self.next)
+    }
 }
 
 impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
@@ -345,6 +368,7 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             changed,
             hb,
             touched: Vec::new(),
+            leaf_scan: None,
         }
     }
 
@@ -455,10 +479,16 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
     ) -> quarry_storage::Result<()> {
         let start = quarry_storage::first_key_under(from);
         let mut overlay = self.leaf_overlay.range(start..).peekable();
-        let mut stored = match &mut self.stored {
-            Some(stored) => stored.leaves.seek(from)?,
-            None => None,
+        let resumed = self
+            .leaf_scan
+            .take()
+            .and_then(|scan| scan.resume_at(&start));
+        let mut stored = match (resumed, &mut self.stored) {
+            (Some(next), _) => next,
+            (None, Some(stored)) => stored.leaves.seek(from)?,
+            (None, None) => None,
         };
+        let mut last_fed = None;
         loop {
             let stored_key = stored.as_ref().map(|(key, _)| *key);
             let overlay_key = overlay.peek().map(|(key, _)| **key);
@@ -477,6 +507,7 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
                     self.hb.add_leaf(nibbles, value);
                 }
                 if stored_key == Some(key) {
+                    last_fed = Some(key);
                     stored = self.next_stored_leaf()?;
                 }
             } else {
@@ -487,8 +518,16 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
                     };
                     self.hb.add_leaf(nibbles, &value);
                 }
+                last_fed = Some(key);
                 stored = self.next_stored_leaf()?;
             }
+        }
+        if self.stored.is_some() {
+            self.leaf_scan = Some(LeafScan {
+                from: start,
+                last_fed,
+                next: stored,
+            });
         }
         Ok(())
     }

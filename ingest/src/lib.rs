@@ -181,9 +181,9 @@ const BATCHES_AHEAD: usize = 1;
 /// A write transaction is committed once it holds this many transactions or blocks, or has
 /// been open this long. Each commit rewrites every page it touched, so fewer, larger commits
 /// write less; the interval bounds how long `quarry serve` waits to see new blocks.
-const COMMIT_TXS: u64 = 100_000;
-const COMMIT_BLOCKS: u64 = 4_096;
-const COMMIT_INTERVAL: Duration = Duration::from_secs(5);
+const COMMIT_TXS: u64 = 1_000_000;
+const COMMIT_BLOCKS: u64 = 16_384;
+const COMMIT_INTERVAL: Duration = Duration::from_secs(20);
 
 /// A source of raw blocks, read on the decoding thread.
 pub type RawBlocks<'a> =

@@ -9,7 +9,7 @@ use crate::{
 };
 use alloy_primitives::{B256, U256};
 use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask};
-use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
+use signet_libmdbx::{RwSync, TransactionKind, WriteFlags, tx::Cursor};
 use std::sync::atomic::Ordering;
 
 /// Which trie: the accounts trie, or the storage trie of the account with this hashed address.
@@ -432,18 +432,28 @@ impl StorageTx<RwSync> {
         history: Option<u64>,
     ) -> Result<()> {
         let table = trie.table(entries);
-        if let Some(block) = history {
-            let before = self.get(table, key)?.map(|v| v.into_owned());
-            if before.as_deref() == value {
-                return Ok(());
-            }
-            let logical = logical_key(entries, &key[trie.prefix().len()..]);
-            self.record_before(trie, entries, &logical, block, before.as_deref(), value)?;
+        let Some(block) = history else {
+            return match value {
+                Some(value) => self.put(table, key, value),
+                None => self.del(table, key),
+            };
+        };
+        // One search finds the value before and, when the entry exists, the place to
+        // overwrite or delete it.
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let before = cursor.set::<Vec<u8>>(key)?;
+        if before.as_deref() == value {
+            return Ok(());
         }
-        match value {
-            Some(value) => self.put(table, key, value),
-            None => self.del(table, key),
+        let logical = logical_key(entries, &key[trie.prefix().len()..]);
+        self.record_before(trie, entries, &logical, block, before.as_deref(), value)?;
+        match (value, before.is_some()) {
+            (Some(value), true) => cursor.put(key, value, WriteFlags::CURRENT)?,
+            (Some(value), false) => cursor.put(key, value, WriteFlags::empty())?,
+            (None, true) => cursor.del()?,
+            (None, false) => {}
         }
+        Ok(())
     }
 
     fn delete_prefix(&self, table: Table, prefix: &[u8]) -> Result<()> {
