@@ -6,6 +6,7 @@
 
 mod support;
 
+use alloy_consensus::Transaction;
 use alloy_primitives::B256;
 use quarry_devchain::{Contracts, DevAccounts};
 use quarry_storage::Table;
@@ -341,6 +342,64 @@ fn a_running_server_answers_receipts_and_blocks_of_the_new_chain_after_a_reorg()
             );
         }
     }
+}
+
+/// eth_getProof on a server that stays up while another process (`quarry ingest --reorg`)
+/// replaces blocks: at the replaced heights, the new ones and `latest`, its proofs are those of
+/// a server started on the new chain (the state trie, its history and any answer kept by
+/// number follow the unwind).
+#[test]
+fn a_running_server_proves_the_new_chain_after_a_reorg() {
+    let c = chains();
+    let (_dir, datadir) = stored_datadir();
+    let server = Server::start(&datadir, "");
+    let mut addresses: Vec<String> = [&c.stored, &c.long]
+        .iter()
+        .flat_map(|folder| blocks(folder))
+        .skip(FORK_AT as usize - 1)
+        .flat_map(|block| {
+            let to = block
+                .body
+                .transactions
+                .iter()
+                .filter_map(|tx| tx.to())
+                .collect::<Vec<_>>();
+            to.into_iter().chain([block.header.beneficiary])
+        })
+        .map(|address| format!("{address:#x}"))
+        .collect();
+    addresses.sort();
+    addresses.dedup();
+    assert!(addresses.len() > 3);
+    let slots = json!(["0x0", "0x1", "0x2"]);
+    let proofs = |server: &Server, blocks: &[String]| -> Vec<Value> {
+        let mut answers = Vec::new();
+        for block in blocks {
+            for address in &addresses {
+                answers.push(server.result("eth_getProof", json!([address, slots, block])));
+            }
+        }
+        answers
+    };
+    let numbered = |to: u64| -> Vec<String> {
+        (FORK_AT..=to)
+            .map(|n| format!("{n:#x}"))
+            .chain(["latest".to_string()])
+            .collect()
+    };
+    let before = proofs(&server, &numbered(STORED));
+
+    reorg_ok(&datadir, &c.long.join("chain.rlp"));
+    let fresh = Server::start(&ingested(&c.long), "");
+    let after = proofs(&server, &numbered(LONG));
+    assert_eq!(after, proofs(&fresh, &numbered(LONG)));
+    // The fork point's proofs stand; the replaced heights' lead to other roots.
+    let per_block = addresses.len();
+    assert_eq!(before[..per_block], after[..per_block]);
+    assert_ne!(
+        before[per_block..2 * per_block],
+        after[per_block..2 * per_block]
+    );
 }
 
 /// Ingesting `file` of the long branch into the stored chain's `datadir` with `flags` fails
