@@ -756,6 +756,31 @@ mod tests {
     use alloy_trie::proof::verify_proof;
     use quarry_storage::{Database, Table};
 
+    #[test]
+    fn a_leaf_scan_resumes_only_where_nothing_stored_lies_between() {
+        let key = B256::with_last_byte;
+        let scan = |from: u8, last_fed: Option<u8>, next: Option<u8>| LeafScan {
+            from: key(from),
+            last_fed: last_fed.map(key),
+            next: next.map(|n| (key(n), Leaf::Slot(U256::from(n)))),
+        };
+        let resumed = |scan: LeafScan, start: u8| {
+            scan.resume_at(&key(start))
+                .map(|next| next.map(|(k, _)| k[31]))
+        };
+        // Fed 3 and 4, stopped on 9: any start in 5..=9 finds 9 next.
+        assert_eq!(resumed(scan(2, Some(4), Some(9)), 5), Some(Some(9)));
+        assert_eq!(resumed(scan(2, Some(4), Some(9)), 9), Some(Some(9)));
+        // Before or on a fed key, or past the next one: seek again.
+        assert_eq!(resumed(scan(2, Some(4), Some(9)), 4), None);
+        assert_eq!(resumed(scan(2, Some(4), Some(9)), 10), None);
+        // Fed nothing stored: from `from` on.
+        assert_eq!(resumed(scan(2, None, Some(9)), 2), Some(Some(9)));
+        assert_eq!(resumed(scan(2, None, Some(9)), 1), None);
+        // The stored leaves ended: nothing after the last one fed.
+        assert_eq!(resumed(scan(2, Some(4), None), 200), Some(None));
+    }
+
     /// Deterministic xorshift64 PRNG.
     struct Rng(u64);
 
