@@ -385,25 +385,23 @@ impl StorageTx<RwSync> {
         )
     }
 
-    /// Removes an account's whole storage trie: its leaves and its nodes.
+    /// Removes an account's whole storage trie: its leaves and its nodes, each recorded as it
+    /// was before `history`'s block.
     pub fn wipe_hashed_storage(&self, account: &B256, history: Option<u64>) -> Result<()> {
-        if let Some(block) = history {
-            // Every leaf and node goes, each recorded as it was before the block.
-            let trie = TrieId::Storage(*account);
-            for entries in [Entries::Leaves, Entries::Nodes] {
-                let mut cursor = self.tx.cursor(self.db(trie.table(entries)))?;
-                let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(account.as_slice())?;
-                while let Some((key, value)) =
-                    entry.filter(|(key, _)| key.starts_with(account.as_slice()))
-                {
+        let trie = TrieId::Storage(*account);
+        for entries in [Entries::Leaves, Entries::Nodes] {
+            let mut cursor = self.tx.cursor(self.db(trie.table(entries)))?;
+            let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(account.as_slice())?;
+            while let Some((key, value)) =
+                entry.filter(|(key, _)| key.starts_with(account.as_slice()))
+            {
+                if let Some(block) = history {
                     let logical = logical_key(entries, &key[trie.prefix().len()..]);
                     self.record_before(&trie, entries, &logical, block, Some(&value), None)?;
-                    entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
                 }
+                cursor.del()?;
+                entry = cursor.get_current::<Vec<u8>, Vec<u8>>()?;
             }
-        }
-        for table in [Table::HashedStorages, Table::StoragesTrie] {
-            self.delete_prefix(table, account.as_slice())?;
         }
         Ok(())
     }
@@ -447,24 +445,11 @@ impl StorageTx<RwSync> {
         }
         let logical = logical_key(entries, &key[trie.prefix().len()..]);
         self.record_before(trie, entries, &logical, block, before.as_deref(), value)?;
-        match (value, before.is_some()) {
-            (Some(value), true) => cursor.put(key, value, WriteFlags::CURRENT)?,
-            (Some(value), false) => cursor.put(key, value, WriteFlags::empty())?,
-            (None, true) => cursor.del()?,
-            (None, false) => {}
-        }
-        Ok(())
-    }
-
-    fn delete_prefix(&self, table: Table, prefix: &[u8]) -> Result<()> {
-        let mut cursor = self.tx.cursor(self.db(table))?;
-        let mut entry = cursor.set_range::<Vec<u8>, ()>(prefix)?;
-        while let Some((key, ())) = entry {
-            if !key.starts_with(prefix) {
-                break;
-            }
-            cursor.del()?;
-            entry = cursor.get_current::<Vec<u8>, ()>()?;
+        // `value` differs from `before`, so a deletion has an entry to delete.
+        match value {
+            Some(value) if before.is_some() => cursor.put(key, value, WriteFlags::CURRENT)?,
+            Some(value) => cursor.put(key, value, WriteFlags::empty())?,
+            None => cursor.del()?,
         }
         Ok(())
     }
