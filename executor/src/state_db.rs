@@ -212,7 +212,8 @@ impl<K: Access> DatabaseRef for StateSnapshot<'_, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quarry_storage::{AccountChange, Database, StoredAccount};
+    use alloy_primitives::keccak256;
+    use quarry_storage::{AccountChange, Database, StoredAccount, WriteTx};
 
     fn change(block_balance: u64, slot_value: u64) -> AccountChange {
         AccountChange {
@@ -227,14 +228,36 @@ mod tests {
         }
     }
 
+    /// Writes `change` as block `block`'s, as an import does: the plain state, and the state
+    /// trie's leaves with their history (the state history).
+    fn import(tx: &WriteTx, block: u64, change: AccountChange) {
+        tx.apply_state_changes(block, std::slice::from_ref(&change), &[])
+            .unwrap();
+        let hashed = keccak256(change.address);
+        for (slot, value) in &change.storage {
+            tx.put_hashed_slot(&hashed, &keccak256(slot), *value, Some(block))
+                .unwrap();
+        }
+        let leaf = change.account.map(|account| alloy_trie::TrieAccount {
+            nonce: account.nonce,
+            balance: account.balance,
+            // Not what the slots hash to: these reads never look at it.
+            storage_root: B256::ZERO,
+            code_hash: account.code_hash,
+        });
+        tx.put_hashed_account(&hashed, leaf.as_ref(), Some(block))
+            .unwrap();
+    }
+
     /// A shared cache answers each block with that block's state, whichever was read first.
     #[test]
     fn the_cache_keeps_blocks_apart() {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path()).unwrap();
         let tx = db.writer().unwrap();
-        tx.apply_state_changes(1, &[change(10, 100)], &[]).unwrap();
-        tx.apply_state_changes(2, &[change(20, 200)], &[]).unwrap();
+        tx.start_trie_history(1).unwrap();
+        import(&tx, 1, change(10, 100));
+        import(&tx, 2, change(20, 200));
         tx.commit().unwrap();
         let tx = db.reader().unwrap();
         let cache = StateCache::default();

@@ -193,24 +193,31 @@ impl StateTrie {
     }
 
     /// Stores every change: the hashed state, and the trie nodes as of the last root (take
-    /// the root first). `block`: the block these are the changes of, whose trie history then
-    /// records what they replace (`None` for genesis and unwinds).
-    pub fn write(&self, tx: &WriteTx, block: Option<u64>) -> quarry_storage::Result<()> {
+    /// the root first). `block`: the block these are the changes of, whose leaf history (the
+    /// state history) then records what they replace, and its node history too when
+    /// `record_nodes` (`None` for genesis and unwinds).
+    pub fn write(
+        &self,
+        tx: &WriteTx,
+        block: Option<u64>,
+        record_nodes: bool,
+    ) -> quarry_storage::Result<()> {
+        let node_history = block.filter(|_| record_nodes);
         for (key, entry) in &self.accounts {
             if entry.wiped {
-                tx.wipe_hashed_storage(key, block)?;
+                tx.wipe_hashed_storage(key, block, record_nodes)?;
             }
             for (slot, value) in &entry.slots {
                 tx.put_hashed_slot(key, slot, *value, block)?;
             }
             let trie = TrieId::Storage(*key);
             for (path, node) in &entry.nodes {
-                tx.put_trie_node(&trie, path, node.as_ref(), block)?;
+                tx.put_trie_node(&trie, path, node.as_ref(), node_history)?;
             }
             tx.put_hashed_account(key, entry.leaf.as_ref(), block)?;
         }
         for (path, node) in &self.account_nodes {
-            tx.put_trie_node(&TrieId::Accounts, path, node.as_ref(), block)?;
+            tx.put_trie_node(&TrieId::Accounts, path, node.as_ref(), node_history)?;
         }
         Ok(())
     }
@@ -861,7 +868,7 @@ mod tests {
         }
         let tx = db.writer().unwrap();
         assert_eq!(trie.root(&tx).unwrap(), model_root(model));
-        trie.write(&tx, None).unwrap();
+        trie.write(&tx, None, false).unwrap();
         tx.commit().unwrap();
         (dir, db)
     }
@@ -967,7 +974,7 @@ mod tests {
                 }
                 assert_eq!(trie.root(&tx).unwrap(), model_root(&model), "block {block}");
             }
-            trie.write(&tx, Some(block)).unwrap();
+            trie.write(&tx, Some(block), true).unwrap();
             tx.commit().unwrap();
             states.push(model.clone());
             if block % 20 == 19 {

@@ -212,7 +212,8 @@ pub struct Importer {
     head: Header,
     head_hash: B256,
     reorgs: Reorgs,
-    /// Whether staged blocks record the state trie's history (the datadir has it on).
+    /// Whether staged blocks record the state trie's node history (the datadir has it on; the
+    /// leaf history, which is the state history, is always recorded).
     trie_history: bool,
 }
 
@@ -314,7 +315,7 @@ impl Importer {
                     total_difficulty: genesis.difficulty,
                 })?;
                 tx.apply_state_changes(genesis.number, &state.accounts, &state.bytecodes)?;
-                state.trie.write(&tx, None)?;
+                state.trie.write(&tx, None, false)?;
                 tx.start_trie_history(genesis.number + 1)?;
                 let config = serde_json::to_vec(&spec.config)
                     .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
@@ -623,7 +624,7 @@ impl Importer {
                 expected: header.state_root,
             });
         }
-        trie.write(tx, None)?;
+        trie.write(tx, None, false)?;
         self.head = header;
         self.head_hash = hash;
         Ok(())
@@ -831,8 +832,9 @@ impl Importer {
             total_difficulty: executed.total_difficulty,
         })?;
         tx.apply_state_changes(block.header.number, &executed.accounts, &executed.bytecodes)?;
-        let history = self.trie_history.then_some(block.header.number);
-        executed.trie.write(tx, history)?;
+        executed
+            .trie
+            .write(tx, Some(block.header.number), self.trie_history)?;
         self.head = block.header;
         self.head_hash = block.hash;
         Ok(())

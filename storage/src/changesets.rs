@@ -554,18 +554,85 @@ mod tests {
         let tx = db.writer().unwrap();
         tx.put_schema(crate::migrate::TRIE_HISTORY_LAYOUT - 1)
             .unwrap();
+        tx.del(Table::Meta, b"state_history_from").unwrap();
+        assert!(!tx.migrate_step(10).unwrap());
         assert!(tx.migrate_step(10).unwrap());
         tx.commit().unwrap();
         let r = db.reader().unwrap();
         assert_eq!(r.schema_version().unwrap(), crate::SCHEMA_VERSION);
         assert_eq!(r.trie_history_from().unwrap(), Some(5));
+        assert_eq!(r.state_history_from().unwrap(), Some(5));
         assert!(r.trie_history_covers(4).unwrap());
         assert!(!r.trie_history_covers(3).unwrap());
         drop(r);
         let tx = db.writer().unwrap();
         tx.unwind_to(2).unwrap();
         tx.commit().unwrap();
-        assert_eq!(db.reader().unwrap().trie_history_from().unwrap(), Some(3));
+        let r = db.reader().unwrap();
+        assert_eq!(r.trie_history_from().unwrap(), Some(3));
+        assert_eq!(r.state_history_from().unwrap(), Some(3));
+    }
+
+    /// A layout 5 datadir whose trie history was stopped recorded no leaf history: after the
+    /// migration its state history starts after the head.
+    #[test]
+    fn a_datadir_without_trie_history_gets_its_state_history_after_the_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        chain(&db, &[(1, 0), (2, 0), (3, 0)]);
+        let tx = db.writer().unwrap();
+        tx.put_schema(crate::migrate::STATE_HISTORY_LAYOUT - 1)
+            .unwrap();
+        tx.stop_trie_history().unwrap();
+        tx.del(Table::Meta, b"state_history_from").unwrap();
+        assert!(tx.migrate_step(10).unwrap());
+        tx.commit().unwrap();
+        let r = db.reader().unwrap();
+        assert_eq!(r.trie_history_from().unwrap(), None);
+        assert_eq!(r.state_history_from().unwrap(), Some(4));
+    }
+
+    /// Writes the plain history layouts before 6 kept (each change's value after its block)
+    /// from the changesets and the latest state: what a layout 1 datadir holds.
+    fn write_plain_history(db: &Database) {
+        let tx = db.writer().unwrap();
+        let (head, _) = tx.head().unwrap().unwrap();
+        let mut accounts: BTreeMap<Address, Vec<(u64, Option<StoredAccount>)>> = BTreeMap::new();
+        let mut slots: BTreeMap<(Address, B256), Vec<(u64, U256)>> = BTreeMap::new();
+        for number in 1..=head {
+            for (address, before) in tx.account_changeset(number).unwrap() {
+                accounts.entry(address).or_default().push((number, before));
+            }
+            for (address, slot, before) in tx.storage_changeset(number).unwrap() {
+                slots
+                    .entry((address, slot))
+                    .or_default()
+                    .push((number, before));
+            }
+        }
+        for (address, changes) in accounts {
+            for (i, (number, _)) in changes.iter().enumerate() {
+                let after = match changes.get(i + 1) {
+                    Some((_, before)) => *before,
+                    None => tx.account(&address).unwrap(),
+                };
+                let value = after.map(|a| a.encode().to_vec()).unwrap_or_default();
+                let key = history_key(address.as_slice(), *number);
+                tx.put(Table::AccountHistory, &key, &value).unwrap();
+            }
+        }
+        for ((address, slot), changes) in slots {
+            for (i, (number, _)) in changes.iter().enumerate() {
+                let after = match changes.get(i + 1) {
+                    Some((_, before)) => *before,
+                    None => tx.storage(&address, &slot).unwrap(),
+                };
+                let key = history_key(&slot_key(&address, &slot), *number);
+                tx.put(Table::StorageHistory, &key, &after.to_be_bytes::<32>())
+                    .unwrap();
+            }
+        }
+        tx.commit().unwrap();
     }
 
     /// Changesets built from the history of a database that had none equal the recorded ones,
@@ -575,6 +642,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path()).unwrap();
         chain(&db, &[(1, 0), (2, 0), (3, 0), (4, 0)]);
+        write_plain_history(&db);
         let recorded = digests(&db);
         let tx = db.writer().unwrap();
         for table in [Table::AccountChangeSets, Table::StorageChangeSets] {

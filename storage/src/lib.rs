@@ -406,8 +406,43 @@ impl<K: TransactionKind> StorageTx<K> {
             .unwrap_or_default())
     }
 
-    /// The account as it was after block `block`.
+    /// The account as it was after block `block`: its first later change's record in the
+    /// leaf history, or the latest account.
     pub fn account_at(&self, address: &Address, block: u64) -> Result<Option<StoredAccount>> {
+        if !self.state_history_covers(block)? {
+            return self.plain_account_at(address, block);
+        }
+        let hashed = alloy_primitives::keccak256(address);
+        match self.leaf_record_after(Table::HashedAccountsHistory, hashed.as_slice(), block)? {
+            Some(record) if record.is_empty() => Ok(None),
+            Some(record) => {
+                let fields = record.get(..StoredAccount::ENCODED_LEN).ok_or_else(|| {
+                    Error::Corrupt(format!("account history record of {} bytes", record.len()))
+                })?;
+                StoredAccount::decode(fields).map(Some)
+            }
+            None => self.account(address),
+        }
+    }
+
+    /// A storage value as it was after block `block` (zero when unset): its first later
+    /// change's record in the leaf history, or the latest value.
+    pub fn storage_at(&self, address: &Address, slot: &B256, block: u64) -> Result<U256> {
+        if !self.state_history_covers(block)? {
+            return self.plain_storage_at(address, slot, block);
+        }
+        let mut key = [0u8; 64];
+        key[..32].copy_from_slice(alloy_primitives::keccak256(address).as_slice());
+        key[32..].copy_from_slice(alloy_primitives::keccak256(slot).as_slice());
+        match self.leaf_record_after(Table::HashedStoragesHistory, &key, block)? {
+            Some(record) => Ok(U256::from_be_slice(&record)),
+            None => self.storage(address, slot),
+        }
+    }
+
+    /// The account after `block` from the plain history (the state history of layouts before
+    /// 6): its last entry at or before the block.
+    fn plain_account_at(&self, address: &Address, block: u64) -> Result<Option<StoredAccount>> {
         match self.last_at_or_before(Table::AccountHistory, address.as_slice(), block)? {
             Some(value) if value.is_empty() => Ok(None),
             Some(value) => StoredAccount::decode(&value).map(Some),
@@ -415,8 +450,8 @@ impl<K: TransactionKind> StorageTx<K> {
         }
     }
 
-    /// A storage value as it was after block `block` (zero when unset).
-    pub fn storage_at(&self, address: &Address, slot: &B256, block: u64) -> Result<U256> {
+    /// A storage value after `block` from the plain history.
+    fn plain_storage_at(&self, address: &Address, slot: &B256, block: u64) -> Result<U256> {
         let prefix = slot_key(address, slot);
         Ok(self
             .last_at_or_before(Table::StorageHistory, &prefix, block)?
@@ -488,9 +523,20 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(entry.is_some_and(|(key, _)| key.starts_with(address.as_slice())))
     }
 
-    /// Whether an account had any non-zero storage slot after block `block`, from the history:
-    /// one seek for an account that never had storage, else a walk over its slots' changes.
+    /// Whether an account had any non-zero storage slot after block `block`: its first slot
+    /// then, read through the leaf history (or, before it, a walk over the plain history).
     pub fn has_storage_at(&self, address: &Address, block: u64) -> Result<bool> {
+        if !self.state_history_covers(block)? {
+            return self.plain_has_storage_at(address, block);
+        }
+        let trie = TrieId::Storage(alloy_primitives::keccak256(address));
+        let mut leaves = self.trie_leaves_after(trie, Some(block))?;
+        Ok(leaves.seek(&alloy_trie::Nibbles::default())?.is_some())
+    }
+
+    /// [`Self::has_storage_at`] from the plain history: one seek for an account that never had
+    /// storage, else a walk over its slots' changes.
+    fn plain_has_storage_at(&self, address: &Address, block: u64) -> Result<bool> {
         let mut cursor = self.tx.cursor(self.db(Table::StorageHistory))?;
         let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(address.as_slice())?;
         // Keys are address ‖ slot ‖ block: each slot's changes in block order.
@@ -660,59 +706,38 @@ impl StorageTx<RwSync> {
         self.put(Table::Bytecodes, code_hash.as_slice(), code)
     }
 
-    /// Sets an account after block `block` (`None`: it no longer exists), in the latest state
-    /// and in its history.
-    pub fn set_account(
-        &self,
-        address: &Address,
-        account: Option<&StoredAccount>,
-        block: u64,
-    ) -> Result<()> {
-        let history = history_key(address.as_slice(), block);
+    /// Sets an account in the latest state (`None`: it no longer exists). Its history is the
+    /// trie's leaf history, which the state trie's writes record.
+    pub fn set_account(&self, address: &Address, account: Option<&StoredAccount>) -> Result<()> {
         match account {
-            Some(account) => {
-                let value = account.encode();
-                self.put(Table::PlainAccounts, address.as_slice(), &value)?;
-                self.put(Table::AccountHistory, &history, &value)
-            }
-            None => {
-                self.del(Table::PlainAccounts, address.as_slice())?;
-                self.put(Table::AccountHistory, &history, &[])
-            }
+            Some(account) => self.put(Table::PlainAccounts, address.as_slice(), &account.encode()),
+            None => self.del(Table::PlainAccounts, address.as_slice()),
         }
     }
 
-    /// Sets a storage slot after block `block`, in the latest state and in its history.
-    pub fn set_storage(
-        &self,
-        address: &Address,
-        slot: &B256,
-        value: U256,
-        block: u64,
-    ) -> Result<()> {
+    /// Sets a storage slot in the latest state (zero deletes it).
+    pub fn set_storage(&self, address: &Address, slot: &B256, value: U256) -> Result<()> {
         let key = slot_key(address, slot);
-        let bytes = value.to_be_bytes::<32>();
         if value.is_zero() {
-            self.del(Table::PlainStorage, &key)?;
+            self.del(Table::PlainStorage, &key)
         } else {
-            self.put(Table::PlainStorage, &key, &bytes)?;
+            self.put(Table::PlainStorage, &key, &value.to_be_bytes::<32>())
         }
-        self.put(Table::StorageHistory, &history_key(&key, block), &bytes)
     }
 
     /// Clears every slot of an account (self-destruct, or creation over an address that had
-    /// storage) after block `block`; returns the slots that were cleared with their values,
-    /// in slot order.
-    pub fn wipe_storage(&self, address: &Address, block: u64) -> Result<Vec<(B256, U256)>> {
+    /// storage); returns the slots that were cleared with their values, in slot order.
+    pub fn wipe_storage(&self, address: &Address) -> Result<Vec<(B256, U256)>> {
         let slots = self.account_storage(address)?;
         for (slot, _) in &slots {
-            self.set_storage(address, slot, U256::ZERO, block)?;
+            self.set_storage(address, slot, U256::ZERO)?;
         }
         Ok(slots)
     }
 
-    /// Writes a block's state changes into the latest state and the history at `block`, and
-    /// (above block 0) its changeset: each changed account and slot as it was before.
+    /// Writes a block's state changes into the latest plain state and (above block 0) its
+    /// changeset: each changed account and slot as it was before. The history of the state
+    /// is the trie's leaf history, recorded by the state trie's writes.
     pub fn apply_state_changes(
         &self,
         block: u64,
@@ -730,7 +755,7 @@ impl StorageTx<RwSync> {
                 self.record_account_before(block, address, self.account(address)?.as_ref())?;
             }
             let wiped = if change.wiped || change.account.is_none() {
-                self.wipe_storage(address, block)?
+                self.wipe_storage(address)?
             } else {
                 Vec::new()
             };
@@ -744,9 +769,9 @@ impl StorageTx<RwSync> {
                 if record && wiped.binary_search_by_key(slot, |(s, _)| *s).is_err() {
                     self.record_slot_before(block, address, slot, self.storage(address, slot)?)?;
                 }
-                self.set_storage(address, slot, *value, block)?;
+                self.set_storage(address, slot, *value)?;
             }
-            self.set_account(address, change.account.as_ref(), block)?;
+            self.set_account(address, change.account.as_ref())?;
         }
         Ok(())
     }
@@ -769,6 +794,32 @@ mod tests {
         }
     }
 
+    /// Sets an account after `block` as an import does: the plain state, and the trie leaf
+    /// whose history is the state history (block 0 records none).
+    fn set_at(tx: &WriteTx, address: &Address, account: Option<StoredAccount>, block: u64) {
+        tx.set_account(address, account.as_ref()).unwrap();
+        let leaf = account.map(|a| alloy_trie::TrieAccount {
+            nonce: a.nonce,
+            balance: a.balance,
+            storage_root: alloy_trie::EMPTY_ROOT_HASH,
+            code_hash: a.code_hash,
+        });
+        let history = (block > 0).then_some(block);
+        let hashed = alloy_primitives::keccak256(address);
+        tx.put_hashed_account(&hashed, leaf.as_ref(), history)
+            .unwrap();
+    }
+
+    fn set_slot_at(tx: &WriteTx, address: &Address, slot: &B256, value: U256, block: u64) {
+        tx.set_storage(address, slot, value).unwrap();
+        let (account, slot) = (
+            alloy_primitives::keccak256(address),
+            alloy_primitives::keccak256(slot),
+        );
+        tx.put_hashed_slot(&account, &slot, value, (block > 0).then_some(block))
+            .unwrap();
+    }
+
     #[test]
     fn history_answers_as_of_any_block() {
         let dir = tempfile::tempdir().unwrap();
@@ -777,12 +828,13 @@ mod tests {
         let b = address!("0x00000000000000000000000000000000000000ab");
         let slot = B256::with_last_byte(1);
         let tx = db.writer().unwrap();
-        tx.set_account(&a, Some(&account(1)), 0).unwrap();
-        tx.set_account(&b, Some(&account(9)), 1).unwrap();
-        tx.set_account(&a, Some(&account(2)), 5).unwrap();
-        tx.set_account(&a, None, 8).unwrap();
-        tx.set_storage(&a, &slot, U256::from(3), 2).unwrap();
-        tx.set_storage(&a, &slot, U256::from(4), 6).unwrap();
+        tx.start_trie_history(1).unwrap();
+        set_at(&tx, &a, Some(account(1)), 0);
+        set_at(&tx, &b, Some(account(9)), 1);
+        set_slot_at(&tx, &a, &slot, U256::from(3), 2);
+        set_at(&tx, &a, Some(account(2)), 5);
+        set_slot_at(&tx, &a, &slot, U256::from(4), 6);
+        set_at(&tx, &a, None, 8);
         tx.commit().unwrap();
 
         let r = db.reader().unwrap();
@@ -804,6 +856,49 @@ mod tests {
         assert_eq!(r.storage_at(&a, &B256::ZERO, 6).unwrap(), U256::ZERO);
     }
 
+    /// A datadir from before layout 6 keeps its plain history for the blocks before the leaf
+    /// history starts: reads at those blocks go there, later ones to the leaf history.
+    #[test]
+    fn blocks_before_the_leaf_history_read_the_plain_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let a = address!("0x00000000000000000000000000000000000000aa");
+        let slot = B256::with_last_byte(1);
+        let tx = db.writer().unwrap();
+        // Blocks 0-4 as layout 5 wrote them: the plain state and its history.
+        let plain = |block: u64, account: &StoredAccount| {
+            let key = history_key(a.as_slice(), block);
+            tx.put(Table::AccountHistory, &key, &account.encode())
+                .unwrap();
+        };
+        plain(0, &account(1));
+        plain(3, &account(2));
+        let slot_history = history_key(&slot_key(&a, &slot), 2);
+        tx.put(Table::StorageHistory, &slot_history, &[7; 32])
+            .unwrap();
+        set_at(&tx, &a, Some(account(2)), 0);
+        set_slot_at(&tx, &a, &slot, U256::from_be_bytes([7; 32]), 0);
+        // Then the migration, and block 6 under layout 6.
+        tx.start_trie_history(5).unwrap();
+        set_at(&tx, &a, Some(account(3)), 6);
+        set_slot_at(&tx, &a, &slot, U256::from(1), 6);
+        tx.commit().unwrap();
+
+        let r = db.reader().unwrap();
+        let accounts: Vec<_> = (0..8).map(|n| r.account_at(&a, n).unwrap()).collect();
+        let expected = [1, 1, 1, 2, 2, 2, 3, 3].map(|n| Some(account(n)));
+        assert_eq!(accounts, expected);
+        let slots: Vec<_> = (0..8)
+            .map(|n| r.storage_at(&a, &slot, n).unwrap())
+            .collect();
+        let seven = U256::from_be_bytes([7; 32]);
+        let one = U256::from(1);
+        let expected = [U256::ZERO, U256::ZERO, seven, seven, seven, seven, one, one];
+        assert_eq!(slots, expected);
+        let present: Vec<_> = (0..8).map(|n| r.has_storage_at(&a, n).unwrap()).collect();
+        assert_eq!(present, [false, false, true, true, true, true, true, true]);
+    }
+
     /// A snapshot's commit id matches the last commit until another commit lands.
     #[test]
     fn commit_ids_tell_whether_a_snapshot_is_still_the_newest() {
@@ -813,7 +908,7 @@ mod tests {
         assert_eq!(before.commit_id().unwrap(), db.last_commit_id().unwrap());
         let a = address!("0x00000000000000000000000000000000000000aa");
         let tx = db.writer().unwrap();
-        tx.set_account(&a, Some(&account(1)), 0).unwrap();
+        tx.set_account(&a, Some(&account(1))).unwrap();
         tx.commit().unwrap();
         assert!(db.last_commit_id().unwrap() > before.commit_id().unwrap());
         let after = db.reader().unwrap();
@@ -828,10 +923,11 @@ mod tests {
         let b = address!("0x00000000000000000000000000000000000000ab");
         let (one, two) = (B256::with_last_byte(1), B256::with_last_byte(2));
         let tx = db.writer().unwrap();
+        tx.start_trie_history(1).unwrap();
         // a: slot 1 set at 2 and cleared at 4; slot 2 set at 6. b: nothing.
-        tx.set_storage(&a, &one, U256::from(3), 2).unwrap();
-        tx.set_storage(&a, &one, U256::ZERO, 4).unwrap();
-        tx.set_storage(&a, &two, U256::from(5), 6).unwrap();
+        set_slot_at(&tx, &a, &one, U256::from(3), 2);
+        set_slot_at(&tx, &a, &one, U256::ZERO, 4);
+        set_slot_at(&tx, &a, &two, U256::from(5), 6);
         tx.commit().unwrap();
 
         let r = db.reader().unwrap();
@@ -851,7 +947,7 @@ mod tests {
         let db = Database::open(dir.path()).unwrap();
         let a = address!("0x00000000000000000000000000000000000000aa");
         let tx = db.writer().unwrap();
-        tx.set_account(&a, Some(&account(1)), 0).unwrap();
+        tx.set_account(&a, Some(&account(1))).unwrap();
         assert_eq!(tx.account(&a).unwrap(), Some(account(1)));
         drop(tx);
         assert_eq!(db.reader().unwrap().account(&a).unwrap(), None);

@@ -14,8 +14,12 @@ pub const RECEIPTS_LAYOUT: u64 = 3;
 pub const TRIE_LAYOUT: u64 = 4;
 /// The first layout that records the state trie's history (`trie_history.rs`).
 pub const TRIE_HISTORY_LAYOUT: u64 = 5;
+/// The first layout whose state history is the trie's leaf history: `AccountHistory` and
+/// `StorageHistory` are no longer written, and only blocks before `state_history_from` read
+/// them.
+pub const STATE_HISTORY_LAYOUT: u64 = 6;
 /// The database layout this quarry writes.
-pub const SCHEMA_VERSION: u64 = TRIE_HISTORY_LAYOUT;
+pub const SCHEMA_VERSION: u64 = STATE_HISTORY_LAYOUT;
 const SCHEMA: &str = "schema";
 /// Progress of the receipts' re-encoding: the next block to re-encode (u64 BE).
 const RECEIPTS_PROGRESS: &str = "receipts_progress";
@@ -54,6 +58,7 @@ impl StorageTx<RwSync> {
             layout if layout < RECEIPTS_LAYOUT => self.reencode_receipts(budget)?,
             layout if layout < TRIE_LAYOUT => self.build_state_trie(budget)?,
             layout if layout < TRIE_HISTORY_LAYOUT => self.start_recording_trie_history()?,
+            layout if layout < STATE_HISTORY_LAYOUT => self.start_leaf_state_history()?,
             _ => return Ok(true),
         };
         Ok(self.schema_version()? >= SCHEMA_VERSION)
@@ -120,6 +125,19 @@ impl StorageTx<RwSync> {
         let head = self.head()?.map_or(0, |(number, _)| number);
         self.start_trie_history(head + 1)?;
         self.put_schema(TRIE_HISTORY_LAYOUT)?;
+        Ok(true)
+    }
+
+    /// Makes the leaf history the state history: it is complete from where the trie history
+    /// started, when that runs (every block since recorded its leaves), else from the block
+    /// after the head; older blocks keep reading the plain history.
+    fn start_leaf_state_history(&self) -> Result<bool> {
+        let first = match self.trie_history_from()? {
+            Some(from) => from,
+            None => self.head()?.map_or(0, |(number, _)| number) + 1,
+        };
+        self.start_state_history(first)?;
+        self.put_schema(STATE_HISTORY_LAYOUT)?;
         Ok(true)
     }
 

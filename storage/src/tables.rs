@@ -31,8 +31,9 @@ tables! {
     /// highest block through which `LogAddresses` and `LogTopics` are complete (u64 BE);
     /// `schema`: the layout version (u64 BE, see `SCHEMA_VERSION`); `unwinds`: how many
     /// unwinds were ever committed (u64 BE), so a reader that caches by block number can tell
-    /// that stored blocks changed; `trie_history_from`: the first block whose trie changes
-    /// the trie history tables record (u64 BE).
+    /// that stored blocks changed; `trie_history_from`: the first block whose trie node changes
+    /// the trie history tables record (u64 BE); `state_history_from`: the first block whose
+    /// leaf changes they record (u64 BE), from which the state history reads them.
     Meta = "meta";
     /// Key: block number (u64 BE). Value: the RLP-encoded header.
     Headers = "headers";
@@ -75,13 +76,15 @@ tables! {
     /// Latest non-zero storage. Key: address (20 bytes) then slot (32 bytes). Value: the value
     /// (32 bytes BE).
     PlainStorage = "plain_storage";
-    /// Account history: one entry per block that changed the account, holding the account as
-    /// it was after that block. Key: address (20 bytes) then block number (u64 BE). Value:
-    /// `StoredAccount` (72 bytes), or empty when the account did not exist after the block.
+    /// Account history as layouts before 6 kept it (now only read, for blocks before
+    /// `state_history_from`; later ones read `HashedAccountsHistory`): one entry per block that
+    /// changed the account, holding the account as it was after that block. Key: address (20
+    /// bytes) then block number (u64 BE). Value: `StoredAccount` (72 bytes), or empty when the
+    /// account did not exist after the block.
     AccountHistory = "account_history";
-    /// Storage history: one entry per block that changed the slot, holding its value after that
-    /// block. Key: address (20) then slot (32) then block number (u64 BE). Value: 32 bytes BE
-    /// (zero when cleared).
+    /// Storage history as layouts before 6 kept it (read as `AccountHistory` is): one entry per
+    /// block that changed the slot, holding its value after that block. Key: address (20) then
+    /// slot (32) then block number (u64 BE). Value: 32 bytes BE (zero when cleared).
     StorageHistory = "storage_history";
     /// What each block changed, for unwinding it: every account the block changed, as it was
     /// before the block. Key: block number (u64 BE) then address (20 bytes). Value:
@@ -116,9 +119,10 @@ tables! {
     /// block number (u64 BE), then 0 and the `AccountsTrieHistory` key without its block number,
     /// or 1 and the `StoragesTrieHistory` key without it. Value: empty.
     TrieChangeSets = "trie_changesets";
-    /// What each block changed in the accounts trie's leaves, as they were before the block.
-    /// Key: keccak256 of the address (32) then the block number (u64 BE). Value: the leaf as in
-    /// `HashedAccounts` (104 bytes), or empty when the account did not exist.
+    /// What each block changed in the accounts trie's leaves, as they were before the block:
+    /// the state history (an account after block N is its first record after N, or the latest
+    /// account). Key: keccak256 of the address (32) then the block number (u64 BE). Value: the
+    /// leaf as in `HashedAccounts` (104 bytes), or empty when the account did not exist.
     HashedAccountsHistory = "hashed_accounts_history";
     /// What each block changed in the storage tries' leaves, as they were before the block.
     /// Key: keccak256 of the address (32), of the slot (32), then the block number (u64 BE).

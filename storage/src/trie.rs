@@ -386,10 +386,16 @@ impl StorageTx<RwSync> {
     }
 
     /// Removes an account's whole storage trie: its leaves and its nodes, each recorded as it
-    /// was before `history`'s block.
-    pub fn wipe_hashed_storage(&self, account: &B256, history: Option<u64>) -> Result<()> {
+    /// was before `history`'s block (the nodes only when `record_nodes`).
+    pub fn wipe_hashed_storage(
+        &self,
+        account: &B256,
+        history: Option<u64>,
+        record_nodes: bool,
+    ) -> Result<()> {
         let trie = TrieId::Storage(*account);
         for entries in [Entries::Leaves, Entries::Nodes] {
+            let history = history.filter(|_| entries == Entries::Leaves || record_nodes);
             let mut cursor = self.tx.cursor(self.db(trie.table(entries)))?;
             let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(account.as_slice())?;
             while let Some((key, value)) =

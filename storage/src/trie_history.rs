@@ -4,17 +4,23 @@
 //! it, in which case it is the value the first such change recorded, one seek away. A proof at
 //! an older block so costs what a proof at the head costs, however far back it is.
 //!
-//! History is recorded from the block in the `trie_history_from` meta entry on (the block after
-//! genesis, or after the head when `quarry migrate` brought an older datadir to this layout);
-//! older blocks are read by undoing the changesets in memory instead.
+//! The leaves' history is also the state history: an account or slot after an older block is
+//! its first later change's record, or the latest value. It is recorded from the block in the
+//! `state_history_from` meta entry on (the block after genesis; for a datadir `quarry migrate`
+//! brought from an older layout, where its trie history or else its head started), and older
+//! blocks' state is in the plain history tables those layouts wrote. Node history is recorded
+//! from `trie_history_from` on, unless `--no-trie-history` stopped it; proofs at blocks it does
+//! not cover undo the changesets in memory instead.
 
 use crate::{Error, Result, StorageTx, StoredAccount, Table, TrieId, models::be_u64};
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::Nibbles;
 use signet_libmdbx::{MdbxError, RwSync, TransactionKind, WriteFlags, tx::Cursor};
 
-/// Meta key: the first block whose trie changes are recorded (u64 BE).
+/// Meta key: the first block whose trie node changes are recorded (u64 BE).
 const HISTORY_FROM: &str = "trie_history_from";
+/// Meta key: the first block whose trie leaf changes are recorded (u64 BE).
+const STATE_HISTORY_FROM: &str = "state_history_from";
 
 /// `TrieChangeSets` tags: which history table an entry's key belongs to.
 const ACCOUNTS_TAG: u8 = 0;
@@ -345,27 +351,68 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
 }
 
 impl<K: TransactionKind> StorageTx<K> {
-    /// The first block whose trie changes are recorded, if any are.
+    /// The first block whose trie node changes are recorded, if any are.
     pub fn trie_history_from(&self) -> Result<Option<u64>> {
         self.meta(HISTORY_FROM)?.map(|v| be_u64(&v)).transpose()
     }
 
+    /// The first block whose leaf changes are recorded: the state history from then on. Older
+    /// blocks' state is in `AccountHistory` and `StorageHistory`, which layouts before 6 wrote.
+    pub fn state_history_from(&self) -> Result<Option<u64>> {
+        self.meta(STATE_HISTORY_FROM)?
+            .map(|v| be_u64(&v))
+            .transpose()
+    }
+
+    /// Whether the state after `block` reads from the leaf history (else from the plain
+    /// history an older layout wrote).
+    pub(crate) fn state_history_covers(&self, block: u64) -> Result<bool> {
+        Ok(self
+            .state_history_from()?
+            .is_some_and(|from| block.saturating_add(1) >= from))
+    }
+
+    /// The record of the first change after `block` of the leaf with history key prefix
+    /// `prefix` (the trie's prefix, then the hashed key) in `table`: the value before that
+    /// change, empty when there was none. `None`: no later change, so the latest value holds.
+    pub(crate) fn leaf_record_after(
+        &self,
+        table: Table,
+        prefix: &[u8],
+        block: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let seek = [prefix, &block.saturating_add(1).to_be_bytes()].concat();
+        Ok(cursor
+            .set_range::<Vec<u8>, Vec<u8>>(&seek)?
+            .filter(|(key, _)| key.len() == seek.len() && key.starts_with(prefix))
+            .map(|(_, value)| value))
+    }
+
     /// Whether the trie after `block` can be read from the history: every later block's
-    /// changes are recorded.
+    /// node and leaf changes are recorded.
     pub fn trie_history_covers(&self, block: u64) -> Result<bool> {
         Ok(self
             .trie_history_from()?
-            .is_some_and(|from| block.saturating_add(1) >= from))
+            .is_some_and(|from| block.saturating_add(1) >= from)
+            && self.state_history_covers(block)?)
     }
 }
 
 impl StorageTx<RwSync> {
-    /// Records trie history from block `first` on (a new datadir, or one just migrated).
+    /// Records the trie's history, nodes and leaves, from block `first` on (a new datadir).
     pub fn start_trie_history(&self, first: u64) -> Result<()> {
-        self.put_meta(HISTORY_FROM, &first.to_be_bytes())
+        self.put_meta(HISTORY_FROM, &first.to_be_bytes())?;
+        self.start_state_history(first)
     }
 
-    /// Stops recording trie history: proofs at older blocks undo the changesets instead.
+    /// Records the leaf history (the state history) from block `first` on.
+    pub(crate) fn start_state_history(&self, first: u64) -> Result<()> {
+        self.put_meta(STATE_HISTORY_FROM, &first.to_be_bytes())
+    }
+
+    /// Stops recording trie node history: proofs at older blocks undo the changesets instead.
+    /// The leaf history, which is the state history, goes on.
     pub fn stop_trie_history(&self) -> Result<()> {
         self.del(Table::Meta, HISTORY_FROM.as_bytes())
     }
@@ -452,7 +499,12 @@ impl StorageTx<RwSync> {
         if let Some(from) = self.trie_history_from()?
             && from > ancestor + 1
         {
-            self.start_trie_history(ancestor + 1)?;
+            self.put_meta(HISTORY_FROM, &(ancestor + 1).to_be_bytes())?;
+        }
+        if let Some(from) = self.state_history_from()?
+            && from > ancestor + 1
+        {
+            self.start_state_history(ancestor + 1)?;
         }
         Ok(())
     }
