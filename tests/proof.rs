@@ -10,10 +10,10 @@ mod support;
 use alloy_primitives::{Address, B256, Bytes, U256, keccak256};
 use alloy_trie::{EMPTY_ROOT_HASH, Nibbles, TrieAccount, proof::verify_proof};
 use quarry_devchain::{Contracts, DevAccounts, MINER};
-use quarry_executor::{ProofState, account_proof};
+use quarry_executor::{OlderState, ProofState, account_proof};
 use serde_json::{Value, json};
 use std::path::Path;
-use support::{Server, ingested};
+use support::{Server, devchain, ingested};
 
 fn devnet_server(extra: &str) -> (Server, DevAccounts, Contracts) {
     let datadir = ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"));
@@ -157,12 +157,17 @@ fn proofs_verify_against_each_blocks_state_root() {
     );
 }
 
-/// Proofs at older blocks come from the trie history; before it starts (a datadir migrated
-/// from an older layout) they come from undoing the changesets over the latest trie. Both give
-/// the same proofs, node for node, at every block.
+/// Proofs at older blocks come from the trie history (at the end of the block's window, with
+/// the window's later changesets undone); before it starts (a datadir migrated from an older
+/// layout) they come from undoing the changesets over the latest trie. Both give the same
+/// proofs, node for node, at every block: at window ends, within windows, and in the head's.
 #[test]
 fn proofs_from_the_trie_history_equal_those_from_undone_changesets() {
-    let datadir = ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"));
+    // Long enough for two whole windows and part of a third, the head's.
+    let chain = tempfile::tempdir().unwrap();
+    let blocks = (2 * quarry_storage::NODE_HISTORY_WINDOW + 10).to_string();
+    devchain(chain.path(), &["--blocks", &blocks]);
+    let datadir = ingested(chain.path());
     let accounts = DevAccounts::new(quarry_devchain::account_count(
         quarry_devchain::Options::default().txs_per_block,
     ))
@@ -172,14 +177,19 @@ fn proofs_from_the_trie_history_equal_those_from_undone_changesets() {
     let tx = db.reader().unwrap();
     let (head, _) = tx.head().unwrap().unwrap();
     assert_eq!(tx.trie_history_from().unwrap(), Some(1));
+    let window = tx.node_window().unwrap();
+    assert_eq!(window, quarry_storage::NODE_HISTORY_WINDOW);
+    assert!(head > 2 * window, "head {head}: windows to prove in");
     let mut compared = 0;
-    for block in (0..head).step_by(3) {
+    let mut ways = std::collections::HashSet::new();
+    for block in (0..head).step_by(3).chain([window - 1, 2 * window - 1]) {
         assert!(tx.trie_history_covers(block).unwrap());
         let reverts = tx.reverts_to(block).unwrap();
         let state_root = tx.header(block).unwrap().unwrap().state_root;
+        let older = OlderState::of(&tx, block).unwrap();
+        ways.insert(std::mem::discriminant(&older));
         for address in &addresses {
-            let recorded =
-                account_proof(&tx, ProofState::Recorded(block), *address, &slots).unwrap();
+            let recorded = account_proof(&tx, older.state(), *address, &slots).unwrap();
             let reverted =
                 account_proof(&tx, ProofState::Reverted(&reverts), *address, &slots).unwrap();
             assert_eq!(recorded, reverted, "{address} at block {block}");
@@ -188,6 +198,11 @@ fn proofs_from_the_trie_history_equal_those_from_undone_changesets() {
         }
     }
     assert!(compared > 100, "{compared} proofs compared");
+    assert_eq!(
+        ways.len(),
+        3,
+        "proved at window ends, within windows and in the head's"
+    );
 }
 
 #[test]

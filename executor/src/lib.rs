@@ -24,4 +24,4 @@ pub use call::{
 pub use chain_spec::ChainSpec;
 pub use error::{BlockError, Error, Invalid, Result};
 pub use state_db::{StateAt, StateCache, StateSnapshot};
-pub use state_root::{AccountProof, ProofState, SlotProof, StateTrie, account_proof};
+pub use state_root::{AccountProof, OlderState, ProofState, SlotProof, StateTrie, account_proof};

@@ -255,7 +255,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path()).unwrap();
         let tx = db.writer().unwrap();
-        tx.start_trie_history(1).unwrap();
+        tx.start_trie_history(1, 1).unwrap();
         import(&tx, 1, change(10, 100));
         import(&tx, 2, change(20, 200));
         tx.commit().unwrap();

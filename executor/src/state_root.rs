@@ -552,12 +552,69 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
 pub enum ProofState<'a> {
     /// The latest state.
     Latest,
-    /// The state after a block the trie history covers: read from the stored trie and its
-    /// history, at the cost of a proof of the latest state.
+    /// The state after a block the trie history covers that ends a node history window
+    /// (`StorageTx::trie_history_checkpoint`): read from the stored trie and its history, at
+    /// the cost of a proof of the latest state.
     Recorded(u64),
+    /// The state after `checkpoint` (as `Recorded`) with `reverts` over it: the changesets
+    /// from there back to an older block of its window.
+    RecordedReverted {
+        checkpoint: u64,
+        reverts: &'a BTreeMap<Address, RestoredAccount>,
+    },
     /// The latest state with these reverts over it (the changesets back to an older block),
     /// at a cost that follows them.
     Reverted(&'a BTreeMap<Address, RestoredAccount>),
+}
+
+/// How the proof of an older block's state is made, with the changesets it undoes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OlderState {
+    /// The block ends a node history window: the history alone.
+    Recorded(u64),
+    /// The history at the end of the block's window, with the window's later blocks undone.
+    RecordedReverted {
+        checkpoint: u64,
+        reverts: BTreeMap<Address, RestoredAccount>,
+    },
+    /// The latest trie with every block since undone: the history does not cover the block,
+    /// or its window is the head's, which has no end yet.
+    Reverted(BTreeMap<Address, RestoredAccount>),
+}
+
+impl OlderState {
+    /// The cheapest way to the state after `block`, an older block than the head.
+    pub fn of<K: Access>(tx: &StorageTx<K>, block: u64) -> quarry_storage::Result<Self> {
+        let head = tx.head()?.map_or(0, |(number, _)| number);
+        if !tx.trie_history_covers(block)? {
+            return Ok(Self::Reverted(tx.reverts_to(block)?));
+        }
+        let checkpoint = tx.trie_history_checkpoint(block)?;
+        Ok(if checkpoint == block {
+            Self::Recorded(block)
+        } else if checkpoint >= head {
+            Self::Reverted(tx.reverts_to(block)?)
+        } else {
+            Self::RecordedReverted {
+                checkpoint,
+                reverts: tx.reverts_between(block, checkpoint)?,
+            }
+        })
+    }
+
+    pub fn state(&self) -> ProofState<'_> {
+        match self {
+            Self::Recorded(block) => ProofState::Recorded(*block),
+            Self::RecordedReverted {
+                checkpoint,
+                reverts,
+            } => ProofState::RecordedReverted {
+                checkpoint: *checkpoint,
+                reverts,
+            },
+            Self::Reverted(reverts) => ProofState::Reverted(reverts),
+        }
+    }
 }
 
 /// EIP-1186: an account's proof and its slots' proofs, as geth returns them.
@@ -602,6 +659,10 @@ pub fn account_proof<K: Access>(
     let (block, reverts) = match state {
         ProofState::Latest => (None, &no_reverts),
         ProofState::Recorded(block) => (Some(block), &no_reverts),
+        ProofState::RecordedReverted {
+            checkpoint,
+            reverts,
+        } => (Some(checkpoint), reverts),
         ProofState::Reverted(reverts) => (None, reverts),
     };
     let hashed = keccak256(address);
@@ -616,10 +677,13 @@ pub fn account_proof<K: Access>(
             continue;
         };
         let storage_root = if restored.storage.is_empty() && !is_target {
-            tx.hashed_account(&key)?
-                .map_or(EMPTY_ROOT_HASH, |account| account.storage_root)
+            match tx.trie_leaves_after(TrieId::Accounts, block)?.get(&key)? {
+                Some(Leaf::Account(account)) => account.storage_root,
+                _ => EMPTY_ROOT_HASH,
+            }
         } else {
-            let (root, proofs) = storage_proof(tx, None, key, &restored.storage, is_target, slots)?;
+            let (root, proofs) =
+                storage_proof(tx, block, key, &restored.storage, is_target, slots)?;
             if is_target {
                 target_storage = Some(proofs);
             }

@@ -316,7 +316,7 @@ impl Importer {
                 })?;
                 tx.apply_state_changes(genesis.number, &state.accounts, &state.bytecodes)?;
                 state.trie.write(&tx, None, false)?;
-                tx.start_trie_history(genesis.number + 1)?;
+                tx.start_trie_history(genesis.number + 1, quarry_storage::NODE_HISTORY_WINDOW)?;
                 let config = serde_json::to_vec(&spec.config)
                     .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
                 tx.put_meta("chain_config", &config)?;

@@ -109,12 +109,22 @@ impl<K: TransactionKind> StorageTx<K> {
     /// `block`: what an unwind to `block` would restore, read from the changesets alone. Its
     /// cost follows the changes since `block`, not the size of the state.
     pub fn reverts_to(&self, block: u64) -> Result<BTreeMap<Address, RestoredAccount>> {
+        match self.head()? {
+            Some((head, _)) => self.reverts_between(block, head),
+            None => Ok(BTreeMap::new()),
+        }
+    }
+
+    /// Every account and slot that blocks `block + 1` through `upto` changed, each as it was
+    /// after `block`: what takes the state after `upto` back to the state after `block`.
+    pub fn reverts_between(
+        &self,
+        block: u64,
+        upto: u64,
+    ) -> Result<BTreeMap<Address, RestoredAccount>> {
         let mut restored: BTreeMap<Address, RestoredAccount> = BTreeMap::new();
-        let Some((head, _)) = self.head()? else {
-            return Ok(restored);
-        };
-        // From the head down, so that the oldest block's "before" values are the ones kept.
-        for number in (block.saturating_add(1)..=head).rev() {
+        // From the latest block down, so that the oldest block's "before" values are kept.
+        for number in (block.saturating_add(1)..=upto).rev() {
             for (address, before) in self.account_changeset(number)? {
                 restored.entry(address).or_default().account = before;
             }

@@ -18,6 +18,7 @@ pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
 pub use tables::Table;
 pub use trie::{Leaf, LeafCursor, TrieId, TrieNodeCursor, first_key_under};
+pub use trie_history::NODE_HISTORY_WINDOW;
 
 use alloy_consensus::{BlockBody, Header, TxEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
@@ -158,6 +159,7 @@ impl Database {
             tx: self.env.begin_ro_sync()?,
             dbs: self.dbs.clone(),
             scanned: self.scanned.clone(),
+            node_window: Default::default(),
         })
     }
 
@@ -182,6 +184,7 @@ impl Database {
             tx: self.env.begin_rw_sync()?,
             dbs: self.dbs.clone(),
             scanned: self.scanned.clone(),
+            node_window: Default::default(),
         })
     }
 }
@@ -192,6 +195,8 @@ pub struct StorageTx<K: TransactionKind> {
     dbs: Arc<Vec<signet_libmdbx::Database>>,
     /// The database handle's count of entries read by scans and trie walks.
     scanned: Arc<std::sync::atomic::AtomicU64>,
+    /// The trie node history's window as this transaction sees it (0: not read yet).
+    node_window: std::sync::atomic::AtomicU64,
 }
 
 /// The key of a slot in PlainStorage, and the prefix of its StorageHistory keys.
@@ -828,7 +833,7 @@ mod tests {
         let b = address!("0x00000000000000000000000000000000000000ab");
         let slot = B256::with_last_byte(1);
         let tx = db.writer().unwrap();
-        tx.start_trie_history(1).unwrap();
+        tx.start_trie_history(1, 1).unwrap();
         set_at(&tx, &a, Some(account(1)), 0);
         set_at(&tx, &b, Some(account(9)), 1);
         set_slot_at(&tx, &a, &slot, U256::from(3), 2);
@@ -879,7 +884,7 @@ mod tests {
         set_at(&tx, &a, Some(account(2)), 0);
         set_slot_at(&tx, &a, &slot, U256::from_be_bytes([7; 32]), 0);
         // Then the migration, and block 6 under layout 6.
-        tx.start_trie_history(5).unwrap();
+        tx.start_trie_history(5, 1).unwrap();
         set_at(&tx, &a, Some(account(3)), 6);
         set_slot_at(&tx, &a, &slot, U256::from(1), 6);
         tx.commit().unwrap();
@@ -923,7 +928,7 @@ mod tests {
         let b = address!("0x00000000000000000000000000000000000000ab");
         let (one, two) = (B256::with_last_byte(1), B256::with_last_byte(2));
         let tx = db.writer().unwrap();
-        tx.start_trie_history(1).unwrap();
+        tx.start_trie_history(1, 1).unwrap();
         // a: slot 1 set at 2 and cleared at 4; slot 2 set at 6. b: nothing.
         set_slot_at(&tx, &a, &one, U256::from(3), 2);
         set_slot_at(&tx, &a, &one, U256::ZERO, 4);

@@ -123,7 +123,7 @@ impl StorageTx<RwSync> {
     /// undo the changesets instead.
     fn start_recording_trie_history(&self) -> Result<bool> {
         let head = self.head()?.map_or(0, |(number, _)| number);
-        self.start_trie_history(head + 1)?;
+        self.start_trie_history(head + 1, crate::NODE_HISTORY_WINDOW)?;
         self.put_schema(TRIE_HISTORY_LAYOUT)?;
         Ok(true)
     }

@@ -32,7 +32,8 @@ tables! {
     /// `schema`: the layout version (u64 BE, see `SCHEMA_VERSION`); `unwinds`: how many
     /// unwinds were ever committed (u64 BE), so a reader that caches by block number can tell
     /// that stored blocks changed; `trie_history_from`: the first block whose trie node changes
-    /// the trie history tables record (u64 BE); `state_history_from`: the first block whose
+    /// the trie history tables record (u64 BE); `trie_history_window`: how many blocks the node
+    /// history groups into one record per node (u64 BE; absent: 1); `state_history_from`: the first block whose
     /// leaf changes they record (u64 BE), from which the state history reads them.
     Meta = "meta";
     /// Key: block number (u64 BE). Value: the RLP-encoded header.
@@ -106,18 +107,21 @@ tables! {
     /// The storage tries' branch nodes. Key: keccak256 of the address (32) then the node's nibble
     /// path, one byte per nibble. Value: as in `AccountsTrie`.
     StoragesTrie = "storages_trie";
-    /// What each block changed in the accounts trie's branch nodes, as they were before the
-    /// block: one entry per node a block changed. Key: the node's path as a history path (one
-    /// byte per nibble plus one, then a zero byte, so keys sort in trie order and a path's
-    /// entries are contiguous; see trie_history.rs) then the block number (u64 BE). Value: the
-    /// node before the block as in `AccountsTrie`, or empty when there was none.
+    /// What each window of blocks changed in the accounts trie's branch nodes, as they were
+    /// before the window: one entry per node a window changed (a window is one block in
+    /// datadirs whose `trie_history_window` is absent). Key: the node's path as a history path
+    /// (one byte per nibble plus one, then a zero byte, so keys sort in trie order and a path's
+    /// entries are contiguous; see trie_history.rs) then the window's first block number (u64
+    /// BE). Value: the node before the window, tagged whole or (one-block windows) as a diff
+    /// from the node after it (see trie_history.rs), or empty when there was none.
     AccountsTrieHistory = "accounts_trie_history";
     /// As `AccountsTrieHistory`, for the storage tries. Key: keccak256 of the address (32),
     /// the history path, then the block number (u64 BE). Value: as in `AccountsTrieHistory`.
     StoragesTrieHistory = "storages_trie_history";
-    /// Which trie nodes each block changed, so an unwind finds their history entries. Key: the
-    /// block number (u64 BE), then 0 and the `AccountsTrieHistory` key without its block number,
-    /// or 1 and the `StoragesTrieHistory` key without it. Value: empty.
+    /// Which node history entries each block wrote (the first change of a node in its window),
+    /// so an unwind finds them. Key: the block number (u64 BE), then 0 and the
+    /// `AccountsTrieHistory` key without its block number, or 1 and the `StoragesTrieHistory`
+    /// key without it. Value: empty.
     TrieChangeSets = "trie_changesets";
     /// What each block changed in the accounts trie's leaves, as they were before the block:
     /// the state history (an account after block N is its first record after N, or the latest

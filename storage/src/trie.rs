@@ -301,7 +301,8 @@ impl<K: TransactionKind> StorageTx<K> {
     }
 
     /// A cursor over the branch nodes of `trie` as they were after `block` (`None`: the latest
-    /// ones). The history must cover that block ([`StorageTx::trie_history_covers`]).
+    /// ones). The history must cover that block ([`StorageTx::trie_history_covers`]), and the
+    /// block must end a node history window ([`StorageTx::trie_history_checkpoint`]).
     pub fn trie_nodes_after(
         &self,
         trie: TrieId,

@@ -16,23 +16,35 @@ use crate::{Error, Result, StorageTx, StoredAccount, Table, TrieId, models::be_u
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::Nibbles;
 use signet_libmdbx::{MdbxError, RwSync, TransactionKind, WriteFlags, tx::Cursor};
+use std::sync::atomic::Ordering;
 
 /// Meta key: the first block whose trie node changes are recorded (u64 BE).
 const HISTORY_FROM: &str = "trie_history_from";
 /// Meta key: the first block whose trie leaf changes are recorded (u64 BE).
 const STATE_HISTORY_FROM: &str = "state_history_from";
+/// Meta key: the node history's window (u64 BE; absent: 1). Blocks are grouped in windows of
+/// this many, aligned on multiples of it, and the history records a node once per window: as
+/// it was before the window's first change to it. Nodes near the root change in nearly every
+/// block, so a window of blocks writes each of them once instead of once per block; the trie
+/// after an older block is then read at the end of its window, with the changesets of the
+/// window's later blocks undone over it.
+const NODE_WINDOW: &str = "trie_history_window";
+/// The node history window of a new datadir: proofs at an older block undo at most 31 blocks'
+/// changesets.
+pub const NODE_HISTORY_WINDOW: u64 = 32;
 
 /// `TrieChangeSets` tags: which history table an entry's key belongs to.
 const ACCOUNTS_TAG: u8 = 0;
 const STORAGES_TAG: u8 = 1;
 
 /// Node history values: empty when there was no node; otherwise a tag, then either the whole
-/// node as the trie table holds it (`FULL`: the node was deleted, so there is nothing after it
-/// to compare with), or (`DIFF`) the node relative to the one after the block: its three masks,
-/// a mask of the children whose hash is the same after the block, the other children's hashes,
-/// then the root hash if the node has one. A block changes few of a node's children, so most of
-/// its hashes are the same after it and the history holds a fraction of each node; reading a
-/// node back undoes every later change's record from the current node down.
+/// node as the trie table holds it (`FULL`: with a window of more than one block, since the
+/// node after the block changes again within the window; or the node was deleted, so there is
+/// nothing after it to compare with), or (`DIFF`, datadirs whose window is one block) the node
+/// relative to the one after the block: its three masks, a mask of the children whose hash is
+/// the same after the block, the other children's hashes, then the root hash if the node has
+/// one. Reading a node back undoes every later change's record from the current node down, which
+/// stops at the first `FULL` record.
 const FULL: u8 = 1;
 const DIFF: u8 = 2;
 
@@ -338,9 +350,17 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
         if self.entries == Entries::Leaves {
             return Ok((!record.is_empty()).then_some(record));
         }
+        // A whole node (or none) needs nothing after it; a diff needs every later record.
+        if record.first() != Some(&DIFF) {
+            return node_before(&record, None);
+        }
         let mut records = vec![record];
         while let Some((_, record)) = of_key(self.lookup.next::<Vec<u8>, Vec<u8>>()?) {
+            let whole = record.first() != Some(&DIFF);
             records.push(record);
+            if whole {
+                break;
+            }
         }
         let mut value = current.map(<[u8]>::to_vec);
         for record in records.iter().rev() {
@@ -389,6 +409,27 @@ impl<K: TransactionKind> StorageTx<K> {
             .map(|(_, value)| value))
     }
 
+    /// The node history's window (see `NODE_WINDOW`).
+    pub fn node_window(&self) -> Result<u64> {
+        match self.node_window.load(Ordering::Relaxed) {
+            0 => {
+                let window = self.meta(NODE_WINDOW)?.map(|v| be_u64(&v)).transpose()?;
+                let window = window.unwrap_or(1).max(1);
+                self.node_window.store(window, Ordering::Relaxed);
+                Ok(window)
+            }
+            window => Ok(window),
+        }
+    }
+
+    /// The block at or after `block` that ends a node history window: the trie after it reads
+    /// from the history ([`StorageTx::trie_nodes_after`]); the changesets of the blocks from
+    /// `block` to it take the trie back to `block`.
+    pub fn trie_history_checkpoint(&self, block: u64) -> Result<u64> {
+        let window = self.node_window()?;
+        Ok(block.saturating_add(window - 1 - block % window))
+    }
+
     /// Whether the trie after `block` can be read from the history: every later block's
     /// node and leaf changes are recorded.
     pub fn trie_history_covers(&self, block: u64) -> Result<bool> {
@@ -400,9 +441,12 @@ impl<K: TransactionKind> StorageTx<K> {
 }
 
 impl StorageTx<RwSync> {
-    /// Records the trie's history, nodes and leaves, from block `first` on (a new datadir).
-    pub fn start_trie_history(&self, first: u64) -> Result<()> {
+    /// Records the trie's history, nodes and leaves, from block `first` on (a new datadir),
+    /// nodes once per window of `window` blocks.
+    pub fn start_trie_history(&self, first: u64, window: u64) -> Result<()> {
         self.put_meta(HISTORY_FROM, &first.to_be_bytes())?;
+        self.put_meta(NODE_WINDOW, &window.max(1).to_be_bytes())?;
+        self.node_window.store(window.max(1), Ordering::Relaxed);
         self.start_state_history(first)
     }
 
@@ -418,8 +462,8 @@ impl StorageTx<RwSync> {
     }
 
     /// Records `before`, the value an entry of `trie` had before `block` (`None`: none), when
-    /// it is `after` the block, unless this block already recorded one: the first is the value
-    /// before the block.
+    /// it is `after` the block, unless this block (for a node: this block's window) already
+    /// recorded one: the first is the value before the block (the window).
     pub(crate) fn record_before(
         &self,
         trie: &TrieId,
@@ -430,9 +474,14 @@ impl StorageTx<RwSync> {
         after: Option<&[u8]>,
     ) -> Result<()> {
         let table = trie.history_table(entries);
-        let key = history_key(trie, logical, block);
+        let window = match entries {
+            Entries::Nodes => self.node_window()?,
+            Entries::Leaves => 1,
+        };
+        let key = history_key(trie, logical, block - block % window);
         let record = match (entries, before) {
-            (Entries::Nodes, Some(before)) => node_record(before, after),
+            (Entries::Nodes, Some(before)) if window == 1 => node_record(before, after),
+            (Entries::Nodes, Some(before)) => [&[FULL], before].concat(),
             (_, before) => before.unwrap_or_default().to_vec(),
         };
         let flags = WriteFlags::NO_OVERWRITE;
@@ -461,6 +510,9 @@ impl StorageTx<RwSync> {
         slots: &[(Address, B256, U256)],
     ) -> Result<()> {
         let block = number.to_be_bytes();
+        // Node history keys name the block's window; `TrieChangeSets` the block that recorded
+        // them, so only that block's unwind deletes them.
+        let window_start = number - number % self.node_window()?;
         for (address, _) in accounts {
             let key = history_key(&TrieId::Accounts, keccak256(address).as_slice(), number);
             self.del(Table::HashedAccountsHistory, &key)?;
@@ -486,7 +538,7 @@ impl StorageTx<RwSync> {
                     )));
                 }
             };
-            self.del(table, &[&key[9..], &block].concat())?;
+            self.del(table, &[&key[9..], &window_start.to_be_bytes()].concat())?;
             cursor.del()?;
             entry = cursor.get_current::<Vec<u8>, ()>()?;
         }

@@ -7,7 +7,7 @@ use crate::{
     params::{BlockId, ProofKey},
 };
 use alloy_primitives::{Address, B256, Bytes, U64, U256};
-use quarry_executor::ProofState;
+use quarry_executor::{OlderState, ProofState};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -32,9 +32,11 @@ pub struct SlotProofJson {
 
 impl Node {
     /// eth_getProof: at the head from the stored trie; at an older block (at most
-    /// `proof_window` back) from the stored trie and its history, as cheap as at the head, or,
-    /// before the history starts (a datadir migrated from an older layout), from the stored
-    /// trie with the changes since that block undone in memory, at a cost that follows them.
+    /// `proof_window` back) from the stored trie as its history has it at the end of the
+    /// block's window, with the window's later blocks undone in memory (at most 31 blocks'
+    /// changes, however far back); in the head's window, or before the history starts (a
+    /// datadir migrated from an older layout), from the stored trie with the changes since
+    /// that block undone in memory, at a cost that follows them.
     pub fn proof(
         &self,
         tx: &Snapshot,
@@ -43,7 +45,7 @@ impl Node {
         at: BlockId,
     ) -> Result<ProofJson> {
         let (number, is_head) = self.state_block(tx, at)?;
-        let reverts;
+        let older;
         let state = if is_head {
             ProofState::Latest
         } else {
@@ -56,12 +58,8 @@ impl Node {
                     window: self.proof_window,
                 });
             }
-            if tx.trie_history_covers(number)? {
-                ProofState::Recorded(number)
-            } else {
-                reverts = tx.reverts_to(number)?;
-                ProofState::Reverted(&reverts)
-            }
+            older = OlderState::of(tx, number)?;
+            older.state()
         };
         let slots: Vec<B256> = keys.iter().map(|key| key.slot).collect();
         let proof = quarry_executor::account_proof(tx, state, address, &slots)?;
