@@ -7,10 +7,11 @@
 #     exit after the block is committed (RUNS times, each after `quarry unwind` of that block);
 #  3. eth_getProof of one account with two slots (the first log emitter of the head block, a
 #     contract with storage): p50 and p99 of N sequential requests on one connection at
-#     `latest`, and of N_BACK requests 1,000 blocks back.
+#     `latest`, and of N_BACK requests 1,000 to 1,031 blocks back (every place in a 32-block
+#     window of the node history).
 #
 #   bench/trie.sh [CHAIN_DIR]        default target/bench/scale-20000x100 (BLOCKS=20000 bench/scale.sh)
-#   RUNS=5 N=2000 N_BACK=100 bench/trie.sh ...
+#   RUNS=5 N=2000 N_BACK=320 bench/trie.sh ...
 #   QUARRY_BIN=path bench/trie.sh ...   # another build (a before/after in one run)
 #   NO_TRIE_HISTORY=1 bench/trie.sh ... # ingest with --no-trie-history (proofs back then
 #                                         undo the changesets)
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/.."
 chain=${1:-target/bench/scale-20000x100}
 RUNS=${RUNS:-5}
 N=${N:-2000}
-N_BACK=${N_BACK:-100}
+N_BACK=${N_BACK:-320}
 source bench/lib.sh
 python3 - "$chain/chain.rlp" "$work" <<'PY'
 import sys
@@ -84,11 +85,15 @@ def rpc(method, params):
 logs = rpc("eth_getLogs", [{"fromBlock": hex(head), "toBlock": hex(head)}])
 account = logs[0]["address"]
 slots = ["0x" + "00" * 32, "0x" + "00" * 31 + "01"]
-for label, block, n in [("latest", "latest", n_latest), ("1000 blocks back", hex(head - 1000), n_back)]:
-    for _ in range(3):
+# "1000 blocks back" cycles over the 32 blocks ending there: every place in a window of the node
+# history (a proof inside one undoes the window's later blocks).
+back = [hex(head - 1000 - k) for k in range(32)]
+for label, blocks, n in [("latest", ["latest"], n_latest), ("1000 blocks back", back, n_back)]:
+    for block in blocks[:3]:
         rpc("eth_getProof", [account, slots, block])
     took = []
-    for _ in range(n):
+    for i in range(n):
+        block = blocks[i % len(blocks)]
         start = time.perf_counter()
         rpc("eth_getProof", [account, slots, block])
         took.append(time.perf_counter() - start)

@@ -556,8 +556,8 @@ pub enum ProofState<'a> {
     /// (`StorageTx::trie_history_checkpoint`): read from the stored trie and its history, at
     /// the cost of a proof of the latest state.
     Recorded(u64),
-    /// The state after `checkpoint` (as `Recorded`) with `reverts` over it: the changesets
-    /// from there back to an older block of its window.
+    /// The state after `checkpoint` (as `Recorded`) with `reverts` over it: every account and
+    /// slot changed between it and a block of a window next to it, as it was after that block.
     RecordedReverted {
         checkpoint: u64,
         reverts: &'a BTreeMap<Address, RestoredAccount>,
@@ -567,12 +567,14 @@ pub enum ProofState<'a> {
     Reverted(&'a BTreeMap<Address, RestoredAccount>),
 }
 
-/// How the proof of an older block's state is made, with the changesets it undoes.
+/// How the proof of an older block's state is made, with the changes it undoes or redoes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OlderState {
     /// The block ends a node history window: the history alone.
     Recorded(u64),
-    /// The history at the end of the block's window, with the window's later blocks undone.
+    /// The history at the end of the block's window with the window's later blocks undone, or
+    /// at the end of the window before with the block's window's blocks up to it redone
+    /// (whichever is fewer blocks): every key those blocks changed, as it was after the block.
     RecordedReverted {
         checkpoint: u64,
         reverts: BTreeMap<Address, RestoredAccount>,
@@ -590,15 +592,21 @@ impl OlderState {
             return Ok(Self::Reverted(tx.reverts_to(block)?));
         }
         let checkpoint = tx.trie_history_checkpoint(block)?;
-        Ok(if checkpoint == block {
-            Self::Recorded(block)
-        } else if checkpoint >= head {
-            Self::Reverted(tx.reverts_to(block)?)
-        } else {
-            Self::RecordedReverted {
+        if checkpoint == block {
+            return Ok(Self::Recorded(block));
+        }
+        // Back from the window's end, or from the head in the head's window, which has none.
+        let blocks_back = checkpoint.min(head).saturating_sub(block);
+        Ok(match tx.trie_history_checkpoint_before(block)? {
+            Some(previous) if block - previous < blocks_back => Self::RecordedReverted {
+                checkpoint: previous,
+                reverts: tx.changes_between(previous, block)?,
+            },
+            _ if checkpoint < head => Self::RecordedReverted {
                 checkpoint,
                 reverts: tx.reverts_between(block, checkpoint)?,
-            }
+            },
+            _ => Self::Reverted(tx.reverts_to(block)?),
         })
     }
 

@@ -139,6 +139,35 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(restored)
     }
 
+    /// Every account and slot that blocks `from + 1` through `block` changed, each as it was
+    /// after `block` (from the state history): what takes the state after `from` forward to
+    /// the state after `block`.
+    pub fn changes_between(
+        &self,
+        from: u64,
+        block: u64,
+    ) -> Result<BTreeMap<Address, RestoredAccount>> {
+        let mut changed: BTreeMap<Address, std::collections::BTreeSet<B256>> = BTreeMap::new();
+        for number in from.saturating_add(1)..=block {
+            for (address, _) in self.account_changeset(number)? {
+                changed.entry(address).or_default();
+            }
+            for (address, slot, _) in self.storage_changeset(number)? {
+                changed.entry(address).or_default().insert(slot);
+            }
+        }
+        let mut after = BTreeMap::new();
+        for (address, slots) in changed {
+            let storage = slots
+                .into_iter()
+                .map(|slot| Ok((slot, self.storage_at(&address, &slot, block)?)))
+                .collect::<Result<_>>()?;
+            let account = self.account_at(&address, block)?;
+            after.insert(address, RestoredAccount { account, storage });
+        }
+        Ok(after)
+    }
+
     fn for_each_with_prefix(
         &self,
         table: Table,

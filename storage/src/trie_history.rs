@@ -26,11 +26,11 @@ const STATE_HISTORY_FROM: &str = "state_history_from";
 /// this many, aligned on multiples of it, and the history records a node once per window: as
 /// it was before the window's first change to it. Nodes near the root change in nearly every
 /// block, so a window of blocks writes each of them once instead of once per block; the trie
-/// after an older block is then read at the end of its window, with the changesets of the
-/// window's later blocks undone over it.
+/// after an older block is then read at the end of its window (or of the one before), with
+/// the blocks between undone (or redone) over it.
 const NODE_WINDOW: &str = "trie_history_window";
-/// The node history window of a new datadir: proofs at an older block undo at most 31 blocks'
-/// changesets.
+/// The node history window of a new datadir: proofs at an older block undo or redo at most 16
+/// blocks' changes.
 pub const NODE_HISTORY_WINDOW: u64 = 32;
 
 /// `TrieChangeSets` tags: which history table an entry's key belongs to.
@@ -428,6 +428,16 @@ impl<K: TransactionKind> StorageTx<K> {
     pub fn trie_history_checkpoint(&self, block: u64) -> Result<u64> {
         let window = self.node_window()?;
         Ok(block.saturating_add(window - 1 - block % window))
+    }
+
+    /// The block before `block` that ends a node history window, if the history covers it:
+    /// the changes of the blocks after it up to `block` take its trie forward to `block`.
+    pub fn trie_history_checkpoint_before(&self, block: u64) -> Result<Option<u64>> {
+        let window_start = block - block % self.node_window()?;
+        match window_start.checked_sub(1) {
+            Some(before) if self.trie_history_covers(before)? => Ok(Some(before)),
+            _ => Ok(None),
+        }
     }
 
     /// Whether the trie after `block` can be read from the history: every later block's
