@@ -207,6 +207,13 @@ fn slot_key(address: &Address, slot: &B256) -> [u8; 52] {
     key
 }
 
+/// Which entry of a key's history [`StorageTx::history_entry`] finds.
+#[derive(Clone, Copy)]
+enum Side {
+    AtOrBefore,
+    After,
+}
+
 /// A history key: the account address (or slot key) followed by the block number.
 fn history_key(prefix: &[u8], block: u64) -> Vec<u8> {
     let mut key = Vec::with_capacity(prefix.len() + 8);
@@ -246,19 +253,25 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(self.tx.get::<Cow<'_, [u8]>>(self.db(table).dbi(), key)?)
     }
 
-    /// The value of the last key that starts with `prefix` and is at most `prefix ++ block`:
-    /// the entry of the last change at or before `block`.
-    fn last_at_or_before(
+    /// The entry of `prefix`'s history in `table` next to `block` (keys: `prefix`, then a
+    /// block number): the last at or before it (`Side::AtOrBefore`: the plain history, whose
+    /// entries hold values after their block), or the first after it (`Side::After`: the leaf
+    /// history, whose records hold values before their block; `None` then means no change
+    /// since, so the latest value holds).
+    fn history_entry(
         &self,
         table: Table,
         prefix: &[u8],
         block: u64,
+        side: Side,
     ) -> Result<Option<Vec<u8>>> {
         let mut cursor = self.tx.cursor(self.db(table))?;
         let seek = history_key(prefix, block.saturating_add(1));
-        let entry: Option<(Vec<u8>, Vec<u8>)> = match cursor.set_range::<Vec<u8>, Vec<u8>>(&seek)? {
-            Some(_) => cursor.prev::<Vec<u8>, Vec<u8>>()?,
-            None => cursor.last::<Vec<u8>, Vec<u8>>()?,
+        let found = cursor.set_range::<Vec<u8>, Vec<u8>>(&seek)?;
+        let entry = match (side, found) {
+            (Side::After, found) => found,
+            (Side::AtOrBefore, Some(_)) => cursor.prev::<Vec<u8>, Vec<u8>>()?,
+            (Side::AtOrBefore, None) => cursor.last::<Vec<u8>, Vec<u8>>()?,
         };
         Ok(entry.and_then(|(key, value)| {
             (key.len() == prefix.len() + 8 && key.starts_with(prefix)).then_some(value)
@@ -418,7 +431,12 @@ impl<K: TransactionKind> StorageTx<K> {
             return self.plain_account_at(address, block);
         }
         let hashed = alloy_primitives::keccak256(address);
-        match self.leaf_record_after(Table::HashedAccountsHistory, hashed.as_slice(), block)? {
+        match self.history_entry(
+            Table::HashedAccountsHistory,
+            hashed.as_slice(),
+            block,
+            Side::After,
+        )? {
             Some(record) if record.is_empty() => Ok(None),
             Some(record) => {
                 let fields = record.get(..StoredAccount::ENCODED_LEN).ok_or_else(|| {
@@ -439,7 +457,7 @@ impl<K: TransactionKind> StorageTx<K> {
         let mut key = [0u8; 64];
         key[..32].copy_from_slice(alloy_primitives::keccak256(address).as_slice());
         key[32..].copy_from_slice(alloy_primitives::keccak256(slot).as_slice());
-        match self.leaf_record_after(Table::HashedStoragesHistory, &key, block)? {
+        match self.history_entry(Table::HashedStoragesHistory, &key, block, Side::After)? {
             Some(record) => Ok(U256::from_be_slice(&record)),
             None => self.storage(address, slot),
         }
@@ -448,7 +466,12 @@ impl<K: TransactionKind> StorageTx<K> {
     /// The account after `block` from the plain history (the state history of layouts before
     /// 6): its last entry at or before the block.
     fn plain_account_at(&self, address: &Address, block: u64) -> Result<Option<StoredAccount>> {
-        match self.last_at_or_before(Table::AccountHistory, address.as_slice(), block)? {
+        match self.history_entry(
+            Table::AccountHistory,
+            address.as_slice(),
+            block,
+            Side::AtOrBefore,
+        )? {
             Some(value) if value.is_empty() => Ok(None),
             Some(value) => StoredAccount::decode(&value).map(Some),
             None => Ok(None),
@@ -459,7 +482,7 @@ impl<K: TransactionKind> StorageTx<K> {
     fn plain_storage_at(&self, address: &Address, slot: &B256, block: u64) -> Result<U256> {
         let prefix = slot_key(address, slot);
         Ok(self
-            .last_at_or_before(Table::StorageHistory, &prefix, block)?
+            .history_entry(Table::StorageHistory, &prefix, block, Side::AtOrBefore)?
             .map(|v| U256::from_be_slice(&v))
             .unwrap_or_default())
     }

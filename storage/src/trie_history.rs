@@ -392,23 +392,6 @@ impl<K: TransactionKind> StorageTx<K> {
             .is_some_and(|from| block.saturating_add(1) >= from))
     }
 
-    /// The record of the first change after `block` of the leaf with history key prefix
-    /// `prefix` (the trie's prefix, then the hashed key) in `table`: the value before that
-    /// change, empty when there was none. `None`: no later change, so the latest value holds.
-    pub(crate) fn leaf_record_after(
-        &self,
-        table: Table,
-        prefix: &[u8],
-        block: u64,
-    ) -> Result<Option<Vec<u8>>> {
-        let mut cursor = self.tx.cursor(self.db(table))?;
-        let seek = [prefix, &block.saturating_add(1).to_be_bytes()].concat();
-        Ok(cursor
-            .set_range::<Vec<u8>, Vec<u8>>(&seek)?
-            .filter(|(key, _)| key.len() == seek.len() && key.starts_with(prefix))
-            .map(|(_, value)| value))
-    }
-
     /// The node history's window (see `NODE_WINDOW`).
     pub fn node_window(&self) -> Result<u64> {
         match self.node_window.load(Ordering::Relaxed) {
