@@ -677,6 +677,8 @@ pub fn account_proof<K: Access>(
     // Every reverted account as the older state has it, with its storage root then.
     let mut accounts: BTreeMap<B256, Option<TrieAccount>> = BTreeMap::new();
     let mut target_storage: Option<Vec<SlotProof>> = None;
+    // Account leaves of the state the reverts go over, for those whose storage they keep.
+    let mut account_leaves = tx.trie_leaves_after(TrieId::Accounts, block)?;
     for (reverted, restored) in reverts {
         let key = keccak256(reverted);
         let is_target = key == hashed;
@@ -685,7 +687,7 @@ pub fn account_proof<K: Access>(
             continue;
         };
         let storage_root = if restored.storage.is_empty() && !is_target {
-            match tx.trie_leaves_after(TrieId::Accounts, block)?.get(&key)? {
+            match account_leaves.get(&key)? {
                 Some(Leaf::Account(account)) => account.storage_root,
                 _ => EMPTY_ROOT_HASH,
             }
@@ -724,10 +726,7 @@ pub fn account_proof<K: Access>(
 
     let account = match accounts.get(&hashed) {
         Some(account) => *account,
-        None => match tx
-            .trie_leaves_after(TrieId::Accounts, block)?
-            .get(&hashed)?
-        {
+        None => match account_leaves.get(&hashed)? {
             Some(Leaf::Account(account)) => Some(account),
             _ => None,
         },

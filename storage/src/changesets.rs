@@ -66,11 +66,7 @@ impl<K: TransactionKind> StorageTx<K> {
     /// How many unwinds were ever committed: a reader that remembers answers by block number
     /// drops them when this changes.
     pub fn unwind_count(&self) -> Result<u64> {
-        Ok(self
-            .meta(UNWINDS)?
-            .map(|v| be_u64(&v))
-            .transpose()?
-            .unwrap_or(0))
+        Ok(self.meta_u64(UNWINDS)?.unwrap_or(0))
     }
 
     /// The accounts block `number` changed, each as it was before the block.
@@ -147,25 +143,15 @@ impl<K: TransactionKind> StorageTx<K> {
         from: u64,
         block: u64,
     ) -> Result<BTreeMap<Address, RestoredAccount>> {
-        let mut changed: BTreeMap<Address, std::collections::BTreeSet<B256>> = BTreeMap::new();
-        for number in from.saturating_add(1)..=block {
-            for (address, _) in self.account_changeset(number)? {
-                changed.entry(address).or_default();
-            }
-            for (address, slot, _) in self.storage_changeset(number)? {
-                changed.entry(address).or_default().insert(slot);
+        // The same keys as the reverts between the two, with their values after `block`.
+        let mut changed = self.reverts_between(from, block)?;
+        for (address, restored) in &mut changed {
+            restored.account = self.account_at(address, block)?;
+            for (slot, value) in &mut restored.storage {
+                *value = self.storage_at(address, slot, block)?;
             }
         }
-        let mut after = BTreeMap::new();
-        for (address, slots) in changed {
-            let storage = slots
-                .into_iter()
-                .map(|slot| Ok((slot, self.storage_at(&address, &slot, block)?)))
-                .collect::<Result<_>>()?;
-            let account = self.account_at(&address, block)?;
-            after.insert(address, RestoredAccount { account, storage });
-        }
-        Ok(after)
+        Ok(changed)
     }
 
     fn for_each_with_prefix(

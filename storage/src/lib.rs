@@ -160,6 +160,7 @@ impl Database {
             dbs: self.dbs.clone(),
             scanned: self.scanned.clone(),
             node_window: Default::default(),
+            state_history_from: Default::default(),
         })
     }
 
@@ -185,6 +186,7 @@ impl Database {
             dbs: self.dbs.clone(),
             scanned: self.scanned.clone(),
             node_window: Default::default(),
+            state_history_from: Default::default(),
         })
     }
 }
@@ -195,8 +197,37 @@ pub struct StorageTx<K: TransactionKind> {
     dbs: Arc<Vec<signet_libmdbx::Database>>,
     /// The database handle's count of entries read by scans and trie walks.
     scanned: Arc<std::sync::atomic::AtomicU64>,
-    /// The trie node history's window as this transaction sees it (0: not read yet).
-    node_window: std::sync::atomic::AtomicU64,
+    /// `Meta` numbers read on hot paths, read once per transaction.
+    node_window: CachedMeta,
+    state_history_from: CachedMeta,
+}
+
+/// A `Meta` number a transaction reads once and keeps (for numbers that are never 0 or
+/// `u64::MAX`, which stand for "not read yet" and "absent").
+#[derive(Default)]
+struct CachedMeta(std::sync::atomic::AtomicU64);
+
+impl CachedMeta {
+    const ABSENT: u64 = u64::MAX;
+
+    fn get(&self, read: impl FnOnce() -> Result<Option<u64>>) -> Result<Option<u64>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        match self.0.load(Relaxed) {
+            0 => {
+                let value = read()?;
+                self.set(value);
+                Ok(value)
+            }
+            Self::ABSENT => Ok(None),
+            value => Ok(Some(value)),
+        }
+    }
+
+    /// What this transaction just wrote.
+    fn set(&self, value: Option<u64>) {
+        let stored = value.unwrap_or(Self::ABSENT);
+        self.0.store(stored, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// The key of a slot in PlainStorage, and the prefix of its StorageHistory keys.
@@ -282,9 +313,16 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(self.get(Table::Meta, key.as_bytes())?.map(Cow::into_owned))
     }
 
+    /// A number stored under a `Meta` key (u64 BE).
+    pub(crate) fn meta_u64(&self, key: &str) -> Result<Option<u64>> {
+        self.get(Table::Meta, key.as_bytes())?
+            .map(|v| be_u64(&v))
+            .transpose()
+    }
+
     /// A block number stored under a `Meta` key (`safe_block`, `finalized_block`).
     pub fn meta_block(&self, key: BlockMark) -> Result<Option<u64>> {
-        self.meta(key.key())?.map(|v| be_u64(&v)).transpose()
+        self.meta_u64(key.key())
     }
 
     /// The head `quarry follow` last saw its upstream at (`None`: never followed).
@@ -454,9 +492,10 @@ impl<K: TransactionKind> StorageTx<K> {
         if !self.state_history_covers(block)? {
             return self.plain_storage_at(address, slot, block);
         }
-        let mut key = [0u8; 64];
-        key[..32].copy_from_slice(alloy_primitives::keccak256(address).as_slice());
-        key[32..].copy_from_slice(alloy_primitives::keccak256(slot).as_slice());
+        let key = trie::hashed_slot_key(
+            &alloy_primitives::keccak256(address),
+            &alloy_primitives::keccak256(slot),
+        );
         match self.history_entry(Table::HashedStoragesHistory, &key, block, Side::After)? {
             Some(record) => Ok(U256::from_be_slice(&record)),
             None => self.storage(address, slot),

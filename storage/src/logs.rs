@@ -105,7 +105,7 @@ impl<K: TransactionKind> StorageTx<K> {
     /// The highest block through which the log index is complete; `None` in a database made
     /// before the index existed, until `build_log_index` has run.
     pub fn log_index_head(&self) -> Result<Option<u64>> {
-        self.meta(LOG_INDEX_HEAD)?.map(|v| be_u64(&v)).transpose()
+        self.meta_u64(LOG_INDEX_HEAD)
     }
 
     /// The transaction hashes of a block, in order.

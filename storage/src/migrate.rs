@@ -30,11 +30,7 @@ const TRIE_PROGRESS: &str = "trie_progress";
 impl<K: TransactionKind> StorageTx<K> {
     /// The layout version the database says it has (1 when it names none).
     pub fn schema_version(&self) -> Result<u64> {
-        Ok(self
-            .meta(SCHEMA)?
-            .map(|v| be_u64(&v))
-            .transpose()?
-            .unwrap_or(1))
+        Ok(self.meta_u64(SCHEMA)?.unwrap_or(1))
     }
 }
 
@@ -169,11 +165,7 @@ impl StorageTx<RwSync> {
     /// Rewrites layout 2's RLP receipt lists in the current encoding, block by block, until
     /// about `max_receipts` receipts are done. Returns `true` once all are.
     fn reencode_receipts(&self, max_receipts: u64) -> Result<bool> {
-        let mut next = self
-            .meta(RECEIPTS_PROGRESS)?
-            .map(|v| be_u64(&v))
-            .transpose()?
-            .unwrap_or(0);
+        let mut next = self.meta_u64(RECEIPTS_PROGRESS)?.unwrap_or(0);
         let mut done = 0u64;
         let last = {
             let mut cursor = self.tx.cursor(self.db(Table::Receipts))?;

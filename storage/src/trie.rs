@@ -151,6 +151,15 @@ pub fn first_key_under(path: &Nibbles) -> B256 {
     key
 }
 
+/// A storage leaf's key in `HashedStorages` (and, without its block, in
+/// `HashedStoragesHistory`): the hashed address, then the hashed slot.
+pub(crate) fn hashed_slot_key(account: &B256, slot: &B256) -> [u8; 64] {
+    let mut key = [0u8; 64];
+    key[..32].copy_from_slice(account.as_slice());
+    key[32..].copy_from_slice(slot.as_slice());
+    key
+}
+
 /// The table key to seek for the first leaf of `trie` under `path`.
 fn leaf_seek_key(trie: &TrieId, path: &Nibbles) -> Vec<u8> {
     [trie.prefix(), first_key_under(path).as_slice()].concat()
@@ -373,9 +382,7 @@ impl StorageTx<RwSync> {
         value: U256,
         history: Option<u64>,
     ) -> Result<()> {
-        let mut key = [0u8; 64];
-        key[..32].copy_from_slice(account.as_slice());
-        key[32..].copy_from_slice(slot.as_slice());
+        let key = hashed_slot_key(account, slot);
         let value = (!value.is_zero()).then(|| value.to_be_bytes::<32>());
         self.put_trie_entry(
             &TrieId::Storage(*account),

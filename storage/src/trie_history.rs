@@ -1,8 +1,9 @@
-//! The state trie's history: every branch node and leaf a block changed, as it was before the
-//! block (reth's trie changesets, indexed by path). With it the trie after an older block reads
-//! like the latest one: each node or leaf is the current entry, unless a later block changed
-//! it, in which case it is the value the first such change recorded, one seek away. A proof at
-//! an older block so costs what a proof at the head costs, however far back it is.
+//! The state trie's history: every leaf a block changed, as it was before the block, and every
+//! branch node a window of blocks changed, as it was before the window (reth's trie changesets,
+//! indexed by path). With it the trie after an older block (for nodes: one that ends a window)
+//! reads like the latest one: each node or leaf is the current entry, unless a later block
+//! changed it, in which case it is the value the first such change recorded, one seek away. A
+//! proof at an older block so costs the same however far back it is.
 //!
 //! The leaves' history is also the state history: an account or slot after an older block is
 //! its first later change's record, or the latest value. It is recorded from the block in the
@@ -12,11 +13,10 @@
 //! from `trie_history_from` on, unless `--no-trie-history` stopped it; proofs at blocks it does
 //! not cover undo the changesets in memory instead.
 
-use crate::{Error, Result, StorageTx, StoredAccount, Table, TrieId, models::be_u64};
+use crate::{Error, Result, StorageTx, StoredAccount, Table, TrieId};
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::Nibbles;
 use signet_libmdbx::{MdbxError, RwSync, TransactionKind, WriteFlags, tx::Cursor};
-use std::sync::atomic::Ordering;
 
 /// Meta key: the first block whose trie node changes are recorded (u64 BE).
 const HISTORY_FROM: &str = "trie_history_from";
@@ -183,6 +183,12 @@ pub(crate) fn path_of_history(bytes: &[u8]) -> Result<Nibbles> {
     Ok(Nibbles::from_nibbles_unchecked(
         nibbles.iter().map(|n| n - 1).collect::<Vec<u8>>(),
     ))
+}
+
+/// Whether a history recorded from block `from` on (`None`: not recorded) covers the state
+/// after `block`: every later block's changes are recorded.
+fn history_covers(from: Option<u64>, block: u64) -> bool {
+    from.is_some_and(|from| block.saturating_add(1) >= from)
 }
 
 /// A history key: the trie's prefix, the entry's key as history holds it, the block.
@@ -373,36 +379,27 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
 impl<K: TransactionKind> StorageTx<K> {
     /// The first block whose trie node changes are recorded, if any are.
     pub fn trie_history_from(&self) -> Result<Option<u64>> {
-        self.meta(HISTORY_FROM)?.map(|v| be_u64(&v)).transpose()
+        self.meta_u64(HISTORY_FROM)
     }
 
     /// The first block whose leaf changes are recorded: the state history from then on. Older
     /// blocks' state is in `AccountHistory` and `StorageHistory`, which layouts before 6 wrote.
     pub fn state_history_from(&self) -> Result<Option<u64>> {
-        self.meta(STATE_HISTORY_FROM)?
-            .map(|v| be_u64(&v))
-            .transpose()
+        // Every read at an older block asks: one `Meta` read per transaction.
+        self.state_history_from
+            .get(|| self.meta_u64(STATE_HISTORY_FROM))
     }
 
     /// Whether the state after `block` reads from the leaf history (else from the plain
     /// history an older layout wrote).
     pub(crate) fn state_history_covers(&self, block: u64) -> Result<bool> {
-        Ok(self
-            .state_history_from()?
-            .is_some_and(|from| block.saturating_add(1) >= from))
+        Ok(history_covers(self.state_history_from()?, block))
     }
 
     /// The node history's window (see `NODE_WINDOW`).
     pub fn node_window(&self) -> Result<u64> {
-        match self.node_window.load(Ordering::Relaxed) {
-            0 => {
-                let window = self.meta(NODE_WINDOW)?.map(|v| be_u64(&v)).transpose()?;
-                let window = window.unwrap_or(1).max(1);
-                self.node_window.store(window, Ordering::Relaxed);
-                Ok(window)
-            }
-            window => Ok(window),
-        }
+        let window = self.node_window.get(|| self.meta_u64(NODE_WINDOW))?;
+        Ok(window.unwrap_or(1).max(1))
     }
 
     /// The block at or after `block` that ends a node history window: the trie after it reads
@@ -426,10 +423,7 @@ impl<K: TransactionKind> StorageTx<K> {
     /// Whether the trie after `block` can be read from the history: every later block's
     /// node and leaf changes are recorded.
     pub fn trie_history_covers(&self, block: u64) -> Result<bool> {
-        Ok(self
-            .trie_history_from()?
-            .is_some_and(|from| block.saturating_add(1) >= from)
-            && self.state_history_covers(block)?)
+        Ok(history_covers(self.trie_history_from()?, block) && self.state_history_covers(block)?)
     }
 }
 
@@ -437,15 +431,18 @@ impl StorageTx<RwSync> {
     /// Records the trie's history, nodes and leaves, from block `first` on (a new datadir),
     /// nodes once per window of `window` blocks.
     pub fn start_trie_history(&self, first: u64, window: u64) -> Result<()> {
+        let window = window.max(1);
         self.put_meta(HISTORY_FROM, &first.to_be_bytes())?;
-        self.put_meta(NODE_WINDOW, &window.max(1).to_be_bytes())?;
-        self.node_window.store(window.max(1), Ordering::Relaxed);
+        self.put_meta(NODE_WINDOW, &window.to_be_bytes())?;
+        self.node_window.set(Some(window));
         self.start_state_history(first)
     }
 
     /// Records the leaf history (the state history) from block `first` on.
     pub(crate) fn start_state_history(&self, first: u64) -> Result<()> {
-        self.put_meta(STATE_HISTORY_FROM, &first.to_be_bytes())
+        self.put_meta(STATE_HISTORY_FROM, &first.to_be_bytes())?;
+        self.state_history_from.set(Some(first));
+        Ok(())
     }
 
     /// Stops recording trie node history: proofs at older blocks undo the changesets instead.
@@ -541,15 +538,12 @@ impl StorageTx<RwSync> {
     /// After an unwind to `ancestor`: history is recorded from the block after it at the
     /// latest (everything above it is gone).
     pub(crate) fn trie_history_unwound(&self, ancestor: u64) -> Result<()> {
-        if let Some(from) = self.trie_history_from()?
-            && from > ancestor + 1
-        {
-            self.put_meta(HISTORY_FROM, &(ancestor + 1).to_be_bytes())?;
+        let first = ancestor + 1;
+        if self.trie_history_from()?.is_some_and(|from| from > first) {
+            self.put_meta(HISTORY_FROM, &first.to_be_bytes())?;
         }
-        if let Some(from) = self.state_history_from()?
-            && from > ancestor + 1
-        {
-            self.start_state_history(ancestor + 1)?;
+        if self.state_history_from()?.is_some_and(|from| from > first) {
+            self.start_state_history(first)?;
         }
         Ok(())
     }
