@@ -180,7 +180,7 @@ impl StorageTx<RwSync> {
         address: &Address,
         before: Option<&StoredAccount>,
     ) -> Result<()> {
-        self.put(
+        self.append(
             Table::AccountChangeSets,
             &account_changeset_key(block, address),
             &encode_account(before),
@@ -194,7 +194,7 @@ impl StorageTx<RwSync> {
         slot: &B256,
         before: U256,
     ) -> Result<()> {
-        self.put(
+        self.append(
             Table::StorageChangeSets,
             &storage_changeset_key(block, address, slot),
             &before.to_be_bytes::<32>(),
@@ -206,6 +206,8 @@ impl StorageTx<RwSync> {
     /// down to it. Commit the transaction to make the unwind (and whatever is written after it)
     /// visible at once.
     pub fn unwind_to(&self, ancestor: u64) -> Result<Unwound> {
+        // The unwound blocks' index entries may still be staged: they must be there to delete.
+        self.write_staged()?;
         let mut unwound = Unwound::default();
         let Some((head, _)) = self.head()? else {
             return Ok(unwound);

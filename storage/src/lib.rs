@@ -7,6 +7,7 @@ mod logs;
 mod migrate;
 mod models;
 mod receipts;
+mod staged;
 mod tables;
 mod trie;
 mod trie_history;
@@ -25,8 +26,8 @@ use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_rlp::{Decodable, Encodable};
 use models::be_u64;
 use signet_libmdbx::{
-    DatabaseFlags, Environment, EnvironmentFlags, Geometry, Mode, RoSync, RwSync, SyncMode,
-    TransactionKind, WriteFlags, tx::Tx,
+    DatabaseFlags, Environment, EnvironmentFlags, Geometry, MdbxError, Mode, RoSync, RwSync,
+    SyncMode, TransactionKind, WriteFlags, tx::Tx,
 };
 use std::{borrow::Cow, path::Path, sync::Arc};
 
@@ -161,6 +162,8 @@ impl Database {
             scanned: self.scanned.clone(),
             node_window: Default::default(),
             state_history_from: Default::default(),
+            recorded_nodes: Default::default(),
+            staged: Default::default(),
         })
     }
 
@@ -187,6 +190,8 @@ impl Database {
             scanned: self.scanned.clone(),
             node_window: Default::default(),
             state_history_from: Default::default(),
+            recorded_nodes: Default::default(),
+            staged: Default::default(),
         })
     }
 }
@@ -200,6 +205,10 @@ pub struct StorageTx<K: TransactionKind> {
     /// `Meta` numbers read on hot paths, read once per transaction.
     node_window: CachedMeta,
     state_history_from: CachedMeta,
+    /// Node history keys this transaction knows to be recorded in the current window.
+    recorded_nodes: trie_history::RecordedNodes,
+    /// Random-keyed index entries a write transaction writes sorted, at the latest on commit.
+    staged: staged::StagedIndexes,
 }
 
 /// A `Meta` number a transaction reads once and keeps (for numbers that are never 0 or
@@ -673,6 +682,16 @@ impl StorageTx<RwSync> {
             .put(self.db(table), key, value, WriteFlags::empty())?)
     }
 
+    /// Puts an entry of a table keyed by block number first, written in block order: its key
+    /// normally sorts after every stored one, and MDBX then only compares it with the last key
+    /// instead of searching the tree. A key that does not sort last is put as usual.
+    fn append(&self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
+        match self.tx.put(self.db(table), key, value, WriteFlags::APPEND) {
+            Err(MdbxError::KeyMismatch) => self.put(table, key, value),
+            result => Ok(result?),
+        }
+    }
+
     fn del(&self, table: Table, key: &[u8]) -> Result<()> {
         self.tx.del(self.db(table), key, None)?;
         Ok(())
@@ -713,27 +732,27 @@ impl StorageTx<RwSync> {
         let key = number.to_be_bytes();
         let mut buf = Vec::with_capacity(block.header.length());
         block.header.encode(&mut buf);
-        self.put(Table::Headers, &key, &buf)?;
-        self.put(Table::CanonicalHashes, &key, block.hash.as_slice())?;
+        self.append(Table::Headers, &key, &buf)?;
+        self.append(Table::CanonicalHashes, &key, block.hash.as_slice())?;
         self.put(Table::HeaderNumbers, block.hash.as_slice(), &key)?;
-        self.put(
+        self.append(
             Table::TotalDifficulty,
             &key,
             &block.total_difficulty.to_be_bytes::<32>(),
         )?;
         buf.clear();
         block.body.encode(&mut buf);
-        self.put(Table::BlockBodies, &key, &buf)?;
+        self.append(Table::BlockBodies, &key, &buf)?;
         let senders: Vec<u8> = block.senders.iter().flat_map(|a| a.0.0).collect();
-        self.put(Table::Senders, &key, &senders)?;
+        self.append(Table::Senders, &key, &senders)?;
         let hashes: Vec<u8> = block
             .body
             .transactions
             .iter()
             .flat_map(|tx| tx.tx_hash().0)
             .collect();
-        self.put(Table::BlockTxHashes, &key, &hashes)?;
-        self.put(
+        self.append(Table::BlockTxHashes, &key, &hashes)?;
+        self.append(
             Table::Receipts,
             &key,
             &receipts::encode_block_receipts(block.receipts),
@@ -744,13 +763,13 @@ impl StorageTx<RwSync> {
             None => 0,
         };
         let through = earlier + block.body.transactions.len() as u64;
-        self.put(Table::TxCounts, &key, &through.to_be_bytes())?;
+        self.append(Table::TxCounts, &key, &through.to_be_bytes())?;
         for (index, tx) in block.body.transactions.iter().enumerate() {
             let location = TxLocation {
                 block_number: number,
                 index: index as u32,
             };
-            self.put(Table::TxLookup, tx.tx_hash().as_slice(), &location.encode())?;
+            self.put_staged(Table::TxLookup, tx.tx_hash().as_slice(), &location.encode())?;
         }
         Ok(())
     }
@@ -818,9 +837,6 @@ impl StorageTx<RwSync> {
         }
         for change in accounts {
             let address = &change.address;
-            if record {
-                self.record_account_before(block, address, self.account(address)?.as_ref())?;
-            }
             let wiped = if change.wiped || change.account.is_none() {
                 self.wipe_storage(address)?
             } else {
@@ -832,18 +848,48 @@ impl StorageTx<RwSync> {
                 }
             }
             for (slot, value) in &change.storage {
+                let value = (!value.is_zero()).then(|| value.to_be_bytes::<32>());
+                let key = slot_key(address, slot);
+                let before = self.replace(Table::PlainStorage, &key, value.as_ref())?;
                 // A wiped slot's value before the block was recorded before the wipe.
                 if record && wiped.binary_search_by_key(slot, |(s, _)| *s).is_err() {
-                    self.record_slot_before(block, address, slot, self.storage(address, slot)?)?;
+                    let before = before.map_or(U256::ZERO, |v| U256::from_be_slice(&v));
+                    self.record_slot_before(block, address, slot, before)?;
                 }
-                self.set_storage(address, slot, *value)?;
             }
-            self.set_account(address, change.account.as_ref())?;
+            let account = change.account.as_ref().map(StoredAccount::encode);
+            let before =
+                self.replace(Table::PlainAccounts, address.as_slice(), account.as_ref())?;
+            if record {
+                let before = before.map(|v| StoredAccount::decode(&v)).transpose()?;
+                self.record_account_before(block, address, before.as_ref())?;
+            }
         }
         Ok(())
     }
 
+    /// Sets (`Some`) or deletes (`None`) an entry in one B-tree search, and returns its value
+    /// before.
+    fn replace(
+        &self,
+        table: Table,
+        key: &[u8],
+        value: Option<&impl AsRef<[u8]>>,
+    ) -> Result<Option<Vec<u8>>> {
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let before = cursor.set::<Vec<u8>>(key)?;
+        match (value.map(AsRef::as_ref), &before) {
+            (Some(value), Some(before)) if before.as_slice() == value => {}
+            (Some(value), Some(_)) => cursor.put(key, value, WriteFlags::CURRENT)?,
+            (Some(value), None) => cursor.put(key, value, WriteFlags::empty())?,
+            (None, Some(_)) => cursor.del()?,
+            (None, None) => {}
+        }
+        Ok(before)
+    }
+
     pub fn commit(self) -> Result<()> {
+        self.write_staged()?;
         Ok(self.tx.commit()?)
     }
 }

@@ -360,13 +360,13 @@ impl StorageTx<RwSync> {
             key.clear();
             key.extend_from_slice(address.as_slice());
             key.extend_from_slice(&block);
-            self.put(Table::LogAddresses, &key, &[])?;
+            self.put_staged(Table::LogAddresses, &key, &[])?;
         }
         for (topic, positions) in &topics {
             key.clear();
             key.extend_from_slice(topic.as_slice());
             key.extend_from_slice(&block);
-            self.put(Table::LogTopics, &key, &[*positions])?;
+            self.put_staged(Table::LogTopics, &key, &[*positions])?;
         }
         self.put_meta(LOG_INDEX_HEAD, &block)
     }

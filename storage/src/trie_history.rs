@@ -191,6 +191,43 @@ fn history_covers(from: Option<u64>, block: u64) -> bool {
     from.is_some_and(|from| block.saturating_add(1) >= from)
 }
 
+/// The node history keys a write transaction has recorded, or found recorded, in the window
+/// it is writing. Nodes near the root change in nearly every block, and all but a window's
+/// first change find their record there already: knowing that spares a B-tree search each.
+/// Only keys of one window are kept, and an unwind, which deletes records, forgets them all.
+#[derive(Default)]
+pub(crate) struct RecordedNodes(std::sync::Mutex<(u64, std::collections::HashSet<Vec<u8>>)>);
+
+impl RecordedNodes {
+    fn contains(&self, window_start: u64, key: &[u8]) -> bool {
+        let known = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        known.0 == window_start && known.1.contains(key)
+    }
+
+    fn insert(&self, window_start: u64, key: Vec<u8>) {
+        let mut known = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if known.0 != window_start {
+            known.0 = window_start;
+            known.1.clear();
+        }
+        known.1.insert(key);
+    }
+
+    fn forget(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .1
+            .clear();
+    }
+}
+
 /// A history key: the trie's prefix, the entry's key as history holds it, the block.
 fn history_key(trie: &TrieId, logical: &[u8], block: u64) -> Vec<u8> {
     [trie.prefix(), logical, &block.to_be_bytes()].concat()
@@ -468,25 +505,36 @@ impl StorageTx<RwSync> {
             Entries::Nodes => self.node_window()?,
             Entries::Leaves => 1,
         };
-        let key = history_key(trie, logical, block - block % window);
+        let window_start = block - block % window;
+        let key = history_key(trie, logical, window_start);
+        let is_node = entries == Entries::Nodes;
+        if is_node && self.recorded_nodes.contains(window_start, &key) {
+            return Ok(());
+        }
         let record = match (entries, before) {
             (Entries::Nodes, Some(before)) if window == 1 => node_record(before, after),
             (Entries::Nodes, Some(before)) => [&[FULL], before].concat(),
             (_, before) => before.unwrap_or_default().to_vec(),
         };
         let flags = WriteFlags::NO_OVERWRITE;
-        match self.tx.put(self.db(table), &key, &record, flags) {
-            Ok(()) => {}
-            Err(MdbxError::KeyExist) => return Ok(()),
+        let written = match self.tx.put(self.db(table), &key, &record, flags) {
+            Ok(()) => true,
+            Err(MdbxError::KeyExist) => false,
             Err(err) => return Err(err.into()),
+        };
+        if is_node {
+            self.recorded_nodes.insert(window_start, key.clone());
         }
-        if entries == Entries::Nodes {
+        if !written {
+            return Ok(());
+        }
+        if is_node {
             let tag = match trie {
                 TrieId::Accounts => ACCOUNTS_TAG,
                 TrieId::Storage(_) => STORAGES_TAG,
             };
             let index = [&block.to_be_bytes()[..], &[tag], &key[..key.len() - 8]].concat();
-            self.put(Table::TrieChangeSets, &index, &[])?;
+            self.append(Table::TrieChangeSets, &index, &[])?;
         }
         Ok(())
     }
@@ -500,6 +548,7 @@ impl StorageTx<RwSync> {
         slots: &[(Address, B256, U256)],
     ) -> Result<()> {
         let block = number.to_be_bytes();
+        self.recorded_nodes.forget();
         // Node history keys name the block's window; `TrieChangeSets` the block that recorded
         // them, so only that block's unwind deletes them.
         let window_start = number - number % self.node_window()?;
@@ -602,6 +651,58 @@ mod tests {
         assert_eq!(node_before(&[], Some(&after)).unwrap(), None);
         assert!(node_before(&[DIFF, 0, 0], Some(&after)).is_err());
         assert!(node_before(&node_record(&before, Some(&after)), None).is_err());
+    }
+
+    /// A window records a node once, however often its blocks change it; once an unwind has
+    /// deleted that record, the window's next change records the node again.
+    #[test]
+    fn a_window_records_a_node_once_and_again_after_its_record_is_unwound() {
+        use alloy_trie::{BranchNodeCompact, TrieMask};
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        tx.start_trie_history(1, 4).unwrap();
+        let node = |seed: u8| {
+            BranchNodeCompact::new(
+                TrieMask::new(0b11),
+                TrieMask::new(0),
+                TrieMask::new(0b11),
+                vec![B256::repeat_byte(seed); 2],
+                None,
+            )
+        };
+        let entries = |table: Table| {
+            let mut cursor = tx.tx.cursor(tx.db(table)).unwrap();
+            let mut count = 0;
+            let mut entry = cursor.first::<Vec<u8>, Vec<u8>>().unwrap();
+            while entry.is_some() {
+                count += 1;
+                entry = cursor.next::<Vec<u8>, Vec<u8>>().unwrap();
+            }
+            count
+        };
+        let records = || {
+            (
+                entries(Table::AccountsTrieHistory),
+                entries(Table::TrieChangeSets),
+            )
+        };
+        let path = Nibbles::from_nibbles([1, 2]);
+        let put = |seed: u8, block: u64| {
+            tx.put_trie_node(&TrieId::Accounts, &path, Some(&node(seed)), Some(block))
+                .unwrap()
+        };
+        put(1, 4);
+        put(2, 5);
+        put(3, 6);
+        assert_eq!(records(), (1, 1), "blocks 4 to 7 are one window");
+        tx.delete_trie_history(6, &[], &[]).unwrap();
+        tx.delete_trie_history(5, &[], &[]).unwrap();
+        assert_eq!(records(), (1, 1), "block 4 wrote the record");
+        tx.delete_trie_history(4, &[], &[]).unwrap();
+        assert_eq!(records(), (0, 0));
+        put(4, 5);
+        assert_eq!(records(), (1, 1), "the window's record is written again");
     }
 
     #[test]
