@@ -93,15 +93,25 @@ pub fn execute_block<K: Access>(
 
     verify::check_header(spec, header, &parent, merged)
         .map_err(|rule| reject(Invalid::Rule(rule)))?;
-    check_body(spec, tx, block, merged).map_err(reject)?;
-    if block.senders.len() != block.body.transactions.len() {
-        return Err(reject(Invalid::Rule(
-            "sender count differs from transaction count".into(),
-        )));
-    }
-
-    let outcome = run(spec, tx, block, merged)
-        .and_then(|(executed, outputs)| check_outputs(header, &outputs).map(|()| executed));
+    // The transactions root needs only the body, so a thread of rayon's pool hashes it while
+    // this one executes; a mismatch still rejects the block before anything else does.
+    let mut transactions_root = Ok(());
+    let outcome = rayon::in_place_scope(|scope| {
+        scope.spawn(|_| transactions_root = check_transactions_root(block));
+        check_body_rest(spec, tx, block, merged)
+            .and_then(|()| {
+                if block.senders.len() != block.body.transactions.len() {
+                    return Err(Invalid::Rule(
+                        "sender count differs from transaction count".into(),
+                    ));
+                }
+                Ok(())
+            })
+            .map_err(RunError::Invalid)
+            .and_then(|()| run(spec, tx, block, merged))
+            .and_then(|(executed, outputs)| check_outputs(header, &outputs).map(|()| executed))
+    });
+    let outcome = transactions_root.map_err(RunError::Invalid).and(outcome);
     finish(outcome, parent_td + header.difficulty, reject)
 }
 
@@ -278,16 +288,28 @@ fn check_body<K: Access>(
     block: &SealedBlock,
     merged: bool,
 ) -> std::result::Result<(), Invalid> {
+    check_transactions_root(block)?;
+    check_body_rest(spec, tx, block, merged)
+}
+
+fn check_transactions_root(block: &SealedBlock) -> std::result::Result<(), Invalid> {
+    let expected = block.header.transactions_root;
+    let root = calculate_transaction_root(&block.body.transactions);
+    if root != expected {
+        return Err(Invalid::mismatch("transactionsRoot", expected, root));
+    }
+    Ok(())
+}
+
+/// The body's checks after its transactions root: ommers, withdrawals and uncles.
+fn check_body_rest<K: Access>(
+    spec: &ChainSpec,
+    tx: &StorageTx<K>,
+    block: &SealedBlock,
+    merged: bool,
+) -> std::result::Result<(), Invalid> {
     let header = &block.header;
     let body = &block.body;
-    let tx_root = calculate_transaction_root(&body.transactions);
-    if tx_root != header.transactions_root {
-        return Err(Invalid::mismatch(
-            "transactionsRoot",
-            header.transactions_root,
-            tx_root,
-        ));
-    }
     let ommers_root = calculate_ommers_root(&body.ommers);
     if ommers_root != header.ommers_hash {
         return Err(Invalid::mismatch(
@@ -464,19 +486,38 @@ fn run<K: Access>(
     let (_, result) = executor.finish().map_err(execution_error)?;
     state.merge_transitions(BundleRetention::PlainState);
     let bundle = state.take_bundle();
-    let started = Instant::now();
-    apply_bundle(&mut trie, &bundle);
-    let state_root = trie.root(tx)?;
-    state_root_time += started.elapsed();
-
     let mut receipts = result.receipts;
     for (receipt, root) in receipts.iter_mut().zip(&post_states) {
         receipt_mut(receipt).status = Eip658Value::PostState(*root);
     }
+    let started = Instant::now();
+    apply_bundle(&mut trie, &bundle);
+    // The receipts' root, bloom and stored form need only the receipts, and the changes to
+    // store only the bundle: a thread of rayon's pool makes them while this one walks the
+    // state trie, which reads the storage transaction.
+    let mut side = None;
+    let state_root = rayon::in_place_scope(|scope| {
+        let (receipts, bundle, side) = (&receipts, &bundle, &mut side);
+        scope.spawn(move |_| {
+            *side = Some((
+                calculate_receipt_root(receipts),
+                receipts.iter().fold(Bloom::ZERO, |acc, r| acc | r.bloom()),
+                stored_receipts(receipts, meta),
+                bundle_changes(bundle),
+            ));
+        });
+        trie.root(tx)
+    });
+    let Some((receipts_root, logs_bloom, stored_receipts, accounts)) = side else {
+        unreachable!("the scope ends after its job")
+    };
+    let state_root = state_root?;
+    state_root_time += started.elapsed();
+
     let outputs = Outputs {
         gas_used: result.gas_used,
-        receipts_root: calculate_receipt_root(&receipts),
-        logs_bloom: receipts.iter().fold(Bloom::ZERO, |acc, r| acc | r.bloom()),
+        receipts_root,
+        logs_bloom,
         requests_hash: if result.requests.is_empty() {
             EMPTY_REQUESTS_HASH
         } else {
@@ -486,8 +527,25 @@ fn run<K: Access>(
         state_root,
     };
 
+    let executed = ExecutedBlock {
+        receipts: stored_receipts,
+        accounts,
+        bytecodes: bundle
+            .contracts
+            .iter()
+            .map(|(hash, code)| (*hash, code.original_bytes()))
+            .collect(),
+        total_difficulty: U256::ZERO,
+        state_root_time,
+        trie,
+    };
+    Ok((executed, outputs))
+}
+
+/// The receipts as stored: each with its own gas and what its transaction implies.
+fn stored_receipts(receipts: &[ReceiptEnvelope], meta: Vec<TxMeta>) -> Vec<StoredReceipt> {
     let mut previous_cumulative = 0;
-    let stored_receipts = receipts
+    receipts
         .iter()
         .zip(meta)
         .map(|(receipt, meta)| {
@@ -509,21 +567,7 @@ fn run<K: Access>(
                 logs: receipt.logs().to_vec(),
             }
         })
-        .collect();
-
-    let executed = ExecutedBlock {
-        receipts: stored_receipts,
-        accounts: bundle_changes(&bundle),
-        bytecodes: bundle
-            .contracts
-            .iter()
-            .map(|(hash, code)| (*hash, code.original_bytes()))
-            .collect(),
-        total_difficulty: U256::ZERO,
-        state_root_time,
-        trie,
-    };
-    Ok((executed, outputs))
+        .collect()
 }
 
 /// The header fields that only execution yields.
