@@ -211,17 +211,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// its place in the pinned libmimalloc-sys's v2 `mi_option_e`).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// For a server: give freed memory back at once rather than 10 ms later. With the delay,
-/// memory freed by large answers (eth_getBlockReceipts of a block of big logs is 21 MB of JSON)
-/// is only purged when the freeing thread allocates again, and stays resident after a burst.
-/// Not for ingest, whose executing thread frees and allocates again block after block: purging
-/// at once made it hand pages back and fault them in again, in system time.
-fn purge_freed_memory_at_once() {
+fn main() -> Result<()> {
+    // Give freed memory back at once rather than 10 ms later: with the delay, memory freed by
+    // large answers (eth_getBlockReceipts of a block of big logs is 21 MB of JSON) is only
+    // purged when the freeing thread allocates again, and stays resident after a burst.
     // SAFETY: sets a plain integer option; mimalloc reads it when it next purges.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-}
-
-fn main() -> Result<()> {
     // RUST_LOG picks what is logged (default: info); `quarry_rpc=debug` logs every call.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -281,19 +276,13 @@ fn main() -> Result<()> {
             datadir,
             config,
             listen,
-        } => {
-            purge_freed_memory_at_once();
-            serve(datadir, config, listen)
-        }
+        } => serve(datadir, config, listen),
         Command::Dev {
             chain,
             datadir,
             config,
             listen,
-        } => {
-            purge_freed_memory_at_once();
-            dev(chain, datadir, config, listen)
-        }
+        } => dev(chain, datadir, config, listen),
         Command::Devchain {
             out,
             blocks,
