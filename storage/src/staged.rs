@@ -13,26 +13,57 @@ use signet_libmdbx::{RwSync, WriteFlags};
 use std::sync::{Mutex, PoisonError};
 
 /// How many entries are staged before they are written: a bound on the memory they take
-/// (about 60 bytes each) that still leaves many keys per page of each table.
+/// (about 80 bytes each) that still leaves many keys per page of each table.
 const STAGED_LIMIT: usize = 1 << 18;
 
-/// An entry to write: its table, key and value.
-type Entry = (Table, Vec<u8>, Vec<u8>);
+/// Where a staged entry's key and value are in [`Staged::bytes`].
+struct Entry {
+    table: Table,
+    start: usize,
+    key_end: usize,
+    end: usize,
+}
+
+/// Staged entries: their keys and values one after another, and where each is.
+#[derive(Default)]
+struct Staged {
+    bytes: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+impl Staged {
+    fn key(&self, entry: &Entry) -> &[u8] {
+        &self.bytes[entry.start..entry.key_end]
+    }
+
+    fn value(&self, entry: &Entry) -> &[u8] {
+        &self.bytes[entry.key_end..entry.end]
+    }
+}
 
 /// Entries staged for the random-keyed index tables.
 #[derive(Default)]
-pub(crate) struct StagedIndexes(Mutex<Vec<Entry>>);
+pub(crate) struct StagedIndexes(Mutex<Staged>);
 
 impl StagedIndexes {
-    fn take(&self) -> Vec<Entry> {
+    fn take(&self) -> Staged {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Stages an entry; true when enough are staged to write them.
     fn stage(&self, table: Table, key: &[u8], value: &[u8]) -> bool {
         let mut staged = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        staged.push((table, key.to_vec(), value.to_vec()));
-        staged.len() >= STAGED_LIMIT
+        let start = staged.bytes.len();
+        staged.bytes.extend_from_slice(key);
+        staged.bytes.extend_from_slice(value);
+        let entry = Entry {
+            table,
+            start,
+            key_end: start + key.len(),
+            end: staged.bytes.len(),
+        };
+        staged.entries.push(entry);
+        staged.entries.len() >= STAGED_LIMIT
     }
 }
 
@@ -50,16 +81,17 @@ impl StorageTx<RwSync> {
     /// so that each put starts from the page the last one left.
     pub fn write_staged(&self) -> Result<()> {
         let mut staged = self.staged.take();
-        if staged.is_empty() {
+        if staged.entries.is_empty() {
             return Ok(());
         }
+        let mut entries = std::mem::take(&mut staged.entries);
         // Stable: of two entries with one key, the later staged is written last.
-        staged.sort_by(|a, b| (a.0 as u8, &a.1).cmp(&(b.0 as u8, &b.1)));
-        let mut entries = staged.iter().peekable();
-        while let Some(&(table, _, _)) = entries.peek() {
-            let mut cursor = self.tx.cursor(self.db(*table))?;
-            while let Some((_, key, value)) = entries.next_if(|(t, _, _)| t == table) {
-                cursor.put(key, value, WriteFlags::empty())?;
+        entries.sort_by(|a, b| (a.table as u8, staged.key(a)).cmp(&(b.table as u8, staged.key(b))));
+        let mut entries = entries.iter().peekable();
+        while let Some(table) = entries.peek().map(|entry| entry.table) {
+            let mut cursor = self.tx.cursor(self.db(table))?;
+            while let Some(entry) = entries.next_if(|entry| entry.table == table) {
+                cursor.put(staged.key(entry), staged.value(entry), WriteFlags::empty())?;
             }
         }
         Ok(())
