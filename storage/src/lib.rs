@@ -850,7 +850,8 @@ impl StorageTx<RwSync> {
             for (slot, value) in &change.storage {
                 let value = (!value.is_zero()).then(|| value.to_be_bytes::<32>());
                 let key = slot_key(address, slot);
-                let before = self.replace(Table::PlainStorage, &key, value.as_ref())?;
+                let before =
+                    self.replace(Table::PlainStorage, &key, value.as_ref().map(|v| &v[..]))?;
                 // A wiped slot's value before the block was recorded before the wipe.
                 if record && wiped.binary_search_by_key(slot, |(s, _)| *s).is_err() {
                     let before = before.map_or(U256::ZERO, |v| U256::from_be_slice(&v));
@@ -858,8 +859,8 @@ impl StorageTx<RwSync> {
                 }
             }
             let account = change.account.as_ref().map(StoredAccount::encode);
-            let before =
-                self.replace(Table::PlainAccounts, address.as_slice(), account.as_ref())?;
+            let account = account.as_ref().map(|a| &a[..]);
+            let before = self.replace(Table::PlainAccounts, address.as_slice(), account)?;
             if record {
                 let before = before.map(|v| StoredAccount::decode(&v)).transpose()?;
                 self.record_account_before(block, address, before.as_ref())?;
@@ -869,16 +870,16 @@ impl StorageTx<RwSync> {
     }
 
     /// Sets (`Some`) or deletes (`None`) an entry in one B-tree search, and returns its value
-    /// before.
-    fn replace(
+    /// before: the search that finds it is where it is overwritten or deleted.
+    pub(crate) fn replace(
         &self,
         table: Table,
         key: &[u8],
-        value: Option<&impl AsRef<[u8]>>,
+        value: Option<&[u8]>,
     ) -> Result<Option<Vec<u8>>> {
         let mut cursor = self.tx.cursor(self.db(table))?;
         let before = cursor.set::<Vec<u8>>(key)?;
-        match (value.map(AsRef::as_ref), &before) {
+        match (value, &before) {
             (Some(value), Some(before)) if before.as_slice() == value => {}
             (Some(value), Some(_)) => cursor.put(key, value, WriteFlags::CURRENT)?,
             (Some(value), None) => cursor.put(key, value, WriteFlags::empty())?,

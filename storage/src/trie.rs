@@ -9,7 +9,7 @@ use crate::{
 };
 use alloy_primitives::{B256, U256};
 use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask};
-use signet_libmdbx::{RwSync, TransactionKind, WriteFlags, tx::Cursor};
+use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
 use std::sync::atomic::Ordering;
 
 /// Which trie: the accounts trie, or the storage trie of the account with this hashed address.
@@ -450,22 +450,12 @@ impl StorageTx<RwSync> {
                 None => self.del(table, key),
             };
         };
-        // One search finds the value before and, when the entry exists, the place to
-        // overwrite or delete it.
-        let mut cursor = self.tx.cursor(self.db(table))?;
-        let before = cursor.set::<Vec<u8>>(key)?;
+        let before = self.replace(table, key, value)?;
         if before.as_deref() == value {
             return Ok(());
         }
         let logical = logical_key(entries, &key[trie.prefix().len()..]);
-        self.record_before(trie, entries, &logical, block, before.as_deref(), value)?;
-        // `value` differs from `before`, so a deletion has an entry to delete.
-        match value {
-            Some(value) if before.is_some() => cursor.put(key, value, WriteFlags::CURRENT)?,
-            Some(value) => cursor.put(key, value, WriteFlags::empty())?,
-            None => cursor.del()?,
-        }
-        Ok(())
+        self.record_before(trie, entries, &logical, block, before.as_deref(), value)
     }
 }
 
