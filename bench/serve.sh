@@ -6,12 +6,18 @@
 #
 #   bench/serve.sh                   (needs wrk: apt-get install wrk)
 #   DURATION=2 ROUNDS=3 CONNECTIONS="1 16 64" ONLY=getStorageAt bench/serve.sh
+#   RETH=/path/to/reth CONNECTIONS=64 bench/serve.sh
+#
+# With RETH set, the same chain is imported with `reth import` and served by `reth node` (no
+# peers), and every row is measured on both servers in the same round, each paired with its own
+# server's ceiling run; the table then compares requests/s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-2}
 ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-"1 16 64"}
 ONLY=${ONLY:-}  # a pattern: only the methods whose row name matches it
+RETH=${RETH:-}  # a reth binary: measure reth serving the same chain beside quarry
 FIXTURES=${FIXTURES:-../shared/fixtures/rpc-compat}
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
 
@@ -21,8 +27,26 @@ source bench/lib.sh
 serve main "$work/data" $'[[keys]]\nkey = "bench-key"'
 addr=$(address main)
 url="http://$addr/v3/bench-key"
+servers=("quarry|$url")
+if [[ -n $RETH ]]; then
+  "$RETH" import --chain "$FIXTURES/genesis.json" --datadir "$work/reth" "$FIXTURES/chain.rlp" \
+    >"$work/reth-import.log" 2>&1 || { tail "$work/reth-import.log" >&2; exit 1; }
+  free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+  reth_port=$(free_port)
+  "$RETH" node --chain "$FIXTURES/genesis.json" --datadir "$work/reth" --http \
+    --http.addr 127.0.0.1 --http.port "$reth_port" --http.api eth,web3 --disable-discovery \
+    --max-outbound-peers 0 --max-inbound-peers 0 --port "$(free_port)" \
+    --authrpc.port "$(free_port)" --ipcdisable --log.stdout.filter warn >"$work/reth.out" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    curl -s -o /dev/null "http://127.0.0.1:$reth_port" -X POST -H 'Content-Type: application/json' \
+      -d '{"jsonrpc":"2.0","id":1,"method":"web3_clientVersion","params":[]}' && break
+    sleep 0.1
+  done
+  servers+=("reth|http://127.0.0.1:$reth_port")
+fi
 
-call() { curl -s -X POST -H 'Content-Type: application/json' "$url" -d "$1"; }
+call() { curl -s -X POST -H 'Content-Type: application/json' "${2:-$url}" -d "$1"; }
 req() { printf '{"jsonrpc":"2.0","id":1,"method":"%s","params":%s}' "$1" "$2"; }
 block54=$(call "$(req eth_getBlockByNumber '["0x36",false]')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["hash"])')
 tx=$(call "$(req eth_getBlockByNumber '["0x2a",false]')" | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["transactions"][0])')
@@ -57,6 +81,7 @@ cases=(
   "eth_getUncleByBlockHashAndIndex|eth_getUncleByBlockHashAndIndex|[\"$uncle_block\",\"0x0\"]"
   "rollup_getInfo|rollup_getInfo|[]"
   "eth_call cheap (view, rpc-compat fixture)|eth_call|[{\"from\":\"0x0000000000000000000000000000000000000000\",\"input\":\"0xff01\",\"to\":\"0x17e7eedce4ac02ef114a7ed9fe6e2f33feba1667\"},\"latest\"]"
+  "eth_call revert (rpc-compat fixture)|eth_call|[{\"from\":\"0x0000000000000000000000000000000000000000\",\"gas\":\"0x186a0\",\"to\":\"0xeda8645ba6948855e3b3cd596bbb07596d59c603\"},\"latest\"]"
   "eth_call heavy (~1M gas loop)|eth_call|[{\"from\":\"0x0000000000000000000000000000000000000000\",\"input\":\"$HEAVY\"},\"latest\"]"
 )
 
@@ -87,24 +112,35 @@ function request()
 end
 LUA
 
-echo "quarry serve on $addr, wrk ${DURATION}s per cell, $(nproc) cores shared by server and wrk"
-# Warm up: first connections, thread pools and page cache are not what is being measured.
-BODY=$(req eth_getBlockByNumber '["0x36",true]') wrk -t2 -c16 -d2s -s "$work/post.lua" "$url" >/dev/null
+echo "quarry serve on $addr${RETH:+ and reth node beside it}, wrk ${DURATION}s per cell, $(nproc) cores shared by servers and wrk"
 : >"$work/results"
-for c in "${cases[@]}"; do
-  IFS='|' read -r name method params <<<"$c"
-  # Every benchmarked call must succeed with a non-null result.
-  call "$(req "$method" "${params//NEWSLOT/0x0}")" | python3 -c 'import json,sys; r=json.load(sys.stdin); assert r.get("result") is not None, r' \
-    || { echo "$name: bad response" >&2; exit 1; }
+absent=()
+for server in "${servers[@]}"; do
+  IFS='|' read -r who server_url <<<"$server"
+  # Warm up: first connections, thread pools and page cache are not what is being measured.
+  BODY=$(req eth_getBlockByNumber '["0x36",true]') wrk -t2 -c16 -d2s -s "$work/post.lua" "$server_url" >/dev/null
+  for c in "${cases[@]}"; do
+    IFS='|' read -r name method params <<<"$c"
+    # Every benchmarked call must succeed with a non-null result (a revert: code 3 with data).
+    # A method only quarry has (rollup_getInfo) is measured on quarry alone.
+    status=$(call "$(req "$method" "${params//NEWSLOT/0x0}")" "$server_url" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+if r.get("error", {}).get("code") == -32601 and sys.argv[1] != "quarry":
+    print("absent"); sys.exit()
+ok = r.get("result") is not None or (r.get("error", {}).get("code") == 3 and r["error"].get("data"))
+assert ok, r' "$who") || { echo "$who, $name: bad response" >&2; exit 1; }
+    [[ $status == absent ]] && absent+=("$who|$name")
+  done
 done
-measure() { # name conns body round|paired-method script
-  local threads=$(( $2 < 2 ? 1 : 2 )) out rps p50 p99 script=$5
-  out=$(BODY="$3" wrk -t"$threads" -c"$2" -d"${DURATION}s" --latency -s "$work/$script" "$url")
-  if grep -q 'Non-2xx' <<<"$out"; then echo "$1: non-2xx responses" >&2; exit 1; fi
+measure() { # server url name conns body round|paired-method script
+  local threads=$(( $4 < 2 ? 1 : 2 )) out rps p50 p99 script=$7
+  out=$(BODY="$5" wrk -t"$threads" -c"$4" -d"${DURATION}s" --latency -s "$work/$script" "$2")
+  if grep -q 'Non-2xx' <<<"$out"; then echo "$1, $3: non-2xx responses" >&2; exit 1; fi
   rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
   p50=$(awk '$1=="50%"{print $2}' <<<"$out")
   p99=$(awk '$1=="99%"{print $2}' <<<"$out")
-  echo "$1|$2|$rps|$p50|$p99|$4|$5" >>"$work/results"
+  echo "$3|$4|$rps|$p50|$p99|$6|$7|$1" >>"$work/results"
 }
 # The load of this shared machine drifts from minute to minute, so each method is measured right
 # after a ceiling run, ROUNDS times over; its share is the median of those paired shares.
@@ -115,8 +151,12 @@ for conns in $CONNECTIONS; do
       [[ -z $ONLY || $name =~ $ONLY ]] || continue
       script=post.lua
       [[ $params == *NEWSLOT* ]] && script=newslot.lua
-      measure "web3_clientVersion (ceiling)" "$conns" "$(req web3_clientVersion '[]')" "$round|$name" "$script"
-      measure "$name" "$conns" "$(req "$method" "$params")" "$round|$name" "$script"
+      for server in "${servers[@]}"; do
+        IFS='|' read -r who server_url <<<"$server"
+        [[ " ${absent[*]} " == *" $who|$name "* ]] && continue
+        measure "$who" "$server_url" "web3_clientVersion (ceiling)" "$conns" "$(req web3_clientVersion '[]')" "$round|$name" "$script"
+        measure "$who" "$server_url" "$name" "$conns" "$(req "$method" "$params")" "$round|$name" "$script"
+      done
     done
   done
 done
@@ -130,34 +170,52 @@ def micros(text):
     raise ValueError(text)
 def show(us):
     return f"{us:.0f}us" if us < 1000 else f"{us / 1000:.2f}ms"
-# name|conns|rps|p50|p99|round|paired method|wrk script
+# name|conns|rps|p50|p99|round|paired method|wrk script|server
 rows = [l.rstrip("\n").split("|") for l in open(sys.argv[1])]
-ceiling = {(r[1], r[5], r[6]): float(r[2]) for r in rows if r[0].startswith("web3_clientVersion")}
+is_ceiling = lambda r: r[0].startswith("web3_clientVersion")
+ceiling = {(r[8], r[1], r[5], r[6]): float(r[2]) for r in rows if is_ceiling(r)}
 conns = sorted({r[1] for r in rows}, key=int)
-print()
-print(f"{'method':<42}" + "".join(f"{'c=' + c:>36}" for c in conns))
-print(f"{'':<42}" + "".join(f"{'req/s  (% ceil)     p50      p99':>36}" for _ in conns))
-# The ceiling row shows the runs with a fixed body, unless only Lua-built bodies were measured.
-plain = [r for r in rows if r[0].startswith("web3_clientVersion") and r[7] == "post.lua"]
-plain = plain or [r for r in rows if r[0].startswith("web3_clientVersion")]
-runs = {c: [r for r in plain if r[1] == c] for c in conns}
-line = f"{'web3_clientVersion (ceiling)':<42}"
-for c in conns:
-    rps = statistics.median(float(r[2]) for r in runs[c])
-    p50 = statistics.median(micros(r[3]) for r in runs[c])
-    p99 = statistics.median(micros(r[4]) for r in runs[c])
-    line += f"{rps:>11.0f} ( 100%) {show(p50):>8} {show(p99):>8}"
-print(line)
-for name in dict.fromkeys(r[0] for r in rows if not r[0].startswith("web3_clientVersion")):
-    line = f"{name:<42}"
+servers = list(dict.fromkeys(r[8] for r in rows))
+names = list(dict.fromkeys(r[0] for r in rows if not is_ceiling(r)))
+summary = {}  # (server, name, conns) -> (median req/s, median share)
+for server in servers:
+    print(f"\n{server}")
+    print(f"{'method':<42}" + "".join(f"{'c=' + c:>36}" for c in conns))
+    print(f"{'':<42}" + "".join(f"{'req/s  (% ceil)     p50      p99':>36}" for _ in conns))
+    # The ceiling row shows the runs with a fixed body, unless only Lua-built bodies were measured.
+    own = [r for r in rows if r[8] == server and is_ceiling(r)]
+    plain = [r for r in own if r[7] == "post.lua"] or own
+    line = f"{'web3_clientVersion (ceiling)':<42}"
     for c in conns:
-        mine = [r for r in rows if r[0] == name and r[1] == c]
-        share = statistics.median(100 * float(r[2]) / ceiling[(c, r[5], r[6])] for r in mine)
-        rps = statistics.median(float(r[2]) for r in mine)
-        p50 = statistics.median(micros(r[3]) for r in mine)
-        p99 = statistics.median(micros(r[4]) for r in mine)
-        line += f"{rps:>11.0f} ({share:4.0f}%) {show(p50):>8} {show(p99):>8}"
+        runs = [r for r in plain if r[1] == c]
+        rps = statistics.median(float(r[2]) for r in runs)
+        summary[(server, "web3_clientVersion (ceiling)", c)] = (rps, 100.0)
+        p50 = statistics.median(micros(r[3]) for r in runs)
+        p99 = statistics.median(micros(r[4]) for r in runs)
+        line += f"{rps:>11.0f} ( 100%) {show(p50):>8} {show(p99):>8}"
     print(line)
+    for name in names:
+        line = f"{name:<42}"
+        for c in conns:
+            mine = [r for r in rows if r[8] == server and r[0] == name and r[1] == c]
+            if not mine:
+                line += f"{'(not served)':>36}"
+                continue
+            share = statistics.median(100 * float(r[2]) / ceiling[(server, c, r[5], r[6])] for r in mine)
+            rps = statistics.median(float(r[2]) for r in mine)
+            summary[(server, name, c)] = (rps, share)
+            p50 = statistics.median(micros(r[3]) for r in mine)
+            p99 = statistics.median(micros(r[4]) for r in mine)
+            line += f"{rps:>11.0f} ({share:4.0f}%) {show(p50):>8} {show(p99):>8}"
+        print(line)
+if "reth" in servers:
+    for c in conns:
+        print(f"\nc={c}: {'method':<42} {'reth req/s':>11} {'share':>6} {'quarry req/s':>13} {'share':>6} {'quarry/reth':>12}")
+        for name in ["web3_clientVersion (ceiling)"] + names:
+            if ("reth", name, c) not in summary:
+                continue  # a method reth does not have
+            reth, quarry = summary[("reth", name, c)], summary[("quarry", name, c)]
+            print(f"      {name:<42} {reth[0]:>11.0f} {reth[1]:>5.0f}% {quarry[0]:>13.0f} {quarry[1]:>5.0f}% {quarry[0] / reth[0]:>11.2f}x")
 rounds = len({r[5] for r in rows})
-print(f"\nmedians of {rounds} rounds; each share pairs a method's run with the ceiling run just before it")
+print(f"\nmedians of {rounds} rounds; each share pairs a method's run with its server's ceiling run just before it")
 PY
