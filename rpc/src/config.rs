@@ -100,8 +100,9 @@ pub struct Config {
     /// What each method weighs against a key's rate and daily quota (`[weights]`).
     #[serde(default)]
     pub weights: WeightsConfig,
-    /// Most heavy jobs (eth_call, eth_estimateGas, eth_createAccessList, eth_getLogs) of one
-    /// key running at once in a pool; unset: half the call pool's threads, at least 1.
+    /// A key's share of a pool's heavy jobs (eth_call, eth_estimateGas, eth_createAccessList,
+    /// eth_getLogs): each pool keeps this many threads in reserve for keys running fewer heavy
+    /// jobs than this; unset: half the call pool's threads, at least 1.
     pub max_concurrent_heavy_per_key: Option<usize>,
     /// Threads of the pool that runs eth_call, eth_estimateGas and eth_createAccessList;
     /// unset: one per core.

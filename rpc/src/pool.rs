@@ -5,9 +5,12 @@
 //! call here, this pool a fraction of that (see bench/serve.sh).
 //!
 //! Heavy jobs (eth_call, eth_estimateGas, eth_createAccessList, eth_getLogs: jobs that may run
-//! for seconds) are shared fairly between keys. At most `max_heavy_per_key` of one key's heavy
-//! jobs run at once, and the waiting heavy jobs of different keys are taken in turn, one per key
-//! round-robin, so that one key's flood delays another key's job by at most one job's length.
+//! for seconds) are shared fairly between keys. A pool has `max_heavy` heavy slots and
+//! `reserve` more: the waiting heavy jobs of different keys take free slots in turn, one per
+//! key round-robin, so one key alone may use every core, and the reserve lets the jobs of a key
+//! running fewer than `max_heavy_per_key` (its share) start at once even while another key's
+//! flood holds every slot. A key past its share never takes the reserve. So one key's flood
+//! delays another key's first jobs not at all, and the rest by at most one job's length.
 //! Cheap jobs go first (they take microseconds), and in a pool that also runs them at most
 //! `max_heavy` heavy jobs run at once (all threads but one), so a cheap read never waits behind
 //! heavy ones. A heavy job comes with a `Ticket`: a caller that stops waiting at the job's
@@ -107,20 +110,31 @@ impl State {
             .retain(|_, lane| lane.running > 0 || !lane.waiting.is_empty());
     }
 
-    /// The next heavy job to run: the first key in turn that is below its limit gives its
-    /// oldest job that was not abandoned, and goes to the back of the turns if it has more
-    /// waiting. A key at its limit keeps its place.
-    fn next_heavy(&mut self, max_per_key: usize) -> Option<(Arc<str>, Job)> {
+    /// Whether a heavy job of a key running `running` heavy jobs may start now: in a free
+    /// slot, or in the reserve while the key runs fewer than its share.
+    fn may_start_heavy(&self, running: usize, limits: &Limits) -> bool {
+        self.heavy_running < limits.max_heavy
+            || (self.heavy_running < limits.max_heavy + limits.reserve
+                && running < limits.max_heavy_per_key)
+    }
+
+    /// The next heavy job to run: the first key in turn that may start one (see
+    /// `may_start_heavy`) gives its oldest job that was not abandoned, and goes to the back of
+    /// the turns if it has more waiting. A key that may not keeps its place.
+    fn next_heavy(&mut self, limits: &Limits) -> Option<(Arc<str>, Job)> {
         let mut i = 0;
         while let Some(key) = self.turns.get(i).cloned() {
-            let Some(lane) = self.lanes.get_mut(&key) else {
+            let Some(running) = self.lanes.get(&key).map(|lane| lane.running) else {
                 self.turns.remove(i);
                 continue;
             };
-            if lane.running >= max_per_key {
+            if !self.may_start_heavy(running, limits) {
                 i += 1;
                 continue;
             }
+            let Some(lane) = self.lanes.get_mut(&key) else {
+                continue;
+            };
             self.turns.remove(i);
             let mut found = None;
             while let Some((ticket, job)) = lane.waiting.pop_front() {
@@ -283,8 +297,12 @@ fn lower_priority(tid: i32) -> bool {
 struct Limits {
     /// Most jobs waiting; past it the pool is overloaded and refuses more.
     max_queued: usize,
+    /// A key's share: its heavy jobs the reserve lets start.
     max_heavy_per_key: usize,
+    /// Heavy slots any key's jobs take in turn.
     max_heavy: usize,
+    /// Heavy slots, and threads, beyond `max_heavy` for keys running less than their share.
+    reserve: usize,
 }
 
 #[derive(Clone)]
@@ -302,13 +320,14 @@ impl std::fmt::Debug for ReadPool {
 }
 
 impl ReadPool {
-    /// `threads` threads named `quarry-<name>-<i>`; at most `max_queued` jobs wait, at most
-    /// `max_heavy` heavy jobs run at once, and of them at most `max_heavy_per_key` of one key.
+    /// `threads` threads named `quarry-<name>-<i>` and `reserve` more; at most `max_queued`
+    /// jobs wait, and `max_heavy` heavy jobs of any keys run at once, plus `reserve` of keys
+    /// running fewer than `max_heavy_per_key`.
     pub fn new(
         name: &str,
         threads: usize,
         max_queued: usize,
-        max_heavy: usize,
+        (max_heavy, reserve): (usize, usize),
         max_heavy_per_key: usize,
     ) -> std::io::Result<Self> {
         let queue = Arc::new(Queue::default());
@@ -316,8 +335,9 @@ impl ReadPool {
             max_queued,
             max_heavy_per_key: max_heavy_per_key.max(1),
             max_heavy: max_heavy.max(1),
+            reserve,
         };
-        for i in 0..threads.max(1) {
+        for i in 0..threads.max(1) + reserve {
             spawn_worker(&queue, limits, format!("quarry-{name}-{i}"))?;
         }
         let watched = queue.clone();
@@ -359,9 +379,9 @@ impl ReadPool {
                     return Err(crate::RpcError::Overloaded);
                 }
             }
-            let heavy_slot = state.heavy_running < self.limits.max_heavy;
+            let running = state.lanes.get(&key).map_or(0, |lane| lane.running);
+            let runnable = state.may_start_heavy(running, &self.limits);
             let lane = state.lanes.entry(key.clone()).or_default();
-            let runnable = heavy_slot && lane.running < self.limits.max_heavy_per_key;
             let first = lane.waiting.is_empty();
             lane.waiting.push_back((ticket, Box::new(job)));
             state.heavy_waiting += 1;
@@ -390,18 +410,32 @@ pub struct Pools {
 
 impl Pools {
     /// The pools `config` asks for: one thread per core each unless set, every call heavy,
-    /// eth_getLogs heavy on all read threads but one.
+    /// eth_getLogs heavy on all read threads but one; each with a reserve of one key's share
+    /// (`max_concurrent_heavy_per_key`, by default half the call threads).
     pub fn new(config: &crate::Config) -> std::io::Result<Self> {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let read_threads = config.read_threads.unwrap_or(cores).max(1);
         let call_threads = config.call_threads.unwrap_or(cores).max(1);
         let per_key = config
             .max_concurrent_heavy_per_key
-            .unwrap_or(call_threads / 2);
+            .unwrap_or(call_threads / 2)
+            .max(1);
         let queued = config.max_queued_reads;
         Ok(Self {
-            read: ReadPool::new("read", read_threads, queued, read_threads - 1, per_key)?,
-            call: ReadPool::new("call", call_threads, queued, call_threads, per_key)?,
+            read: ReadPool::new(
+                "read",
+                read_threads,
+                queued,
+                (read_threads - 1, per_key),
+                per_key,
+            )?,
+            call: ReadPool::new(
+                "call",
+                call_threads,
+                queued,
+                (call_threads, per_key),
+                per_key,
+            )?,
         })
     }
 }
@@ -417,9 +451,7 @@ fn next(queue: &Queue, limits: Limits) -> Work {
         if let Some(job) = state.light.pop_front() {
             return Work::Light(job);
         }
-        if state.heavy_running < limits.max_heavy
-            && let Some((key, job)) = state.next_heavy(limits.max_heavy_per_key)
-        {
+        if let Some((key, job)) = state.next_heavy(&limits) {
             return Work::Heavy(key, job);
         }
         state = queue
@@ -541,25 +573,42 @@ mod tests {
     }
 
     #[test]
-    fn one_key_never_fills_the_pool_and_keys_take_turns() {
-        let pool = ReadPool::new("test-fair", 2, 100, 2, 1).unwrap();
+    fn one_key_fills_free_slots_and_the_reserve_keeps_room_for_other_keys() {
+        let pool = ReadPool::new("test-fair", 2, 100, (2, 1), 1).unwrap();
         let (started, order) = mpsc::channel();
         let next = || order.recv_timeout(Duration::from_secs(5)).unwrap();
-        // Key a floods: only one of its jobs runs at once, and key b gets the other thread.
+        // Key a floods: alone, it takes both slots, but not the reserve.
         let a: Vec<_> = ["a1", "a2", "a3"]
             .map(|name| held_job(&pool, "a", name, &started))
             .into();
-        assert_eq!(next(), "a1");
+        let mut first = [next(), next()];
+        first.sort_unstable();
+        assert_eq!(first, ["a1", "a2"]);
         assert!(order.recv_timeout(Duration::from_millis(200)).is_err());
+        // Key b starts at once in the reserve; its second job, past its share, waits.
         let b1 = held_job(&pool, "b", "b1", &started);
         assert_eq!(next(), "b1");
-        drop((a, b1));
-        for _ in 0..2 {
-            next();
-        }
+        let b2 = held_job(&pool, "b", "b2", &started);
+        assert!(order.recv_timeout(Duration::from_millis(200)).is_err());
+        // a1 ends: a2 and b1 still fill two slots, and the one left is the reserve, kept for
+        // a key below its share; a third key's job starts in it at once.
+        let mut a = a.into_iter();
+        drop(a.next());
+        assert!(order.recv_timeout(Duration::from_millis(200)).is_err());
+        let c1 = held_job(&pool, "c", "c1", &started);
+        assert_eq!(next(), "c1");
+        // b1 ends: b is below its share again, and b2 takes the reserve, though a waited first.
+        drop(b1);
+        assert_eq!(next(), "b2");
+        // c1 ends: a2 and b2 fill the two slots; a2 ends: a3 takes its slot.
+        drop(c1);
+        assert!(order.recv_timeout(Duration::from_millis(200)).is_err());
+        drop(a);
+        assert_eq!(next(), "a3");
+        drop(b2);
 
         // One thread: waiting jobs are taken one per key in turn.
-        let pool = ReadPool::new("test-turns", 1, 100, 1, 1).unwrap();
+        let pool = ReadPool::new("test-turns", 1, 100, (1, 0), 1).unwrap();
         let mut held = HashMap::from([("a1", held_job(&pool, "a", "a1", &started))]);
         assert_eq!(next(), "a1");
         for (key, name) in [
@@ -582,7 +631,7 @@ mod tests {
 
     #[test]
     fn abandoned_jobs_never_run_and_cheap_jobs_go_first() {
-        let pool = ReadPool::new("test-abandon", 2, 3, 1, 1).unwrap();
+        let pool = ReadPool::new("test-abandon", 2, 3, (1, 0), 1).unwrap();
         let (started, order) = mpsc::channel();
         let hold = Arc::new((Mutex::new(false), Condvar::new()));
         blocking_job(&pool, "a", "a1", &started, &hold);
@@ -631,7 +680,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_long_heavy_job_runs_at_a_lower_priority_on_a_thread_then_replaced() {
-        let pool = ReadPool::new("test-long", 1, 100, 1, 1).unwrap();
+        let pool = ReadPool::new("test-long", 1, 100, (1, 0), 1).unwrap();
         let (sent, got) = mpsc::channel();
         let report = sent.clone();
         pool.spawn_heavy("a".into(), Ticket::default(), move || {
