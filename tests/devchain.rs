@@ -743,4 +743,29 @@ fn calls_that_create_over_storage_collide() {
         json!([create, "latest", { target.to_string(): {"stateDiff": {format!("{:#066x}", 0): format!("{:#066x}", 1)}} }]),
     );
     assert_eq!(access["error"], "contract address collision", "{access}");
+
+    // A contract's own CREATE over storage fails too (it pushes 0), though a call that
+    // creates nothing runs uninspected: the creation has it run again with the check.
+    let factory: Address = "0x1000000000000000000000000000000000000f00"
+        .parse()
+        .unwrap();
+    // CREATE with empty init code, then return the address it pushed.
+    let factory_code = "0x600060006000f060005260206000f3";
+    let created = factory.create(1);
+    let create_in = |target_overrides: Value| {
+        let mut overrides = json!({ factory.to_string(): {"code": factory_code, "nonce": "0x1"} });
+        if let Value::Object(extra) = target_overrides {
+            overrides.as_object_mut().unwrap().extend(extra);
+        }
+        net.server
+            .result("eth_call", json!([{"to": factory}, "latest", overrides]))
+    };
+    assert_eq!(
+        create_in(json!({})),
+        json!(format!("{:#066x}", U256::from_be_slice(created.as_slice())))
+    );
+    let over_storage = create_in(
+        json!({ created.to_string(): {"stateDiff": {format!("{:#066x}", 0): format!("{:#066x}", 1)}} }),
+    );
+    assert_eq!(over_storage, json!(format!("{:#066x}", 0)));
 }

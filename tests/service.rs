@@ -802,12 +802,15 @@ key = "rate-key"
     assert_eq!(call("rate-key", "eth_call", transfer).0, 200);
 }
 
-/// An address that state overrides give an endless loop (JUMPDEST PUSH1 0 JUMP).
+/// An address that state overrides give an endless loop that hashes 4 KiB of memory a turn
+/// (JUMPDEST PUSH2 0x1000 PUSH1 0 KECCAK256 POP PUSH1 0 JUMP): about 10 ns a gas, so the
+/// devnet's 300M-gas cap lasts seconds, past the deadline, where a bare jump loop runs out of
+/// gas in a quarter of a second.
 const LOOP: &str = "0x1000000000000000000000000000000000000001";
 
 /// eth_call's parameters for a call that loops until its deadline.
 fn looping_call() -> Value {
-    json!([{"from": DEV, "to": LOOP}, "latest", {LOOP: {"code": "0x5b600056"}}])
+    json!([{"from": DEV, "to": LOOP}, "latest", {LOOP: {"code": "0x5b61100060002050600056"}}])
 }
 
 /// The `q`-quantile of `samples`.
@@ -817,9 +820,9 @@ fn quantile(samples: &mut [Duration], q: f64) -> Duration {
 }
 
 /// Heavy calls are shared fairly between keys: a key flooding eth_call with calls that run
-/// to the deadline, at its plan's permitted rate, holds at most one of the two call threads,
-/// so another key's cheap calls keep their latency; a call that waits past its deadline is
-/// answered with the timeout error without running.
+/// to the deadline, at its plan's permitted rate, may hold both call slots but never the
+/// reserve, so another key's cheap calls keep their latency; a call that waits past its
+/// deadline is answered with the timeout error without running.
 #[test]
 fn heavy_calls_are_shared_fairly_between_keys() {
     let server = Server::start(
@@ -849,8 +852,9 @@ key = "burst-key"
     assert_eq!(answer["error"]["message"], aborted, "{answer}");
     assert!(started.elapsed() >= Duration::from_secs(1));
 
-    // Three looping calls of one key at once: one runs to its deadline, the two waiting
-    // behind it are answered at theirs, unrun (or they would answer at 2 s and 3 s).
+    // Three looping calls of one key at once: two run to their deadline on the two slots,
+    // and the one waiting behind them is answered at its own, unrun (or it would answer at
+    // 2 s: the reserve is not for a key past its share).
     let started = Instant::now();
     std::thread::scope(|scope| {
         let calls: Vec<_> = (0..3)

@@ -11,7 +11,7 @@ use alloy_eips::{
     eip2930::{AccessList, AccessListItem},
     eip7702::SignedAuthorization,
 };
-use alloy_evm::{EthEvmFactory, Evm, EvmEnv, EvmFactory};
+use alloy_evm::{EthEvm, EthEvmFactory, Evm, EvmEnv, EvmFactory};
 use alloy_primitives::{Address, B256, Bytes, TxKind, U256};
 use quarry_storage::ReadTx;
 pub use revm::context::result::HaltReason;
@@ -24,7 +24,7 @@ use revm::{
     },
     database::CacheDB,
     interpreter::{
-        InstructionResult, Interpreter,
+        Interpreter,
         interpreter::EthInterpreter,
         interpreter_types::{InputsTr, Jumps},
     },
@@ -129,13 +129,10 @@ pub struct CallContext<'a> {
     pub timeout: std::time::Duration,
 }
 
-/// Watches a call as it runs: stops it once the deadline has passed (every frame halts at its
-/// next step, so the whole call unwinds at once) and, for eth_createAccessList, records what
-/// it touches.
+/// Watches a call that creates a contract (EIP-7610) or, for eth_createAccessList, records
+/// what it touches. A call that needs neither runs uninspected; its deadline is kept by
+/// `call_clock` either way.
 struct CallInspector<'t> {
-    deadline: Instant,
-    steps: u32,
-    expired: bool,
     access: Option<&'t mut AccessListTracer>,
     /// A database error met by the EIP-7610 check.
     storage_error: Option<quarry_storage::Error>,
@@ -158,14 +155,6 @@ where
     }
 
     fn step(&mut self, interp: &mut Interpreter<EthInterpreter>, _context: &mut CTX) {
-        self.steps = self.steps.wrapping_add(1);
-        if !self.expired && self.steps.is_multiple_of(4096) && Instant::now() >= self.deadline {
-            self.expired = true;
-        }
-        if self.expired {
-            interp.halt(InstructionResult::OutOfGas);
-            return;
-        }
         if let Some(access) = self.access.as_mut() {
             access.step(interp);
         }
@@ -394,39 +383,64 @@ impl CallContext<'_> {
 
     /// Runs `request` with exactly `gas` gas.
     pub fn run(&self, request: &CallRequest, gas: u64) -> Result<CallOutcome, CallError> {
-        self.execute(self.env(request)?, self.database()?, request, gas, None)
+        self.execute(&self.env(request)?, &self.database()?, request, gas, None)
     }
 
-    /// Runs `request` with `gas` gas in `env` over `db` (a fresh copy per run: execution loads
-    /// accounts into it), recording accesses with `access` when given.
+    /// Runs `request` with `gas` gas in `env` over a copy of `db` (execution loads accounts
+    /// into it), recording accesses with `access` when given.
+    ///
+    /// EIP-7610 needs the inspector's creation hook, so a call runs uninspected (faster) only
+    /// while it creates nothing: one whose own creation targets an address with storage runs
+    /// inspected from the start, and one that runs CREATE or CREATE2 is run again inspected.
     fn execute(
         &self,
-        env: EvmEnv,
-        db: CallDb<'_>,
+        env: &EvmEnv,
+        db: &CallDb<'_>,
         request: &CallRequest,
         gas: u64,
-        access: Option<&mut AccessListTracer>,
+        mut access: Option<&mut AccessListTracer>,
     ) -> Result<CallOutcome, CallError> {
         let chain_id = env.cfg_env.chain_id;
         let caller = request.from.unwrap_or_default();
-        let tx = tx_env(request, caller, call_nonce(&db, request)?, gas, chain_id);
+        let nonce = call_nonce(db, request)?;
+        let tx = tx_env(request, caller, nonce, gas, chain_id);
         let base_fee = env.block_env.basefee;
-        let inspector = CallInspector {
-            deadline: self.deadline,
-            steps: 0,
-            expired: false,
-            access,
-            storage_error: None,
+        let mut storage_error = None;
+        let mut inspected = access.is_some()
+            || (request.to.is_none()
+                && crate::collision::call_has_storage(
+                    db,
+                    caller.create(nonce),
+                    &mut storage_error,
+                ));
+        if let Some(e) = storage_error {
+            return Err(CallError::State(e));
+        }
+        let clock = crate::call_clock::arm(self.deadline);
+        let (result, storage_error) = loop {
+            let inspector = CallInspector {
+                access: access.as_deref_mut(),
+                storage_error: None,
+            };
+            let mut inner = EthEvmFactory::default()
+                .create_evm_with_inspector(db.clone(), env.clone(), inspector)
+                .into_inner();
+            crate::call_clock::install(inner.instruction.instruction_table_mut());
+            let mut evm = EthEvm::new(inner, inspected);
+            crate::simulate::move_precompiles(evm.components_mut().2, self.overrides)
+                .map_err(|e| CallError::Invalid(e.to_string()))?;
+            let result = evm.transact(tx.clone());
+            if !inspected && clock.created() && !clock.expired() {
+                inspected = true;
+                clock.reset();
+                continue;
+            }
+            break (result, evm.inspector_mut().storage_error.take());
         };
-        let mut evm = EthEvmFactory::default().create_evm_with_inspector(db, env, inspector);
-        crate::simulate::move_precompiles(evm.components_mut().2, self.overrides)
-            .map_err(|e| CallError::Invalid(e.to_string()))?;
-        let result = evm.transact(tx);
-        let inspector = evm.inspector_mut();
-        if inspector.expired {
+        if clock.expired() {
             return Err(CallError::Timeout(self.timeout));
         }
-        if let Some(e) = inspector.storage_error.take() {
+        if let Some(e) = storage_error {
             return Err(CallError::State(e));
         }
         let result = result.map_err(|e| match e {
@@ -483,8 +497,7 @@ impl CallContext<'_> {
             let access_list = previous.access_list();
             request.access_list = Some(access_list.clone());
             let mut tracer = AccessListTracer::new(previous.excluded.clone(), &access_list);
-            let outcome =
-                self.execute(env.clone(), db.clone(), &request, gas, Some(&mut tracer))?;
+            let outcome = self.execute(&env, &db, &request, gas, Some(&mut tracer))?;
             if tracer == previous {
                 return Ok(AccessListOutcome {
                     access_list,
@@ -506,7 +519,7 @@ impl CallContext<'_> {
         // The environment and the database with its overrides are the same for every run.
         let env = self.env(request)?;
         let db = self.database()?;
-        let run = |gas: u64| self.execute(env.clone(), db.clone(), request, gas, None);
+        let run = |gas: u64| self.execute(&env, &db, request, gas, None);
         // geth: a limit below the intrinsic cost (an authorization list's included) is a
         // failure to raise the limit from, not an error.
         let attempt = |gas: u64| match run(gas) {

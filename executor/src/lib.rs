@@ -5,6 +5,7 @@
 
 pub mod block;
 pub mod call;
+mod call_clock;
 pub mod chain_spec;
 mod collision;
 pub mod error;
