@@ -15,6 +15,9 @@
 #   QUARRY_BIN=path bench/trie.sh ...   # another build (a before/after in one run)
 #   NO_TRIE_HISTORY=1 bench/trie.sh ... # ingest with --no-trie-history (proofs back then
 #                                         undo the changesets)
+#   RETH=path/to/reth bench/trie.sh ... # first `reth import` of the same blocks, timed alike
+#
+# Ingests run under /usr/bin/time (apt-get install time): wall and CPU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 chain=${1:-target/bench/scale-20000x100}
@@ -41,20 +44,36 @@ PY
 genesis=$chain/genesis.json
 data=$work/data
 
+# timed OUT COMMAND...: runs COMMAND under /usr/bin/time with its output in OUT, sampling the
+# peak RssAnon of the process it starts every 0.1 s; prints the times and that peak.
+timed() {
+  local out=$1 pid child peak=0 anon
+  shift
+  /usr/bin/time -f '%e s wall, %U s user + %S s system CPU' -o "$out.time" "$@" >"$out" 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    child=$(pgrep -P "$pid" | head -1 || true)
+    anon=$(awk '/^RssAnon:/ {print $2}' "/proc/${child:-$pid}/status" 2>/dev/null || echo 0)
+    [ "${anon:-0}" -gt "$peak" ] && peak=$anon
+    sleep 0.1
+  done
+  wait "$pid"
+  echo "$(cat "$out.time"); peak RssAnon: $((peak / 1024)) MB"
+}
+
+if [[ -n ${RETH:-} ]]; then
+  echo "== reth import of all blocks but the last ($("$RETH" --version | head -1))"
+  timed "$work/reth-import.out" "$RETH" import --chain "$genesis" --datadir "$work/reth" \
+    "$work/earlier.rlp"
+  grep -o 'Import complete.*' "$work/reth-import.out" || { tail "$work/reth-import.out"; exit 1; }
+  rm -rf "$work/reth"
+fi
+
 echo "== ingest of all blocks but the last"
-"$quarry" ingest --datadir "$data" --genesis "$genesis" "$work/earlier.rlp" \
-  ${NO_TRIE_HISTORY:+--no-trie-history} \
-  >"$work/ingest.out" 2>/dev/null &
-pid=$!
-peak=0
-while kill -0 "$pid" 2>/dev/null; do
-  anon=$(awk '/^RssAnon:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
-  [ "${anon:-0}" -gt "$peak" ] && peak=$anon
-  sleep 0.1
-done
-wait "$pid"
+timed "$work/ingest.out" "$quarry" ingest --datadir "$data" --genesis "$genesis" \
+  "$work/earlier.rlp" ${NO_TRIE_HISTORY:+--no-trie-history}
 grep -E '^(imported|stages)' "$work/ingest.out"
-echo "peak RssAnon: $((peak / 1024)) MB; datadir $(du -sh "$data" | cut -f1)"
+echo "datadir $(du -sh "$data" | cut -f1)"
 
 echo "== restart: ingest of one more block on the stored chain"
 head=$("$quarry" ingest --datadir "$data" --genesis "$genesis" "$work/last.rlp" 2>/dev/null \

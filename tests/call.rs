@@ -237,11 +237,17 @@ fn gas_is_capped_at_ten_block_gas_limits() {
 
 #[test]
 fn a_call_that_runs_too_long_is_aborted() {
-    // 20 ms: far less than the endless loop needs to burn its 20M gas in a debug build, and
-    // enough for a short call to wait for its thread and run (the time limit counts from
-    // the request's arrival: a call still waiting at its deadline is answered unrun).
+    // 20 ms: far less than an endless loop hashing 4 KiB a turn needs to burn its 20M gas
+    // (about 10 ns a gas in a release build), and enough for a short call to wait for its
+    // thread and run (the time limit counts from the request's arrival: a call still waiting
+    // at its deadline is answered unrun).
     let server = server("call_timeout_ms = 20");
-    let response = call(&server, 10, json!({}));
+    // JUMPDEST PUSH2 0x1000 PUSH1 0 KECCAK256 POP PUSH1 0 JUMP, in place of contract 10.
+    let hashing_loop = json!({ address(10): {"code": "0x5b61100060002050600056"} });
+    let response = server.call(
+        "eth_call",
+        json!([{"from": SENDER, "to": address(10)}, "latest", hashing_loop]),
+    );
     assert_eq!(response["error"]["code"], -32000, "{response}");
     assert_eq!(
         response["error"]["message"],
