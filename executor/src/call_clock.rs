@@ -156,8 +156,11 @@ mod tests {
         drop(armed);
 
         let armed = arm(Instant::now());
-        let halted = (0..READ_TIME_EVERY).map(|_| checked(false)).last();
-        assert_eq!(halted, Some(Err(InstructionResult::OutOfGas)));
+        let mut halted = Ok(());
+        for _ in 0..READ_TIME_EVERY {
+            halted = checked(false);
+        }
+        assert_eq!(halted, Err(InstructionResult::OutOfGas));
         assert!(armed.expired());
         // Every later checked instruction halts too.
         assert_eq!(checked(false), Err(InstructionResult::OutOfGas));
