@@ -5,7 +5,8 @@
 # from CLIENTS connections, each waiting for its answer before sending the next. Reports the
 # second key's p50/p99 alone and during the flood, in the same run (goal: p99 within 2x), and
 # what the flood's calls got. With UNFAIR=1 it also runs a server where one key may fill the
-# whole call pool (max_concurrent_heavy_per_key = the pool's threads), for comparison.
+# whole call pool (max_concurrent_heavy_per_key = the pool's threads, which leaves no reserve
+# for other keys), for comparison.
 #
 #   bench/fairness.sh
 #   DURATION=30 CLIENTS=4 TIMEOUT_MS=5000 UNFAIR=1 bench/fairness.sh

@@ -102,7 +102,8 @@ pub struct Config {
     pub weights: WeightsConfig,
     /// A key's share of a pool's heavy jobs (eth_call, eth_estimateGas, eth_createAccessList,
     /// eth_getLogs): each pool keeps this many threads in reserve for keys running fewer heavy
-    /// jobs than this; unset: half the call pool's threads, at least 1.
+    /// jobs than this, unless it is as many as the pool's heavy slots (one key may then fill
+    /// the pool); unset: half the call pool's threads, at least 1.
     pub max_concurrent_heavy_per_key: Option<usize>,
     /// Threads of the pool that runs eth_call, eth_estimateGas and eth_createAccessList;
     /// unset: one per core.

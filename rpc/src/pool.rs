@@ -437,7 +437,8 @@ pub struct Pools {
 impl Pools {
     /// The pools `config` asks for: one thread per core each unless set, every call heavy,
     /// eth_getLogs heavy on all read threads but one; each with a reserve of one key's share
-    /// (`max_concurrent_heavy_per_key`, by default half the call threads).
+    /// (`max_concurrent_heavy_per_key`, by default half the call threads), unless that share
+    /// is the pool's every heavy slot: one key may then fill the pool, and there is no reserve.
     pub fn new(config: &crate::Config) -> std::io::Result<Self> {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let read_threads = config.read_threads.unwrap_or(cores).max(1);
@@ -447,19 +448,21 @@ impl Pools {
             .unwrap_or(call_threads / 2)
             .max(1);
         let queued = config.max_queued_reads;
+        let reserve = |heavy_slots: usize| if per_key >= heavy_slots { 0 } else { per_key };
+        let read_heavy = (read_threads - 1).max(1);
         Ok(Self {
             read: ReadPool::new(
                 "read",
                 read_threads,
                 queued,
-                (read_threads - 1, per_key),
+                (read_heavy, reserve(read_heavy)),
                 per_key,
             )?,
             call: ReadPool::new(
                 "call",
                 call_threads,
                 queued,
-                (call_threads, per_key),
+                (call_threads, reserve(call_threads)),
                 per_key,
             )?,
         })
@@ -677,6 +680,35 @@ mod tests {
         let a3 = held_job(&pool, "a", "a3", &started);
         assert_eq!(next(), "a3");
         drop((a2, a3));
+    }
+
+    #[test]
+    fn a_share_as_large_as_the_pool_leaves_no_reserve() {
+        let config = |per_key: Option<usize>| {
+            let share = per_key.map_or(String::new(), |n| {
+                format!("max_concurrent_heavy_per_key = {n}\n")
+            });
+            crate::Config::parse(&format!("call_threads = 4\nread_threads = 3\n{share}")).unwrap()
+        };
+        let pools = Pools::new(&config(None)).unwrap();
+        assert_eq!(
+            (pools.call.limits.max_heavy, pools.call.limits.reserve),
+            (4, 2)
+        );
+        assert_eq!(
+            (pools.read.limits.max_heavy, pools.read.limits.reserve),
+            (2, 0)
+        );
+        let pools = Pools::new(&config(Some(4))).unwrap();
+        assert_eq!(
+            (pools.call.limits.max_heavy, pools.call.limits.reserve),
+            (4, 0)
+        );
+        let pools = Pools::new(&config(Some(1))).unwrap();
+        assert_eq!(
+            (pools.call.limits.reserve, pools.read.limits.reserve),
+            (1, 1)
+        );
     }
 
     #[test]
