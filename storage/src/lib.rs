@@ -792,23 +792,29 @@ impl StorageTx<RwSync> {
         self.put(Table::Bytecodes, code_hash.as_slice(), code)
     }
 
-    /// Sets an account in the latest state (`None`: it no longer exists). Its history is the
-    /// trie's leaf history, which the state trie's writes record.
-    pub fn set_account(&self, address: &Address, account: Option<&StoredAccount>) -> Result<()> {
-        match account {
-            Some(account) => self.put(Table::PlainAccounts, address.as_slice(), &account.encode()),
-            None => self.del(Table::PlainAccounts, address.as_slice()),
-        }
+    /// Sets an account in the latest state (`None`: it no longer exists) and returns it as it
+    /// was. Its history is the trie's leaf history, which the state trie's writes record.
+    pub fn set_account(
+        &self,
+        address: &Address,
+        account: Option<&StoredAccount>,
+    ) -> Result<Option<StoredAccount>> {
+        let account = account.map(StoredAccount::encode);
+        let account = account.as_ref().map(|a| &a[..]);
+        self.replace(Table::PlainAccounts, address.as_slice(), account)?
+            .map(|v| StoredAccount::decode(&v))
+            .transpose()
     }
 
-    /// Sets a storage slot in the latest state (zero deletes it).
-    pub fn set_storage(&self, address: &Address, slot: &B256, value: U256) -> Result<()> {
-        let key = slot_key(address, slot);
-        if value.is_zero() {
-            self.del(Table::PlainStorage, &key)
-        } else {
-            self.put(Table::PlainStorage, &key, &value.to_be_bytes::<32>())
-        }
+    /// Sets a storage slot in the latest state (zero deletes it) and returns its value before.
+    pub fn set_storage(&self, address: &Address, slot: &B256, value: U256) -> Result<U256> {
+        let value = (!value.is_zero()).then(|| value.to_be_bytes::<32>());
+        let before = self.replace(
+            Table::PlainStorage,
+            &slot_key(address, slot),
+            value.as_ref().map(|v| &v[..]),
+        )?;
+        Ok(before.map_or(U256::ZERO, |v| U256::from_be_slice(&v)))
     }
 
     /// Clears every slot of an account (self-destruct, or creation over an address that had
@@ -848,21 +854,14 @@ impl StorageTx<RwSync> {
                 }
             }
             for (slot, value) in &change.storage {
-                let value = (!value.is_zero()).then(|| value.to_be_bytes::<32>());
-                let key = slot_key(address, slot);
-                let before =
-                    self.replace(Table::PlainStorage, &key, value.as_ref().map(|v| &v[..]))?;
+                let before = self.set_storage(address, slot, *value)?;
                 // A wiped slot's value before the block was recorded before the wipe.
                 if record && wiped.binary_search_by_key(slot, |(s, _)| *s).is_err() {
-                    let before = before.map_or(U256::ZERO, |v| U256::from_be_slice(&v));
                     self.record_slot_before(block, address, slot, before)?;
                 }
             }
-            let account = change.account.as_ref().map(StoredAccount::encode);
-            let account = account.as_ref().map(|a| &a[..]);
-            let before = self.replace(Table::PlainAccounts, address.as_slice(), account)?;
+            let before = self.set_account(address, change.account.as_ref())?;
             if record {
-                let before = before.map(|v| StoredAccount::decode(&v)).transpose()?;
                 self.record_account_before(block, address, before.as_ref())?;
             }
         }
