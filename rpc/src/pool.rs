@@ -132,33 +132,26 @@ impl State {
             .retain(|_, lane| lane.running > 0 || !lane.waiting.is_empty());
     }
 
-    /// Whether a heavy job of a key running `running` heavy jobs may start now: in a free
-    /// slot (past the key's share only while jobs are long enough to spread), or in the
-    /// reserve while the key runs fewer than its share.
-    fn may_start_heavy(&self, running: usize, limits: &Limits) -> bool {
-        let below_share = running < limits.max_heavy_per_key;
-        let spread = self.heavy_micros >= SPREAD_FROM_MICROS;
-        (self.heavy_running < limits.max_heavy && (spread || below_share))
-            || (self.heavy_running < limits.max_heavy + limits.reserve && below_share)
+    /// Whether heavy jobs are long enough on average for one key's to spread past its share.
+    fn spread(&self) -> bool {
+        self.heavy_micros >= SPREAD_FROM_MICROS
     }
 
     /// The next heavy job to run: the first key in turn that may start one (see
-    /// `may_start_heavy`) gives its oldest job that was not abandoned, and goes to the back of
-    /// the turns if it has more waiting. A key that may not keeps its place.
+    /// `Limits::may_start_heavy`) gives its oldest job that was not abandoned, and goes to the
+    /// back of the turns if it has more waiting. A key that may not keeps its place.
     fn next_heavy(&mut self, limits: &Limits) -> Option<(Arc<str>, Job)> {
+        let (heavy_running, spread) = (self.heavy_running, self.spread());
         let mut i = 0;
         while let Some(key) = self.turns.get(i).cloned() {
-            let Some(running) = self.lanes.get(&key).map(|lane| lane.running) else {
+            let Some(lane) = self.lanes.get_mut(&key) else {
                 self.turns.remove(i);
                 continue;
             };
-            if !self.may_start_heavy(running, limits) {
+            if !limits.may_start_heavy(heavy_running, spread, lane.running) {
                 i += 1;
                 continue;
             }
-            let Some(lane) = self.lanes.get_mut(&key) else {
-                continue;
-            };
             self.turns.remove(i);
             let mut found = None;
             while let Some((ticket, job)) = lane.waiting.pop_front() {
@@ -331,6 +324,17 @@ struct Limits {
     reserve: usize,
 }
 
+impl Limits {
+    /// Whether, with `heavy_running` heavy jobs running, one of a key running `key_running`
+    /// may start: in a free slot (past the key's share only if jobs `spread`), or in the
+    /// reserve while the key runs fewer than its share.
+    fn may_start_heavy(&self, heavy_running: usize, spread: bool, key_running: usize) -> bool {
+        let below_share = key_running < self.max_heavy_per_key;
+        (heavy_running < self.max_heavy && (spread || below_share))
+            || (heavy_running < self.max_heavy + self.reserve && below_share)
+    }
+}
+
 #[derive(Clone)]
 pub struct ReadPool {
     queue: Arc<Queue>,
@@ -405,9 +409,11 @@ impl ReadPool {
                     return Err(crate::RpcError::Overloaded);
                 }
             }
-            let running = state.lanes.get(&key).map_or(0, |lane| lane.running);
-            let runnable = state.may_start_heavy(running, &self.limits);
+            let (heavy_running, spread) = (state.heavy_running, state.spread());
             let lane = state.lanes.entry(key.clone()).or_default();
+            let runnable = self
+                .limits
+                .may_start_heavy(heavy_running, spread, lane.running);
             let first = lane.waiting.is_empty();
             lane.waiting.push_back((ticket, Box::new(job)));
             state.heavy_waiting += 1;
