@@ -435,14 +435,6 @@ fn metric(server: &Server, series: &str) -> Option<f64> {
         .and_then(|value| value.parse().ok())
 }
 
-/// The server's anonymous resident memory (its heap), in bytes.
-fn anon_rss(server: &Server) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap();
-    let line = status.lines().find(|l| l.starts_with("RssAnon:")).unwrap();
-    let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kb * 1024
-}
-
 /// A subscriber that never reads (200 `logs` subscriptions, about 80 MB of notifications for
 /// the blocks another process appends) is closed as a slow consumer once its send buffer is
 /// full, and the server's memory does not grow with what it was sent; another subscriber on
@@ -474,7 +466,7 @@ fn a_subscriber_that_never_reads_is_dropped_and_others_keep_up() {
         "eth_getLogs",
         json!([{"fromBlock": "0x0", "toBlock": "latest"}]),
     );
-    let before = anon_rss(&server);
+    let before = server.anon_rss();
 
     let chain = devnet.join("chain.rlp");
     run_quarry(ingest_args(&datadir, &genesis, &[&chain]));
@@ -497,7 +489,7 @@ fn a_subscriber_that_never_reads_is_dropped_and_others_keep_up() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let grown = anon_rss(&server).saturating_sub(before);
+    let grown = server.anon_rss().saturating_sub(before);
     assert!(grown < 40 << 20, "the server grew by {} MB", grown >> 20);
     assert_eq!(
         metric(
