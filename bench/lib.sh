@@ -5,7 +5,8 @@ cargo build --release --quiet
 quarry=${QUARRY_BIN:-./target/release/quarry}
 work=$(mktemp -d)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
+# Servers are waited for before their directory goes: reth writes its datadir as it stops.
+trap 'kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # serve NAME DATADIR CONFIG: `quarry serve` of DATADIR on a free port, with the TOML lines
 # CONFIG after `listen`. Runs in this shell so that the trap stops it.
