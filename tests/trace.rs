@@ -542,25 +542,13 @@ fn traces_stop_at_their_timeout_and_the_servers_deadline() {
     );
 }
 
-/// The server's resident memory in bytes.
-fn rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<u64>()
-        .unwrap()
-        * 1024
-}
-
 /// A struct-log trace that would be gigabytes stops at the server's limit with a clear error,
 /// and the server's memory stays bounded; the `limit` option gets a part of it.
 #[test]
 fn struct_logs_past_the_limit_are_refused_and_memory_stays_bounded() {
     let chain = extended();
     let server = Server::start(&chain.datadir, "");
-    let before = rss(server.pid());
+    let before = server.rss();
     // 50M gas of this loop is about 7M steps of 32 KiB memory each: hundreds of gigabytes.
     let answer = endless_call(
         &server,
@@ -573,7 +561,7 @@ fn struct_logs_past_the_limit_are_refused_and_memory_stays_bounded() {
         message.contains("limit of 67108864 bytes") && message.contains("\"limit\" option"),
         "{message}"
     );
-    let after = rss(server.pid());
+    let after = server.rss();
     assert!(
         after < before + (512 << 20),
         "memory grew from {before} to {after} bytes"

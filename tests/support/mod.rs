@@ -263,8 +263,24 @@ impl Server {
 
     /// The server's anonymous resident memory (its heap), in bytes.
     pub fn anon_rss(&self) -> u64 {
+        self.memory("RssAnon")
+    }
+
+    /// The server's resident memory, the memory-mapped database's pages included, in bytes.
+    pub fn rss(&self) -> u64 {
+        self.memory("VmRSS")
+    }
+
+    /// A memory figure of the server's /proc status (`field`, in kB there), in bytes.
+    fn memory(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        let line = status.lines().find(|l| l.starts_with("RssAnon:")).unwrap();
+        let line = status
+            .lines()
+            .find(|l| {
+                l.strip_prefix(field)
+                    .is_some_and(|rest| rest.starts_with(':'))
+            })
+            .unwrap();
         let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
         kb * 1024
     }
