@@ -769,3 +769,52 @@ fn calls_that_create_over_storage_collide() {
     );
     assert_eq!(over_storage, json!(format!("{:#066x}", 0)));
 }
+
+/// From Prague on a block is invalid when either request contract (EIP-7002 withdrawals,
+/// EIP-7251 consolidations) has no code, as geth rules: an empty block on a dev genesis that
+/// lacks one is refused by the same execution that verifies imported blocks, and builds when
+/// both are there.
+#[test]
+fn a_prague_block_needs_both_request_contracts() {
+    use alloy_eips::{eip7002, eip7251};
+    let accounts = DevAccounts::new(16).unwrap();
+    let build = |without: Option<Address>| {
+        let mut json = quarry_devchain::genesis_json(&accounts, quarry_devchain::Forks::Genesis);
+        if let Some(address) = without {
+            let alloc = json["alloc"].as_object_mut().unwrap();
+            alloc.remove(&address.to_string()).unwrap();
+        }
+        let genesis: alloy_genesis::Genesis = serde_json::from_value(json).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let db = quarry_storage::Database::open(dir.path()).unwrap();
+        let mut importer = quarry_ingest::Importer::open(db, &genesis).unwrap();
+        let parent = importer.head_header().clone();
+        let template = quarry_executor::BlockTemplate {
+            timestamp: parent.timestamp + 12,
+            gas_limit: parent.gas_limit,
+            ..Default::default()
+        };
+        let tx = importer.database().writer().unwrap();
+        importer
+            .build_block(&tx, template)
+            .map(|block| block.header.number)
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(build(None), Ok(1));
+    for (eip, address) in [
+        (
+            "EIP-7002 withdrawal",
+            eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS,
+        ),
+        (
+            "EIP-7251 consolidation",
+            eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS,
+        ),
+    ] {
+        let err = build(Some(address)).unwrap_err();
+        assert!(
+            err.contains(&format!("the {eip} request contract {address} has no code")),
+            "{err}"
+        );
+    }
+}

@@ -401,6 +401,54 @@ fn corrupt_block_reports_offset() {
     resume_to_end(&datadir, 19);
 }
 
+/// A block may hold a blob transaction only in its canonical form: the first blob transaction
+/// of the chain, put back into its block with a (empty) sidecar, makes that block undecodable
+/// at its offset, and the blocks before it are imported.
+#[test]
+fn blob_transaction_with_its_sidecar_in_a_block_is_rejected() {
+    use alloy_consensus::{Signed, TxEip4844Variant, TxEip4844WithSidecar};
+    use alloy_eips::eip7594::BlobTransactionSidecarVariant;
+    let chain = chain();
+    let (number, index) = (1..=LAST)
+        .find_map(|n| {
+            let txs = &chain.block(n).body.transactions;
+            txs.iter().position(|tx| tx.is_eip4844()).map(|i| (n, i))
+        })
+        .expect("the rpc-compat chain has a blob transaction");
+    let mut block = chain.block(number).clone();
+    let TxEnvelope::Eip4844(signed) = &block.body.transactions[index] else {
+        unreachable!("found as a blob transaction");
+    };
+    let TxEip4844Variant::TxEip4844(tx) = signed.tx().clone() else {
+        panic!("block {number} holds a blob transaction with its sidecar already");
+    };
+    let with_sidecar =
+        TxEip4844Variant::TxEip4844WithSidecar(TxEip4844WithSidecar::from_tx_and_sidecar(
+            tx,
+            BlobTransactionSidecarVariant::Eip4844(Default::default()),
+        ));
+    block.body.transactions[index] = TxEnvelope::Eip4844(Signed::new_unchecked(
+        with_sidecar,
+        *signed.signature(),
+        *signed.hash(),
+    ));
+
+    let dir = TempDir::new().unwrap();
+    let datadir = dir.path().join("db");
+    let bytes = [chain.range(1, number - 1), alloy_rlp::encode(&block)].concat();
+    let file = write_file(&dir, "full-blob.rlp", &bytes);
+    let stderr = ingest_err(&datadir, &[&file]);
+    assert_contains(
+        &stderr,
+        &format!(
+            "{}: block at byte offset {} cannot be decoded: transaction {index} is a blob transaction in its network form",
+            file.display(),
+            chain.offset(number)
+        ),
+    );
+    assert_head(&datadir, number - 1);
+}
+
 #[test]
 fn wrong_state_root_is_rejected_and_earlier_blocks_stay() {
     let chain = chain();

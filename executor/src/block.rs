@@ -13,7 +13,10 @@ use alloy_consensus::{
     proofs::{calculate_ommers_root, calculate_receipt_root, calculate_transaction_root},
     transaction::Recovered,
 };
-use alloy_eips::eip7685::EMPTY_REQUESTS_HASH;
+use alloy_eips::{
+    eip7002::WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS,
+    eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, eip7685::EMPTY_REQUESTS_HASH,
+};
 use alloy_evm::{
     EthEvmFactory, Evm, EvmEnv, EvmFactory,
     block::{BlockExecutionError, BlockExecutor},
@@ -483,6 +486,9 @@ fn run<K: Access>(
         }
     }
 
+    if spec.is_prague_active_at_timestamp(header.timestamp) {
+        check_request_contracts(executor.evm_mut().db_mut())?;
+    }
     let (_, result) = executor.finish().map_err(execution_error)?;
     state.merge_transitions(BundleRetention::PlainState);
     let bundle = state.take_bundle();
@@ -613,6 +619,31 @@ fn check_outputs(header: &Header, outputs: &Outputs) -> std::result::Result<(), 
 /// does: every listed account's balance moves to the refund contract. Accounts it touches keep
 /// pre-EIP-161 semantics (an emptied account is kept, not deleted), which revm's
 /// `drain_balances` would not do.
+/// From Prague on, a block is invalid when the withdrawal (EIP-7002) or consolidation
+/// (EIP-7251) request contract has no code when the block's requests are collected, as geth
+/// rules; alloy-evm would call the empty account and find no requests.
+fn check_request_contracts<DB: revm::Database>(
+    db: &mut State<DB>,
+) -> std::result::Result<(), RunError> {
+    for (eip, address) in [
+        ("EIP-7002 withdrawal", WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS),
+        (
+            "EIP-7251 consolidation",
+            CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS,
+        ),
+    ] {
+        let info = db
+            .basic(address)
+            .map_err(|e| RunError::Internal(Error::Execution(e.to_string())))?;
+        if info.is_none_or(|info| info.is_empty_code_hash()) {
+            return Err(RunError::Invalid(Invalid::Rule(format!(
+                "the {eip} request contract {address} has no code"
+            ))));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn apply_dao_drain<DB: revm::Database>(
     db: &mut State<DB>,
     pre_eip161: bool,

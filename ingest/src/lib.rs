@@ -9,7 +9,9 @@ pub mod reader;
 
 pub use progress::Progress;
 
-use alloy_consensus::{Block, Header, TxEnvelope, transaction::SignerRecoverable};
+use alloy_consensus::{
+    Block, Header, TxEip4844Variant, TxEnvelope, transaction::SignerRecoverable,
+};
 use alloy_genesis::Genesis;
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256};
@@ -1041,6 +1043,17 @@ fn decode_block(name: &str, raw: RawBlock) -> Result<Decoded> {
         return Err(decode_err(format!(
             "{} bytes left over after the block",
             bytes.len()
+        )));
+    }
+    // A block holds blob transactions in their canonical form; the network form, with the
+    // blobs, commitments and proofs, is for the transaction pool only (EIP-4844).
+    if let Some(index) = block.body.transactions.iter().position(|tx| {
+        matches!(tx, TxEnvelope::Eip4844(signed)
+            if matches!(signed.tx(), TxEip4844Variant::TxEip4844WithSidecar(_)))
+    }) {
+        return Err(decode_err(format!(
+            "transaction {index} is a blob transaction in its network form (with its blobs), \
+             which a block may not hold"
         )));
     }
     let hash = block.header.hash_slow();
