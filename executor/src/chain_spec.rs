@@ -102,6 +102,14 @@ impl ChainSpec {
             || self.hardforks.is_shanghai_active_at_timestamp(timestamp)
     }
 
+    /// Whether a chain with total difficulty `td` has reached the terminal total difficulty:
+    /// from then on its head is the consensus layer's choice, not the heaviest chain's.
+    pub fn reached_terminal_difficulty(&self, td: U256) -> bool {
+        self.config
+            .terminal_total_difficulty
+            .is_some_and(|ttd| td >= ttd)
+    }
+
     /// The rules in force for one block.
     pub fn at_block(&self, merged: bool) -> BlockRules<'_> {
         BlockRules { spec: self, merged }

@@ -200,7 +200,8 @@ pub enum Reorgs {
     /// follow`: the input is the chain to have). Up to `max_depth` blocks may be replaced.
     Follow { max_depth: u64 },
     /// Import the input's branch and keep it only if, at the end of the input, its total
-    /// difficulty is higher than the replaced chain's (the BlockchainTests' fork choice).
+    /// difficulty is higher than the replaced chain's, or it reached the terminal total
+    /// difficulty (the BlockchainTests' fork choice).
     Heavier { max_depth: u64 },
 }
 
@@ -556,7 +557,8 @@ impl Importer {
     }
 
     /// At the end of the input: commits what is staged, unless it is a reorganisation that
-    /// the fork choice does not take (`Reorgs::Heavier` and the new branch is not heavier).
+    /// the fork choice does not take (`Reorgs::Heavier` and the new branch is neither heavier nor
+    /// past the terminal total difficulty).
     fn finish_input(
         &mut self,
         pending: Option<Pending>,
@@ -571,7 +573,10 @@ impl Importer {
                 .tx
                 .total_difficulty(self.head.number)?
                 .unwrap_or_default();
-            if new_td <= replaced.total_difficulty {
+            // Past the terminal difficulty the newest block wins, as geth's blockchain tests
+            // take it: a consensus layer would have chosen it.
+            if new_td <= replaced.total_difficulty && !self.spec.reached_terminal_difficulty(new_td)
+            {
                 self.abandon(Some(pending));
                 return Ok(());
             }
