@@ -202,6 +202,51 @@ fn simulated_blocks_chain_their_hashes_and_state() {
     );
 }
 
+/// geth's access rules for overridden precompiles and its order of checks: a precompile moved
+/// elsewhere is cold at its new address (only the fork's own precompile addresses start warm),
+/// and with validation a sender whose nonce is at its maximum fails for that (-32603) before
+/// its zero fees are looked at.
+#[test]
+fn moved_precompiles_start_cold_and_a_maximal_nonce_fails_first() {
+    let server = Server::start(&ingested(&devnet()), "");
+    let caller = "0x00000000000000000000000000000000000000dd";
+    let moved_to = "0x0000000000000000000000000000000000123456";
+    // CALL(gas, target, 0, 0, 0, 0, 0); STOP: ecrecover of empty input, 3,000 gas, either way.
+    let calling = |target: &str| format!("0x60006000600060006000{}{}5af100", "73", &target[2..]);
+    let gas = |overrides: Value| {
+        let blocks = server.result(
+            "eth_simulateV1",
+            json!([{"blockStateCalls": [{"stateOverrides": overrides, "calls": [{"to": caller}]}]}]),
+        );
+        let call = &blocks[0]["calls"][0];
+        assert_eq!(call["status"], "0x1", "{call}");
+        quantity(&call["gasUsed"])
+    };
+    let at_home =
+        gas(json!({caller: {"code": calling("0x0000000000000000000000000000000000000001")}}));
+    let moved = gas(json!({
+        "0x0000000000000000000000000000000000000001": {"movePrecompileToAddress": moved_to},
+        caller: {"code": calling(moved_to)},
+    }));
+    // EIP-2929: a cold account access costs 2,600, a warm one 100.
+    assert_eq!(moved, at_home + 2500);
+
+    let sender = "0xc000000000000000000000000000000000000000";
+    let response = server.call(
+        "eth_simulateV1",
+        json!([{
+            "blockStateCalls": [{
+                "stateOverrides": {sender: {"nonce": "0xffffffffffffffff"}},
+                "calls": [{"from": sender, "to": caller}],
+            }],
+            "validation": true,
+        }, "latest"]),
+    );
+    assert_eq!(response["error"]["code"], -32603, "{response}");
+    let message = response["error"]["message"].as_str().unwrap();
+    assert!(message.contains("nonce has max value"), "{message}");
+}
+
 /// ethers v6 has no API of its own for eth_simulateV1: its provider sends it as plain
 /// JSON-RPC, unmodified, and reads the result.
 #[test]

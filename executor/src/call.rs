@@ -427,8 +427,12 @@ impl CallContext<'_> {
                 .into_inner();
             crate::call_clock::install(inner.instruction.instruction_table_mut());
             let mut evm = EthEvm::new(inner, inspected);
-            crate::simulate::move_precompiles(evm.components_mut().2, self.overrides)
-                .map_err(|e| CallError::Invalid(e.to_string()))?;
+            crate::simulate::move_precompiles(
+                evm.components_mut().2,
+                self.overrides,
+                env.cfg_env.spec,
+            )
+            .map_err(|e| CallError::Invalid(e.to_string()))?;
             let result = evm.transact(tx.clone());
             if !inspected && clock.created() && !clock.expired() {
                 inspected = true;

@@ -25,7 +25,7 @@ use alloy_evm::{
     eth::{
         EthBlockExecutionCtx, EthBlockExecutor, EthTxResult, receipt_builder::AlloyReceiptBuilder,
     },
-    precompiles::PrecompilesMap,
+    precompiles::{DynPrecompile, PrecompileInput, PrecompilesMap},
 };
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256, Bloom, Bytes, Log, Signature, TxKind, U256, keccak256};
@@ -43,7 +43,8 @@ use revm::{
         CallInputs, CallOutcome, CallScheme, CreateInputs, CreateOutcome, InstructionResult,
         Interpreter, interpreter::EthInterpreter,
     },
-    primitives::KECCAK_EMPTY,
+    precompile::{PrecompileSpecId, Precompiles},
+    primitives::{KECCAK_EMPTY, hardfork::SpecId},
     state::{Account, EvmState, EvmStorageSlot, TransactionId},
 };
 use std::{
@@ -428,6 +429,7 @@ fn run_block(
         blob.blob_gasprice = price;
     }
     apply_state_overrides(state, &block.state)?;
+    let spec_id = env.cfg_env.spec;
     let tracer = SimTracer {
         trace_transfers: options.trace_transfers,
         deadline: Some(base.deadline),
@@ -450,7 +452,7 @@ fn run_block(
         slot_number: None,
     };
     let mut executor = EthBlockExecutor::new(evm, ctx, rules, AlloyReceiptBuilder::default());
-    let replaced = move_precompiles(executor.evm_mut().components_mut().2, &block.state)?;
+    let replaced = move_precompiles(executor.evm_mut().components_mut().2, &block.state, spec_id)?;
     // geth warms the fork's precompile addresses whatever the overrides made of them.
     executor.evm_mut().inspector_mut().0.warm = replaced;
     executor
@@ -463,10 +465,8 @@ fn run_block(
     for (index, call) in block.calls.iter().enumerate() {
         let from = call.request.from.unwrap_or_default();
         let (db, inspector, _) = executor.evm_mut().components_mut();
-        let nonce = match call.request.nonce {
-            Some(nonce) => nonce,
-            None => db.basic(from)?.map_or(0, |info| info.nonce),
-        };
+        let state_nonce = db.basic(from)?.map_or(0, |info| info.nonce);
+        let nonce = call.request.nonce.unwrap_or(state_nonce);
         let remaining = header.gas_limit.saturating_sub(gas_used);
         let wanted = call.request.gas.unwrap_or(remaining);
         if remaining < wanted {
@@ -484,6 +484,16 @@ fn run_block(
                     "chainId does not match node's (have={chain_id}, want={})",
                     spec.chain_id
                 ),
+            ));
+        }
+        // geth checks the nonce before the fees (revm after): with validation a call whose
+        // nonce is wrong, or whose sender's nonce cannot grow, fails for that first.
+        if options.validation
+            && let Some((code, message)) = nonce_error(from, nonce, state_nonce)
+        {
+            return Err(rejected(
+                code,
+                format!("err: {message} (supplied gas {gas})"),
             ));
         }
         let transaction = unsigned_transaction(&call.request, nonce, gas, spec.chain_id)?;
@@ -627,6 +637,29 @@ fn call_result(
     }
 }
 
+/// geth's nonce checks of a message (`preCheck`), in its order: too high, too low, or the
+/// sender's nonce at its maximum (no code of its own in geth's mapping: internal error).
+fn nonce_error(from: Address, nonce: u64, state: u64) -> Option<(i32, String)> {
+    if nonce > state {
+        Some((
+            codes::NONCE_TOO_HIGH,
+            format!("nonce too high: address {from}, tx: {nonce} state: {state}"),
+        ))
+    } else if nonce < state {
+        Some((
+            codes::NONCE_TOO_LOW,
+            format!("nonce too low: address {from}, tx: {nonce} state: {state}"),
+        ))
+    } else if state == u64::MAX {
+        Some((
+            codes::INTERNAL,
+            format!("nonce has max value: address {from}, nonce: {state}"),
+        ))
+    } else {
+        None
+    }
+}
+
 /// geth's `txValidationError`: the code of a call that cannot run.
 fn validation_error(
     invalid: &InvalidTransaction,
@@ -655,12 +688,10 @@ fn validation_error(
                 .unwrap_or_default(),
             header.base_fee_per_gas.unwrap_or_default()
         ),
-        InvalidTransaction::NonceTooHigh { tx, state } => {
-            format!("nonce too high: address {from}, tx: {tx} state: {state}")
-        }
-        InvalidTransaction::NonceTooLow { tx, state } => {
-            format!("nonce too low: address {from}, tx: {tx} state: {state}")
-        }
+        InvalidTransaction::NonceTooHigh { tx, state }
+        | InvalidTransaction::NonceTooLow { tx, state } => nonce_error(from, *tx, *state)
+            .map(|(_, message)| message)
+            .unwrap_or_default(),
         other => invalid_message(other, from),
     };
     (code, message)
@@ -915,6 +946,7 @@ fn apply_state_overrides(
 pub(crate) fn move_precompiles(
     precompiles: &mut PrecompilesMap,
     overrides: &StateOverrides,
+    spec: SpecId,
 ) -> Result<Vec<Address>, SimulateError> {
     let mut addresses: Vec<&Address> = overrides.keys().collect();
     addresses.sort();
@@ -952,15 +984,27 @@ pub(crate) fn move_precompiles(
             }
         }
     }
+    let builtins = Precompiles::new(PrecompileSpecId::from_spec_id(spec));
     for (from, to) in moves {
-        let mut found = None;
-        precompiles.apply_precompile(&from, |existing| {
-            found = existing;
-            None
+        precompiles.apply_precompile(&from, |_| None);
+        let Some(builtin) = builtins.get(&from).cloned() else {
+            continue;
+        };
+        // Served by the dynamic lookup, not the static map: geth warms only the fork's own
+        // precompile addresses, so the moved one is cold at its new address until accessed.
+        precompiles.map_precompile_lookup(move |address, previous| {
+            if *address != to {
+                return previous.and_then(|lookup| lookup.lookup(address));
+            }
+            let builtin = builtin.clone();
+            let id = builtin.id().clone();
+            Some(DynPrecompile::from((
+                id,
+                move |input: PrecompileInput<'_>| {
+                    builtin.execute(input.data, input.gas, input.reservoir)
+                },
+            )))
         });
-        if let Some(precompile) = found {
-            precompiles.apply_precompile(&to, |_| Some(precompile));
-        }
     }
     Ok(replaced)
 }

@@ -270,6 +270,7 @@ impl CallContext<'_> {
         let block_env = env.block_env.clone();
         let chain_id = env.cfg_env.chain_id;
         let base_fee = env.block_env.basefee;
+        let spec = env.cfg_env.spec;
         let db = self.database()?;
         let caller = request.from.unwrap_or_default();
         let tx = tx_env(request, caller, call_nonce(&db, request)?, gas, chain_id);
@@ -277,7 +278,7 @@ impl CallContext<'_> {
         let guard = Guard::new(Some(Tracer::new(trace.options)?), deadline, trace.max_bytes);
         let inspector = (guard, CallCollision::default());
         let mut evm = EthEvmFactory::default().create_evm_with_inspector(db, env, inspector);
-        crate::simulate::move_precompiles(evm.components_mut().2, self.overrides)
+        crate::simulate::move_precompiles(evm.components_mut().2, self.overrides, spec)
             .map_err(|e| TraceError::Invalid(e.to_string()))?;
         let result = evm.transact(tx.clone());
         let (db, inspector, _) = evm.components_mut();
