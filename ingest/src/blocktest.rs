@@ -22,13 +22,81 @@ const DEPOSIT_CONTRACT: Address = address!("0x00000000219ab540356cbb839cbe05303d
 struct TestCase {
     network: String,
     #[serde(rename = "genesisRLP")]
-    genesis_rlp: Bytes,
+    genesis_rlp: Option<Bytes>,
+    /// The genesis header when the file has no `genesisRLP` (older files).
+    genesis_block_header: Option<GenesisHeader>,
     pre: BTreeMap<Address, GenesisAccount>,
     blocks: Vec<TestBlock>,
     lastblockhash: B256,
     post_state: Option<BTreeMap<Address, PostAccount>>,
     post_state_hash: Option<B256>,
     config: Option<TestConfig>,
+}
+
+/// A header in the BlockchainTests' JSON names.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GenesisHeader {
+    parent_hash: B256,
+    uncle_hash: B256,
+    coinbase: Address,
+    state_root: B256,
+    transactions_trie: B256,
+    receipt_trie: B256,
+    bloom: alloy_primitives::Bloom,
+    difficulty: U256,
+    number: alloy_primitives::U64,
+    gas_limit: alloy_primitives::U64,
+    gas_used: alloy_primitives::U64,
+    timestamp: alloy_primitives::U64,
+    extra_data: Bytes,
+    mix_hash: B256,
+    nonce: alloy_primitives::B64,
+    hash: B256,
+    base_fee_per_gas: Option<alloy_primitives::U64>,
+    withdrawals_root: Option<B256>,
+    blob_gas_used: Option<alloy_primitives::U64>,
+    excess_blob_gas: Option<alloy_primitives::U64>,
+    parent_beacon_block_root: Option<B256>,
+    requests_hash: Option<B256>,
+}
+
+impl GenesisHeader {
+    /// The header, if it hashes to the `hash` the file gives.
+    fn to_header(&self) -> Result<alloy_consensus::Header, String> {
+        let header = alloy_consensus::Header {
+            parent_hash: self.parent_hash,
+            ommers_hash: self.uncle_hash,
+            beneficiary: self.coinbase,
+            state_root: self.state_root,
+            transactions_root: self.transactions_trie,
+            receipts_root: self.receipt_trie,
+            logs_bloom: self.bloom,
+            difficulty: self.difficulty,
+            number: self.number.to(),
+            gas_limit: self.gas_limit.to(),
+            gas_used: self.gas_used.to(),
+            timestamp: self.timestamp.to(),
+            extra_data: self.extra_data.clone(),
+            mix_hash: self.mix_hash,
+            nonce: self.nonce,
+            base_fee_per_gas: self.base_fee_per_gas.map(|fee| fee.to()),
+            withdrawals_root: self.withdrawals_root,
+            blob_gas_used: self.blob_gas_used.map(|gas| gas.to()),
+            excess_blob_gas: self.excess_blob_gas.map(|gas| gas.to()),
+            parent_beacon_block_root: self.parent_beacon_block_root,
+            requests_hash: self.requests_hash,
+            ..Default::default()
+        };
+        let hash = header.hash_slow();
+        if hash != self.hash {
+            return Err(format!(
+                "genesisBlockHeader hashes to {hash}, but its hash is {}",
+                self.hash
+            ));
+        }
+        Ok(header)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -51,7 +119,27 @@ struct TestBlobParams {
 #[serde(rename_all = "camelCase")]
 struct TestBlock {
     rlp: Bytes,
-    expect_exception: Option<String>,
+    /// Present for the blocks the test expects to be valid (geth's rule; older files name
+    /// the exception per network, `expectExceptionALL` or `expectExceptionByzantium`).
+    block_header: Option<serde::de::IgnoredAny>,
+    #[serde(flatten)]
+    other: BTreeMap<String, serde_json::Value>,
+}
+
+impl TestBlock {
+    /// The exception an invalid block is expected to raise, or `None` for a valid block.
+    fn expected_exception(&self) -> Option<String> {
+        let named = self
+            .other
+            .iter()
+            .find(|(key, _)| key.starts_with("expectException"))
+            .map(|(_, value)| value.as_str().map_or(value.to_string(), str::to_string));
+        match (named, &self.block_header) {
+            (Some(exception), _) => Some(exception),
+            (None, None) => Some("an invalid block (it has no blockHeader)".to_string()),
+            (None, Some(_)) => None,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -147,11 +235,15 @@ fn run_case(case: &TestCase) -> Result<(), String> {
         }
     }
     let spec = ChainSpec::from_config(config);
-    let genesis = alloy_consensus::Block::<alloy_consensus::TxEnvelope>::decode(
-        &mut case.genesis_rlp.as_ref(),
-    )
-    .map_err(|e| format!("genesis RLP: {e}"))?
-    .header;
+    let genesis = match (&case.genesis_rlp, &case.genesis_block_header) {
+        (Some(rlp), _) => {
+            alloy_consensus::Block::<alloy_consensus::TxEnvelope>::decode(&mut rlp.as_ref())
+                .map_err(|e| format!("genesis RLP: {e}"))?
+                .header
+        }
+        (None, Some(header)) => header.to_header()?,
+        (None, None) => return Err("neither genesisRLP nor genesisBlockHeader".to_string()),
+    };
     let genesis_hash = genesis.hash_slow();
     let mut chain = Chain::new(&spec, &genesis, &case.pre)?;
     // Every block accepted on any branch, by hash: its parent and its RLP.
@@ -187,7 +279,7 @@ fn run_case(case: &TestCase) -> Result<(), String> {
                 result
             }
         };
-        match (result, &block.expect_exception) {
+        match (result, block.expected_exception()) {
             (Ok(()), Some(exception)) => {
                 return Err(format!(
                     "block #{index} was accepted but expects {exception}"
@@ -465,6 +557,53 @@ fn activate(config: &mut ChainConfig, fork: &str, at: &Activation) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_block_is_expected_invalid_without_a_header_or_with_a_named_exception() {
+        let block =
+            |json: serde_json::Value| -> TestBlock { serde_json::from_value(json).unwrap() };
+        let valid = block(serde_json::json!({"rlp": "0xc0", "blockHeader": {"number": "0x01"}}));
+        assert_eq!(valid.expected_exception(), None);
+        let current = block(serde_json::json!({"rlp": "0xc0", "expectException": "X"}));
+        assert_eq!(current.expected_exception().as_deref(), Some("X"));
+        let per_network = block(serde_json::json!({"rlp": "0xc0", "expectExceptionALL": "Y"}));
+        assert_eq!(per_network.expected_exception().as_deref(), Some("Y"));
+        let bare = block(serde_json::json!({"rlp": "0xc0"}));
+        assert!(bare.expected_exception().is_some());
+    }
+
+    #[test]
+    fn a_genesis_header_in_json_names_must_match_its_hash() {
+        let header = alloy_consensus::Header {
+            beneficiary: Address::repeat_byte(0x88),
+            difficulty: U256::from(0x20000),
+            gas_limit: 3_141_592,
+            timestamp: 1_422_494_849,
+            extra_data: Bytes::from_static(&[0x42]),
+            nonce: alloy_primitives::B64::repeat_byte(7),
+            ..Default::default()
+        };
+        let json = |hash: B256| {
+            serde_json::json!({
+                "parentHash": header.parent_hash, "uncleHash": header.ommers_hash,
+                "coinbase": header.beneficiary, "stateRoot": header.state_root,
+                "transactionsTrie": header.transactions_root, "receiptTrie": header.receipts_root,
+                "bloom": header.logs_bloom, "difficulty": "0x020000", "number": "0x00",
+                "gasLimit": "0x2fefd8", "gasUsed": "0x00", "timestamp": "0x54c98c81",
+                "extraData": "0x42", "mixHash": header.mix_hash, "nonce": header.nonce,
+                "hash": hash,
+            })
+        };
+        let parsed: GenesisHeader = serde_json::from_value(json(header.hash_slow())).unwrap();
+        assert_eq!(parsed.to_header(), Ok(header.clone()));
+        let wrong: GenesisHeader = serde_json::from_value(json(B256::ZERO)).unwrap();
+        assert!(
+            wrong
+                .to_header()
+                .unwrap_err()
+                .contains("genesisBlockHeader hashes to")
+        );
+    }
 
     #[test]
     fn transition_networks() {
