@@ -818,3 +818,68 @@ fn a_prague_block_needs_both_request_contracts() {
         );
     }
 }
+
+/// A chain that activates Constantinople without Petersburg meters SSTORE by EIP-1283, as
+/// geth runs such chains (the BlockchainTests' `Constantinople` network): setting a fresh slot
+/// and clearing it again in one transaction costs 20,200 with 19,800 refunded, where Petersburg
+/// charges 25,000 and refunds 15,000.
+#[test]
+fn constantinople_without_petersburg_meters_sstore_by_eip_1283() {
+    use alloy_consensus::{TxLegacy, TypedTransaction};
+    use alloy_primitives::{Bytes, TxKind};
+    let accounts = DevAccounts::new(16).unwrap();
+    let store = Address::repeat_byte(0x57);
+    let gas_used = |petersburg: u64| {
+        let mut json = quarry_devchain::genesis_json(&accounts, quarry_devchain::Forks::Staged);
+        let config = json["config"].as_object_mut().unwrap();
+        for later in [
+            "istanbulBlock",
+            "muirGlacierBlock",
+            "berlinBlock",
+            "londonBlock",
+            "arrowGlacierBlock",
+            "grayGlacierBlock",
+            "mergeNetsplitBlock",
+            "terminalTotalDifficulty",
+            "shanghaiTime",
+            "cancunTime",
+            "pragueTime",
+            "osakaTime",
+            "blobSchedule",
+        ] {
+            config.remove(later);
+        }
+        config.insert("petersburgBlock".into(), json!(petersburg));
+        // SSTORE(0, 1); SSTORE(0, 0); STOP
+        json["alloc"][store.to_string()] =
+            json!({"balance": "0x0", "code": "0x60016000556000600055"});
+        let genesis: alloy_genesis::Genesis = serde_json::from_value(json).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let db = quarry_storage::Database::open(dir.path()).unwrap();
+        let mut importer = quarry_ingest::Importer::open(db, &genesis).unwrap();
+        let parent = importer.head_header().clone();
+        let tx = TxLegacy {
+            chain_id: Some(quarry_devchain::CHAIN_ID),
+            nonce: 0,
+            gas_price: 1_000_000_000,
+            gas_limit: 100_000,
+            to: TxKind::Call(store),
+            value: U256::ZERO,
+            input: Bytes::new(),
+        };
+        let template = quarry_executor::BlockTemplate {
+            timestamp: parent.timestamp + 12,
+            gas_limit: parent.gas_limit,
+            transactions: vec![accounts.sign(0, TypedTransaction::Legacy(tx)).unwrap()],
+            senders: vec![accounts.address(0)],
+            ..Default::default()
+        };
+        let writer = importer.database().writer().unwrap();
+        let block = importer.build_block(&writer, template).unwrap();
+        block.header.gas_used
+    };
+    // 21,000 intrinsic and four PUSH1s (12) besides the two SSTOREs, less the refund (at most
+    // half the gas used).
+    assert_eq!(gas_used(1_000), 21_000 + 12 + 20_000 + 200 - 19_800);
+    assert_eq!(gas_used(0), 21_000 + 12 + 20_000 + 5_000 - 15_000);
+}

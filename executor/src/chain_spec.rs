@@ -153,6 +153,22 @@ impl EthereumHardforks for BlockRules<'_> {
         match fork {
             EthereumHardfork::Paris if self.merged => ForkCondition::Block(0),
             EthereumHardfork::Paris | EthereumHardfork::Dao => ForkCondition::Never,
+            // revm has no Constantinople of its own: its opcodes come with Petersburg's rules,
+            // and where Petersburg has not come block execution swaps in EIP-1283's SSTORE.
+            EthereumHardfork::Petersburg => {
+                let hardforks = &self.spec.hardforks;
+                let petersburg = hardforks.ethereum_fork_activation(EthereumHardfork::Petersburg);
+                match (
+                    hardforks.ethereum_fork_activation(EthereumHardfork::Constantinople),
+                    petersburg,
+                ) {
+                    (ForkCondition::Block(c), ForkCondition::Block(p)) if c < p => {
+                        ForkCondition::Block(c)
+                    }
+                    (ForkCondition::Block(c), ForkCondition::Never) => ForkCondition::Block(c),
+                    _ => petersburg,
+                }
+            }
             fork => self.spec.hardforks.ethereum_fork_activation(fork),
         }
     }

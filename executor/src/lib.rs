@@ -8,6 +8,7 @@ pub mod call;
 mod call_clock;
 pub mod chain_spec;
 mod collision;
+mod eip1283;
 pub mod error;
 pub mod forks;
 pub mod genesis;
