@@ -195,7 +195,12 @@ pub fn run_file(path: &Path) -> Vec<TestOutcome> {
         Err(e) => {
             return vec![TestOutcome {
                 name: path.display().to_string(),
-                failure: Some(format!("not a BlockchainTests file: {e}")),
+                failure: Some(if text.starts_with("version https://git-lfs") {
+                    "a Git LFS pointer, not the file's content (`git lfs pull` fetches it)"
+                        .to_string()
+                } else {
+                    format!("not a BlockchainTests file: {e}")
+                }),
             }];
         }
     };
@@ -557,6 +562,21 @@ fn activate(config: &mut ChainConfig, fork: &str, at: &Activation) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_git_lfs_pointer_is_named_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pointer.json");
+        std::fs::write(
+            &path,
+            "version https://git-lfs.github.com/spec/v1\nsize 1\n",
+        )
+        .unwrap();
+        let outcomes = run_file(&path);
+        assert_eq!(outcomes.len(), 1);
+        let failure = outcomes[0].failure.as_deref().unwrap();
+        assert!(failure.starts_with("a Git LFS pointer"), "{failure}");
+    }
 
     #[test]
     fn a_block_is_expected_invalid_without_a_header_or_with_a_named_exception() {
