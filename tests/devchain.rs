@@ -876,10 +876,30 @@ fn constantinople_without_petersburg_meters_sstore_by_eip_1283() {
         };
         let writer = importer.database().writer().unwrap();
         let block = importer.build_block(&writer, template).unwrap();
-        block.header.gas_used
+        writer.commit().unwrap();
+        drop(importer);
+        // A replay for the tracer meters the SSTOREs as execution did.
+        let server = Server::start(dir.path(), "");
+        let hash = *block.body.transactions[0].tx_hash();
+        let trace = server.result("debug_traceTransaction", json!([hash, {}]));
+        let sstores: Vec<u64> = trace["structLogs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|log| log["op"] == "SSTORE")
+            .map(|log| log["gasCost"].as_u64().unwrap())
+            .collect();
+        assert_eq!(trace["gas"].as_u64(), Some(block.header.gas_used));
+        (block.header.gas_used, sstores)
     };
     // 21,000 intrinsic and four PUSH1s (12) besides the two SSTOREs, less the refund (at most
     // half the gas used).
-    assert_eq!(gas_used(1_000), 21_000 + 12 + 20_000 + 200 - 19_800);
-    assert_eq!(gas_used(0), 21_000 + 12 + 20_000 + 5_000 - 15_000);
+    assert_eq!(
+        gas_used(1_000),
+        (21_000 + 12 + 20_000 + 200 - 19_800, vec![20_000, 200])
+    );
+    assert_eq!(
+        gas_used(0),
+        (21_000 + 12 + 20_000 + 5_000 - 15_000, vec![20_000, 5_000])
+    );
 }

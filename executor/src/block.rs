@@ -417,9 +417,7 @@ fn run<K: Access>(
         env,
         StorageCollision::default(),
     );
-    if spec.is_constantinople_active_at_block(header.number)
-        && !spec.is_petersburg_active_at_block(header.number)
-    {
+    if crate::eip1283::applies(spec, header.number) {
         let mut inner = evm.into_inner();
         crate::eip1283::install(
             inner.instruction.instruction_table_mut(),

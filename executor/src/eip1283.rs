@@ -3,6 +3,8 @@
 //! mainnet. Test chains do (the BlockchainTests' `Constantinople` network, as geth runs it);
 //! revm knows only Petersburg's rules, so block execution swaps in this accounting.
 
+use crate::chain_spec::ChainSpec;
+use alloy_hardforks::EthereumHardforks;
 use revm::{
     bytecode::opcode,
     context::journaled_state::StateLoad,
@@ -70,6 +72,11 @@ fn sstore<H: Host + ?Sized>(
             Ok(())
         },
     )
+}
+
+/// Whether block `number` meters SSTORE by EIP-1283: Constantinople without Petersburg.
+pub(crate) fn applies(spec: &ChainSpec, number: u64) -> bool {
+    spec.is_constantinople_active_at_block(number) && !spec.is_petersburg_active_at_block(number)
 }
 
 /// Makes `table`'s SSTORE EIP-1283's. `gas_params` must be the EVM's: revm charges their
