@@ -18,7 +18,7 @@ use alloy_eips::{
     eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, eip7685::EMPTY_REQUESTS_HASH,
 };
 use alloy_evm::{
-    EthEvm, EthEvmFactory, Evm, EvmEnv, EvmFactory,
+    EthEvmFactory, Evm, EvmEnv, EvmFactory,
     block::{BlockExecutionError, BlockExecutor},
     eth::{EthBlockExecutionCtx, EthBlockExecutor, dao_fork, receipt_builder::AlloyReceiptBuilder},
 };
@@ -412,19 +412,12 @@ fn run<K: Access>(
         .with_database_ref(StateSnapshot::new(tx, StateAt::Latest))
         .with_bundle_update()
         .build();
-    let mut evm = EthEvmFactory::default().create_evm_with_inspector(
+    let evm = EthEvmFactory::default().create_evm_with_inspector(
         &mut state,
         env,
         StorageCollision::default(),
     );
-    if crate::eip1283::applies(spec, header.number) {
-        let mut inner = evm.into_inner();
-        crate::eip1283::install(
-            inner.instruction.instruction_table_mut(),
-            &mut inner.ctx.cfg.gas_params,
-        );
-        evm = EthEvm::new(inner, true);
-    }
+    let evm = crate::eip1283::for_block(spec, header.number, evm);
     let ctx = EthBlockExecutionCtx {
         parent_hash: header.parent_hash,
         parent_beacon_block_root: header.parent_beacon_block_root,

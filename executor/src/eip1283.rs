@@ -4,6 +4,7 @@
 //! revm knows only Petersburg's rules, so block execution swaps in this accounting.
 
 use crate::chain_spec::ChainSpec;
+use alloy_evm::EthEvm;
 use alloy_hardforks::EthereumHardforks;
 use revm::{
     bytecode::opcode,
@@ -75,16 +76,30 @@ fn sstore<H: Host + ?Sized>(
 }
 
 /// Whether block `number` meters SSTORE by EIP-1283: Constantinople without Petersburg.
-pub(crate) fn applies(spec: &ChainSpec, number: u64) -> bool {
+fn applies(spec: &ChainSpec, number: u64) -> bool {
     spec.is_constantinople_active_at_block(number) && !spec.is_petersburg_active_at_block(number)
+}
+
+/// `evm` (made with an inspector) for block `number`: with EIP-1283's SSTORE when it applies.
+pub(crate) fn for_block<DB: alloy_evm::Database, I, P>(
+    spec: &ChainSpec,
+    number: u64,
+    evm: EthEvm<DB, I, P>,
+) -> EthEvm<DB, I, P> {
+    if !applies(spec, number) {
+        return evm;
+    }
+    let mut inner = evm.into_inner();
+    install(
+        inner.instruction.instruction_table_mut(),
+        &mut inner.ctx.cfg.gas_params,
+    );
+    EthEvm::new(inner, true)
 }
 
 /// Makes `table`'s SSTORE EIP-1283's. `gas_params` must be the EVM's: revm charges their
 /// static SSTORE cost (Petersburg's 5,000) before the accounting, which charges it all here.
-pub(crate) fn install<H: Host>(
-    table: &mut InstructionTable<EthInterpreter, H>,
-    gas_params: &mut GasParams,
-) {
+fn install<H: Host>(table: &mut InstructionTable<EthInterpreter, H>, gas_params: &mut GasParams) {
     gas_params.override_gas([(GasId::sstore_static(), 0)]);
     table[opcode::SSTORE as usize] = Instruction::new(sstore::<H>);
 }

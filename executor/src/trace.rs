@@ -18,7 +18,7 @@ use crate::{
 use alloy_consensus::{Header, TxEnvelope, transaction::Recovered};
 use alloy_eips::eip4895::Withdrawal;
 use alloy_evm::{
-    EthEvm, EthEvmFactory, Evm, EvmEnv, EvmFactory, FromRecoveredTx,
+    EthEvmFactory, Evm, EvmEnv, EvmFactory, FromRecoveredTx,
     block::{BlockExecutionError, BlockExecutor},
     eth::{EthBlockExecutionCtx, EthBlockExecutor, receipt_builder::AlloyReceiptBuilder},
 };
@@ -175,16 +175,9 @@ pub fn trace_block(
         Guard::new(None, request.deadline, request.max_bytes),
         StorageCollision::default(),
     );
-    let mut evm = EthEvmFactory::default().create_evm_with_inspector(&mut state, env, inspector);
+    let evm = EthEvmFactory::default().create_evm_with_inspector(&mut state, env, inspector);
     // Replays meter SSTORE as block execution did.
-    if crate::eip1283::applies(spec, header.number) {
-        let mut inner = evm.into_inner();
-        crate::eip1283::install(
-            inner.instruction.instruction_table_mut(),
-            &mut inner.ctx.cfg.gas_params,
-        );
-        evm = EthEvm::new(inner, true);
-    }
+    let evm = crate::eip1283::for_block(spec, header.number, evm);
     let ctx = EthBlockExecutionCtx {
         parent_hash: header.parent_hash,
         parent_beacon_block_root: header.parent_beacon_block_root,
