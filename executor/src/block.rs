@@ -616,10 +616,6 @@ fn check_outputs(header: &Header, outputs: &Outputs) -> std::result::Result<(), 
     Ok(())
 }
 
-/// The DAO fork's irregular state change, applied before the block's transactions as geth
-/// does: every listed account's balance moves to the refund contract. Accounts it touches keep
-/// pre-EIP-161 semantics (an emptied account is kept, not deleted), which revm's
-/// `drain_balances` would not do.
 /// From Prague on, a block is invalid when the withdrawal (EIP-7002) or consolidation
 /// (EIP-7251) request contract has no code when the block's requests are collected, as geth
 /// rules; alloy-evm would call the empty account and find no requests.
@@ -645,6 +641,10 @@ fn check_request_contracts<DB: revm::Database>(
     Ok(())
 }
 
+/// The DAO fork's irregular state change, applied before the block's transactions as geth
+/// does: every listed account's balance moves to the refund contract. Accounts it touches keep
+/// pre-EIP-161 semantics (an emptied account is kept, not deleted), which revm's
+/// `drain_balances` would not do.
 pub(crate) fn apply_dao_drain<DB: revm::Database>(
     db: &mut State<DB>,
     pre_eip161: bool,

@@ -979,14 +979,11 @@ pub(crate) fn move_precompiles(
         }
         if is_precompile {
             replaced.push(*address);
-            if !moves.contains_key(address) {
-                precompiles.apply_precompile(address, |_| None);
-            }
+            precompiles.apply_precompile(address, |_| None);
         }
     }
     let builtins = Precompiles::new(PrecompileSpecId::from_spec_id(spec));
     for (from, to) in moves {
-        precompiles.apply_precompile(&from, |_| None);
         let Some(builtin) = builtins.get(&from).cloned() else {
             continue;
         };
