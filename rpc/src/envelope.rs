@@ -15,6 +15,7 @@
 //! Everything else goes to jsonrpsee unchanged: `inspect` only parses the envelope (the `id`,
 //! `method` and `jsonrpc` fields), and a body it cannot read is jsonrpsee's to refuse.
 
+use jsonrpsee::types::{Id, Request};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::{borrow::Cow, collections::BTreeMap};
@@ -88,6 +89,8 @@ struct Envelope<'a> {
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
 }
 
 fn present<'de, D: serde::Deserializer<'de>>(
@@ -126,6 +129,31 @@ fn kind(envelope: &Envelope<'_>) -> Kind {
     } else {
         Kind::OddId
     }
+}
+
+/// `body` as the call jsonrpsee would read from it, when it is a single call (`"jsonrpc":
+/// "2.0"`, a method, and an id `inspect` leaves unchanged): one parse of the body instead of
+/// `inspect`'s and then jsonrpsee's. `None` for anything else, which goes through `inspect`.
+pub fn call(body: &[u8]) -> Option<Request<'_>> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        return None;
+    }
+    let envelope = serde_json::from_slice::<Envelope<'_>>(body).ok()?;
+    if envelope.jsonrpc.as_deref() != Some("2.0") || kind(&envelope) != Kind::Keep {
+        return None;
+    }
+    let raw_id = envelope.id?.get();
+    let id = if raw_id == "null" {
+        Id::Null
+    } else if raw_id.starts_with('"') {
+        Id::Str(serde_json::from_str(raw_id).ok()?)
+    } else {
+        Id::Number(raw_id.parse().ok()?)
+    };
+    let mut request = Request::borrowed("", envelope.params, id);
+    request.method = envelope.method?;
+    Some(request)
 }
 
 /// What to do with `body`, given the most requests a batch may hold (a longer batch is left to

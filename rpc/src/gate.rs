@@ -1,61 +1,39 @@
-//! The HTTP gate in front of jsonrpsee: `/health`, `/ready` and `/metrics`; the network chosen
-//! by the Host header; JSON-RPC only on `POST /v3/<KEY>` and WebSocket `/ws/v3/<KEY>`, with a
-//! live key allowed on that network. Anything else is refused here with an HTTP status and a
-//! JSON-RPC error body. A call refused for its rate turns the response into an HTTP 429. An
-//! admitted WebSocket upgrade goes to quarry's own transport (`ws`). A JSON-RPC body over HTTP
-//! is read here first, and where geth would answer it otherwise than jsonrpsee does
-//! (notifications, odd ids: see `envelope`) it is answered or rewritten here.
+//! Where an HTTP request goes: `/health`, `/ready` and `/metrics`; the network chosen by the
+//! Host header; JSON-RPC only on `POST /v3/<KEY>` and WebSocket `/ws/v3/<KEY>`, with a live
+//! key allowed on that network. Anything else is refused here with an HTTP status and a
+//! JSON-RPC error body (or jsonrpsee's answer to a wrong method or content type). A JSON-RPC
+//! body is answered through `answer`; a call refused for its rate turns the response into an
+//! HTTP 429. An admitted WebSocket upgrade goes to quarry's own transport (`ws`).
 
 use crate::{
-    calls::RateLimited,
-    envelope::{self, Plan},
+    answer::{self, BodyLimits},
+    calls::Calls,
+    http::Reply,
     service::{Caller, Service},
+    ws::Dispatch,
 };
-use http_body_util::Full;
 use jsonrpsee::server::{
     HttpBody, HttpRequest, HttpResponse,
     http::{self as http_transport, response},
 };
-use std::{
-    future::Future,
-    pin::Pin,
-    sync::Arc,
-    task::{Context, Poll},
-};
-use tower::{Layer, Service as TowerService};
+use std::sync::Arc;
 
-#[derive(Debug, Clone)]
-pub struct GateLayer {
+/// Where a request goes.
+#[derive(Debug)]
+pub enum Route {
+    /// Answered here, whatever the body: operations, refusals, wrong methods.
+    Answer(HttpResponse),
+    /// An admitted WebSocket upgrade, for `ws`.
+    WebSocket(Caller),
+    /// An admitted JSON-RPC body, for `json_rpc`.
+    JsonRpc(Caller),
+}
+
+#[derive(Clone)]
+pub struct Gate {
     service: Arc<Service>,
-    websockets: Arc<crate::ws::Transport>,
-}
-
-impl GateLayer {
-    pub fn new(service: Arc<Service>, websockets: Arc<crate::ws::Transport>) -> Self {
-        Self {
-            service,
-            websockets,
-        }
-    }
-}
-
-impl<S> Layer<S> for GateLayer {
-    type Service = Gate<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Gate {
-            inner,
-            service: self.service.clone(),
-            websockets: self.websockets.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Gate<S> {
-    inner: S,
-    service: Arc<Service>,
-    websockets: Arc<crate::ws::Transport>,
+    rpc: Calls<Dispatch>,
+    limits: BodyLimits,
 }
 
 /// Why a request was refused.
@@ -158,7 +136,57 @@ fn is_websocket_upgrade<B>(request: &HttpRequest<B>) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
 }
 
-impl<S> Gate<S> {
+impl Gate {
+    pub fn new(service: Arc<Service>, rpc: Calls<Dispatch>, limits: BodyLimits) -> Self {
+        Self {
+            service,
+            rpc,
+            limits,
+        }
+    }
+
+    /// Where `request` goes, from its head alone.
+    pub fn route(&self, request: &HttpRequest<()>) -> Route {
+        if let Some(response) = self.operations(request.uri().path()) {
+            return Route::Answer(response);
+        }
+        match self.admit(request) {
+            // An admitted WebSocket is quarry's own (see `ws`).
+            Ok(caller) if is_websocket_upgrade(request) => Route::WebSocket(caller),
+            Ok(caller)
+                if request.method() == http::Method::POST
+                    && http_transport::is_json(
+                        request.headers().get(http::header::CONTENT_TYPE),
+                    ) =>
+            {
+                Route::JsonRpc(caller)
+            }
+            // jsonrpsee's answers to the wrong method or content type.
+            Ok(_) if request.method() == http::Method::POST => {
+                Route::Answer(response::unsupported_content_type())
+            }
+            Ok(_) => Route::Answer(response::method_not_allowed()),
+            Err(refusal) => Route::Answer(refusal.response(&self.service)),
+        }
+    }
+
+    /// The answer to an admitted JSON-RPC body. A call refused for its rate makes the whole
+    /// response an HTTP 429 with Retry-After.
+    pub async fn json_rpc(&self, body: &[u8], caller: Caller) -> Reply {
+        let mut extensions = jsonrpsee::Extensions::new();
+        extensions.insert(caller);
+        let answer = answer::answer(&self.rpc, self.limits, body, extensions).await;
+        let mut reply = Reply::json(answer.status, answer.text.into());
+        if let Some(limited) = answer.rate_limited {
+            reply.status = http::StatusCode::TOO_MANY_REQUESTS;
+            let seconds = limited.retry_after.as_secs_f64().ceil().max(1.0) as u64;
+            reply
+                .headers
+                .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+        }
+        reply
+    }
+
     /// The caller a JSON-RPC request comes from, or why it is refused.
     fn admit<B>(&self, request: &HttpRequest<B>) -> Result<Caller, Refusal> {
         let host = host_of(request);
@@ -206,131 +234,6 @@ impl<S> Gate<S> {
             }
             _ => None,
         }
-    }
-}
-
-/// A response to a JSON-RPC request that jsonrpsee did not see: 200 with `body` (empty when
-/// there is nothing to answer, as geth answers notifications).
-fn answered_here(body: String) -> HttpResponse {
-    json_response(http::StatusCode::OK, body)
-}
-
-/// A call refused for its rate makes the whole response an HTTP 429 with Retry-After.
-fn mark_rate_limited(response: &mut HttpResponse) {
-    if let Some(limited) = response.extensions().get::<RateLimited>().cloned() {
-        *response.status_mut() = http::StatusCode::TOO_MANY_REQUESTS;
-        let seconds = limited.retry_after.as_secs_f64().ceil().max(1.0) as u64;
-        response
-            .headers_mut()
-            .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
-    }
-}
-
-/// The body of `request`, read whole up to `max` bytes; past it, jsonrpsee's 413.
-async fn read_body<B>(body: B, max: u32) -> Result<bytes::Bytes, HttpResponse>
-where
-    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    use http_body_util::BodyExt;
-    match http_body_util::Limited::new(body, max as usize)
-        .collect()
-        .await
-    {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(response::too_large(max)),
-        Err(_) => Err(response::internal_error()),
-    }
-}
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-impl<S, B> TowerService<HttpRequest<B>> for Gate<S>
-where
-    S: TowerService<HttpRequest<HttpBody>, Response = HttpResponse> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    type Response = HttpResponse;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<HttpResponse, S::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: HttpRequest<B>) -> Self::Future {
-        if let Some(response) = self.operations(request.uri().path()) {
-            return Box::pin(async move { Ok(response) });
-        }
-        let caller = match self.admit(&request) {
-            // An admitted WebSocket is quarry's own (see `ws`), not jsonrpsee's.
-            Ok(caller) if is_websocket_upgrade(&request) => {
-                let response = self.websockets.accept(request, caller);
-                return Box::pin(async move { Ok(response) });
-            }
-            Ok(caller) => caller,
-            Err(refusal) => {
-                let response = refusal.response(&self.service);
-                return Box::pin(async move { Ok(response) });
-            }
-        };
-        let mut request = request.map(HttpBody::new);
-        request.extensions_mut().insert(caller);
-        // A JSON-RPC body is read here first, to answer it as geth would where jsonrpsee
-        // would not (see `envelope`); anything else is jsonrpsee's to refuse.
-        let json_post = request.method() == http::Method::POST
-            && http_transport::is_json(request.headers().get(http::header::CONTENT_TYPE));
-        if !json_post {
-            let answer = self.inner.call(request);
-            return Box::pin(async move {
-                let mut response = answer.await?;
-                mark_rate_limited(&mut response);
-                Ok(response)
-            });
-        }
-        // The service polled ready is the one to call; a clone takes its place.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let (max_bytes, max_batch) = (
-            self.service.max_request_bytes,
-            self.service.max_batch_requests as usize,
-        );
-        Box::pin(async move {
-            let (parts, body) = request.into_parts();
-            let body = match read_body(body, max_bytes).await {
-                Ok(body) => body,
-                Err(refused) => return Ok(refused),
-            };
-            let rewrite = match envelope::inspect(&body, max_batch) {
-                Plan::Answer(answer) => return Ok(answered_here(answer)),
-                Plan::Unchanged => None,
-                Plan::Rewrite(rewrite) => Some(rewrite),
-            };
-            let mut parts = parts;
-            let body = match &rewrite {
-                Some(rewrite) => {
-                    parts.headers.remove(http::header::CONTENT_LENGTH);
-                    bytes::Bytes::from(rewrite.body.clone())
-                }
-                None => body,
-            };
-            let request = HttpRequest::from_parts(parts, HttpBody::new(Full::new(body)));
-            let mut response = inner.call(request).await?;
-            if let Some(rewrite) = rewrite {
-                let (mut parts, body) = response.into_parts();
-                let text = match read_body(body, u32::MAX).await {
-                    Ok(text) => String::from_utf8_lossy(&text).into_owned(),
-                    Err(failed) => return Ok(failed),
-                };
-                parts.headers.remove(http::header::CONTENT_LENGTH);
-                response = HttpResponse::from_parts(parts, HttpBody::from(rewrite.finish(&text)));
-            }
-            mark_rate_limited(&mut response);
-            Ok(response)
-        })
     }
 }
 

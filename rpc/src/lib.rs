@@ -2,6 +2,7 @@
 //! listener), API keys and routing, request limits, the methods' parameters and JSON shapes, and
 //! the one place where errors become JSON-RPC errors.
 
+mod answer;
 mod cache;
 mod call;
 mod calls;
@@ -14,6 +15,7 @@ mod filters;
 pub mod fuzz;
 mod gate;
 mod heavy;
+mod http;
 mod info;
 pub mod keys;
 mod limits;
@@ -37,11 +39,7 @@ pub use error::{Result, RpcError};
 pub use node::{BlockAt, BlockMarks, LogsConfig, Node, RawPart, Reads, Snapshot};
 pub use service::Networks;
 
-use jsonrpsee::{
-    RpcModule,
-    server::{BatchRequestConfig, Server, ServerConfig, ServerHandle},
-    types::ErrorObjectOwned,
-};
+use jsonrpsee::{RpcModule, server::ServerHandle, types::ErrorObjectOwned};
 use params::{Args, BlockId, BlockTag, Index, ProofKeys, StorageKey};
 use pool::ReadPool;
 use quarry_storage::Database;
@@ -645,38 +643,32 @@ pub async fn start(
     let module = methods(Networks(nodes), &pool, &call_pool, &service, traces)?;
     let method_names: Vec<&'static str> = module.method_names().collect();
     let call_layer = calls::CallLayer::new(service.clone(), method_names);
-    // WebSockets are quarry's own transport (see `ws`), behind the same call layer.
-    let websockets = std::sync::Arc::new(ws::Transport::new(
-        config,
-        service.clone(),
-        tower::Layer::layer(
-            &call_layer,
-            ws::Dispatch::new(module.clone(), config.max_response_bytes),
-        ),
-    ));
-    let server_config = ServerConfig::builder()
-        .max_request_body_size(config.max_request_bytes)
-        .max_response_body_size(config.max_response_bytes)
-        .max_connections(config.max_connections)
-        .set_batch_request_config(BatchRequestConfig::Limit(config.max_batch_requests))
-        .build();
-    let server = Server::builder()
-        .set_config(server_config)
-        .set_http_middleware(
-            tower::ServiceBuilder::new().layer(gate::GateLayer::new(service.clone(), websockets)),
-        )
-        .set_rpc_middleware(jsonrpsee::core::middleware::RpcServiceBuilder::new().layer(call_layer))
-        .build(config.listen)
+    // HTTP and WebSockets are quarry's own transports (see `http` and `ws`), both answering
+    // through the same call layer over the methods.
+    let rpc = tower::Layer::layer(
+        &call_layer,
+        ws::Dispatch::new(module, config.max_response_bytes),
+    );
+    let websockets = std::sync::Arc::new(ws::Transport::new(config, service.clone(), rpc.clone()));
+    let gate = gate::Gate::new(service.clone(), rpc, answer::BodyLimits::of(config));
+    let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind {
             addr: config.listen,
             source,
         })?;
-    let local_addr = server.local_addr().map_err(|source| ServeError::Bind {
+    let local_addr = listener.local_addr().map_err(|source| ServeError::Bind {
         addr: config.listen,
         source,
     })?;
-    let handle = server.start(module);
+    let transport = std::sync::Arc::new(http::Transport::new(
+        gate,
+        websockets,
+        config.max_request_bytes,
+        config.max_connections,
+    ));
+    let (stop, handle) = jsonrpsee::server::stop_channel();
+    tokio::spawn(http::serve(listener, transport, stop));
     Ok(RunningServer {
         local_addr,
         handle,

@@ -51,8 +51,6 @@ pub struct Service {
     pub filters: Filters,
     pub connections: Connections,
     pub max_subscriptions_per_connection: usize,
-    pub max_request_bytes: u32,
-    pub max_batch_requests: u32,
     pub max_head_lag: u64,
     pub max_head_age: Duration,
 }
@@ -84,8 +82,6 @@ impl Service {
             connections: Connections::default(),
             max_subscriptions_per_connection: config.max_subscriptions_per_connection,
             networks,
-            max_request_bytes: config.max_request_bytes,
-            max_batch_requests: config.max_batch_requests,
             max_head_lag: config.max_head_lag,
             max_head_age: Duration::from_secs(config.max_head_age_s),
         };

@@ -12,19 +12,17 @@
 //! reader stops reading while that many are running, so they are bounded too.
 
 use crate::{
+    answer::{self, BodyLimits},
     calls::Calls,
     config::Config,
-    envelope::{self, Plan},
     service::{Caller, Service},
     subscriptions::{SubId, SubKind},
 };
 use futures_util::{SinkExt, StreamExt};
-use http_body_util::BodyExt;
-use hyper_util::rt::TokioIo;
 use jsonrpsee::{
     MethodResponse, Methods,
     core::middleware::{Batch, BatchEntry, Notification, RpcServiceT},
-    server::{BatchRequestConfig, HttpBody, HttpRequest, HttpResponse, MethodCallback},
+    server::{HttpRequest, MethodCallback},
     types::{ErrorCode, ErrorObject, Request},
 };
 use std::{
@@ -68,8 +66,7 @@ pub struct SendLimits {
 pub struct Transport {
     service: Arc<Service>,
     rpc: Calls<Dispatch>,
-    batch: BatchRequestConfig,
-    max_request_bytes: u32,
+    bodies: BodyLimits,
     max_connections: usize,
     limits: SendLimits,
 }
@@ -85,8 +82,7 @@ impl Transport {
         Self {
             service,
             rpc,
-            batch: BatchRequestConfig::Limit(config.max_batch_requests),
-            max_request_bytes: config.max_request_bytes,
+            bodies: BodyLimits::of(config),
             max_connections: config.max_connections as usize,
             limits: SendLimits {
                 messages: config.ws_send_buffer_messages.max(1),
@@ -95,13 +91,13 @@ impl Transport {
         }
     }
 
-    /// Answers an upgrade request from an admitted `caller`: 101 and the connection's tasks, or
-    /// an HTTP error.
-    pub fn accept<B>(
-        self: &Arc<Self>,
-        mut request: HttpRequest<B>,
-        caller: Caller,
-    ) -> HttpResponse {
+    /// Checks an upgrade request from an admitted caller: the `Sec-WebSocket-Accept` value
+    /// to answer it with and the connection's place among `max_connections`, or the HTTP
+    /// error to refuse it with.
+    pub fn handshake(
+        &self,
+        request: &HttpRequest<()>,
+    ) -> Result<(String, Slot), (http::StatusCode, &'static str)> {
         let key = request
             .headers()
             .get(http::header::SEC_WEBSOCKET_KEY)
@@ -111,56 +107,37 @@ impl Transport {
             .get(http::header::SEC_WEBSOCKET_VERSION)
             .is_some_and(|v| v.as_bytes() == b"13");
         let (Some(key), true) = (key, version_ok) else {
-            return plain(
+            return Err((
                 http::StatusCode::BAD_REQUEST,
                 "a WebSocket upgrade needs Sec-WebSocket-Key and Sec-WebSocket-Version: 13",
-            );
+            ));
         };
         let connections = &self.service.connections;
         if connections.open.fetch_add(1, Ordering::SeqCst) >= self.max_connections {
             connections.open.fetch_sub(1, Ordering::SeqCst);
-            return plain(
+            return Err((
                 http::StatusCode::SERVICE_UNAVAILABLE,
                 "too many WebSocket connections, try again later",
-            );
+            ));
         }
-        let upgrade = hyper::upgrade::on(&mut request);
-        let transport = self.clone();
-        tokio::spawn(async move {
-            match upgrade.await {
-                Ok(upgraded) => transport.clone().run(TokioIo::new(upgraded), caller).await,
-                Err(e) => tracing::debug!("WebSocket upgrade failed: {e}"),
-            }
-            transport
-                .service
-                .connections
-                .open
-                .fetch_sub(1, Ordering::SeqCst);
-        });
-        let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(&key);
-        let mut response = HttpResponse::new(HttpBody::default());
-        *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
-        let headers = response.headers_mut();
-        headers.insert(
-            http::header::CONNECTION,
-            http::HeaderValue::from_static("upgrade"),
-        );
-        headers.insert(
-            http::header::UPGRADE,
-            http::HeaderValue::from_static("websocket"),
-        );
-        if let Ok(value) = http::HeaderValue::from_str(&accept) {
-            headers.insert(http::header::SEC_WEBSOCKET_ACCEPT, value);
-        }
-        response
+        let slot = Slot(self.service.clone());
+        Ok((
+            tokio_tungstenite::tungstenite::handshake::derive_accept_key(&key),
+            slot,
+        ))
     }
 
     /// Serves one connection until either side closes it.
-    async fn run(self: Arc<Self>, io: TokioIo<hyper::upgrade::Upgraded>, caller: Caller) {
+    /// `io` is the socket after the 101 answer; `slot` is released when the connection ends.
+    pub async fn run<S>(self: Arc<Self>, io: S, caller: Caller, slot: Slot)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let _slot = slot;
         let config = WebSocketConfig::default()
             .read_buffer_size(READ_BUFFER)
-            .max_message_size(Some(self.max_request_bytes as usize))
-            .max_frame_size(Some(self.max_request_bytes as usize));
+            .max_message_size(Some(self.bodies.max_request_bytes as usize))
+            .max_frame_size(Some(self.bodies.max_request_bytes as usize));
         let socket = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
         let (sink, mut stream) = socket.split();
         let conn = self
@@ -212,44 +189,23 @@ impl Transport {
     /// `None` when there is none (only notifications). The envelope is read as geth reads it
     /// (see `envelope`).
     async fn call(&self, conn: &Arc<Connection>, text: String) -> Option<String> {
-        let max_batch = self.service.max_batch_requests as usize;
-        let (text, rewrite) = match envelope::inspect(text.as_bytes(), max_batch) {
-            Plan::Answer(answer) => return (!answer.is_empty()).then_some(answer),
-            Plan::Unchanged => (text, None),
-            Plan::Rewrite(rewrite) => (rewrite.body.clone(), Some(rewrite)),
-        };
-        let mut request = HttpRequest::new(HttpBody::from(text));
-        *request.method_mut() = http::Method::POST;
-        request.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/json"),
-        );
-        request.extensions_mut().insert(conn.caller.clone());
-        request.extensions_mut().insert(conn.clone());
-        let response = jsonrpsee::server::http::call_with_service(
-            request,
-            self.batch,
-            self.max_request_bytes,
-            self.rpc.clone(),
-        )
-        .await;
-        let body = response.into_body().collect().await.ok()?.to_bytes();
+        let mut extensions = jsonrpsee::Extensions::new();
+        extensions.insert(conn.caller.clone());
+        extensions.insert(conn.clone());
+        let answer = answer::answer(&self.rpc, self.bodies, text.as_bytes(), extensions).await;
         // jsonrpsee answers a notification it did not run with `null`: no answer.
-        if body.is_empty() || body.as_ref() == b"null" {
-            return None;
-        }
-        let answer = String::from_utf8(body.to_vec()).ok()?;
-        Some(match rewrite {
-            Some(rewrite) => rewrite.finish(&answer),
-            None => answer,
-        })
+        (!answer.text.is_empty() && answer.text != "null").then_some(answer.text)
     }
 }
 
-fn plain(status: http::StatusCode, text: &'static str) -> HttpResponse {
-    let mut response = HttpResponse::new(HttpBody::from(text));
-    *response.status_mut() = status;
-    response
+/// A WebSocket connection's place among `max_connections`, given back when dropped.
+#[derive(Debug)]
+pub struct Slot(Arc<Service>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.connections.open.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Sends what the outbox holds until the connection closes.
