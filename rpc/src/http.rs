@@ -150,7 +150,12 @@ pub async fn serve(listener: TcpListener, transport: Arc<Transport>, stop: StopH
                 tokio::spawn(async move {
                     let mut stream = stream;
                     let reply = Reply::from_response(response::too_many_requests()).await;
-                    let _ = write_reply(&mut stream, &reply, Framing::Close, false).await;
+                    if write_reply(&mut stream, &reply, Framing::Close, false)
+                        .await
+                        .is_ok()
+                    {
+                        close_after_reply(stream).await;
+                    }
                 });
             }
         }
@@ -206,7 +211,12 @@ impl Transport {
                 Ok(Some(head)) => head,
                 Ok(None) | Err(ReadError::Gone) => return,
                 Err(error) => {
-                    let _ = write_error(&mut stream, error, self.max_request_bytes).await;
+                    if write_error(&mut stream, error, self.max_request_bytes)
+                        .await
+                        .is_ok()
+                    {
+                        close_after_reply(stream).await;
+                    }
                     return;
                 }
             };
@@ -226,12 +236,22 @@ impl Transport {
                             Reply::from_response(response::too_large(self.max_request_bytes)).await
                         }
                     };
-                    let _ = write_reply(&mut stream, &reply, Framing::Close, is_head).await;
+                    if write_reply(&mut stream, &reply, Framing::Close, is_head)
+                        .await
+                        .is_ok()
+                    {
+                        close_after_reply(stream).await;
+                    }
                     return;
                 }
                 Err(ReadError::Gone) => return,
                 Err(error) => {
-                    let _ = write_error(&mut stream, error, self.max_request_bytes).await;
+                    if write_error(&mut stream, error, self.max_request_bytes)
+                        .await
+                        .is_ok()
+                    {
+                        close_after_reply(stream).await;
+                    }
                     return;
                 }
             };
@@ -243,9 +263,11 @@ impl Transport {
             if write_reply(&mut stream, &reply, head.framing, is_head)
                 .await
                 .is_err()
-                || head.framing == Framing::Close
             {
-                let _ = stream.shutdown().await;
+                return;
+            }
+            if head.framing == Framing::Close {
+                close_after_reply(stream).await;
                 return;
             }
         }
@@ -269,7 +291,12 @@ impl Transport {
                     headers: http::HeaderMap::new(),
                     body: Bytes::from_static(text.as_bytes()),
                 };
-                let _ = write_reply(&mut stream, &reply, Framing::Close, false).await;
+                if write_reply(&mut stream, &reply, Framing::Close, false)
+                    .await
+                    .is_ok()
+                {
+                    close_after_reply(stream).await;
+                }
                 return;
             }
         };
@@ -521,7 +548,7 @@ async fn read_body(
     }
 }
 
-/// Answers a request that could not be read, then the connection closes.
+/// Answers a request that could not be read; the connection closes after it.
 async fn write_error(stream: &mut TcpStream, error: ReadError, max: u32) -> std::io::Result<()> {
     let reply = match error {
         ReadError::Gone => return Ok(()),
@@ -541,8 +568,29 @@ async fn write_error(stream: &mut TcpStream, error: ReadError, max: u32) -> std:
             body: Bytes::from(format!("{reason}\n")),
         },
     };
-    write_reply(stream, &reply, Framing::Close, false).await?;
-    stream.shutdown().await
+    write_reply(stream, &reply, Framing::Close, false).await
+}
+
+/// Closes a connection after its last answer: FIN first, then whatever the client still sends
+/// is read and dropped for a moment. Closing a socket with unread data sends a reset, which
+/// can destroy the answer before the client reads it (a body refused unread, for instance).
+async fn close_after_reply(mut stream: TcpStream) {
+    const LINGER: Duration = Duration::from_secs(1);
+    const DRAIN_BYTES: usize = 1 << 20;
+    if stream.shutdown().await.is_err() {
+        return;
+    }
+    let mut scratch = [0u8; 8 << 10];
+    let mut drained = 0;
+    let _ = tokio::time::timeout(LINGER, async {
+        while drained < DRAIN_BYTES {
+            match stream.read(&mut scratch).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => drained += n,
+            }
+        }
+    })
+    .await;
 }
 
 /// Writes `reply`; `head_only` leaves the body out (a HEAD request).
