@@ -28,6 +28,7 @@ serve main "$work/data" $'[[keys]]\nkey = "bench-key"'
 addr=$(address main)
 url="http://$addr/v3/bench-key"
 servers=("quarry|$url")
+declare -A server_pid=([quarry]=${pids[-1]})
 if [[ -n $RETH ]]; then
   "$RETH" import --chain "$FIXTURES/genesis.json" --datadir "$work/reth" "$FIXTURES/chain.rlp" \
     >"$work/reth-import.log" 2>&1 || { tail "$work/reth-import.log" >&2; exit 1; }
@@ -38,6 +39,7 @@ if [[ -n $RETH ]]; then
     --max-outbound-peers 0 --max-inbound-peers 0 --port "$(free_port)" \
     --authrpc.port "$(free_port)" --ipcdisable --log.stdout.filter warn >"$work/reth.out" 2>&1 &
   pids+=($!)
+  server_pid[reth]=$!
   for _ in $(seq 100); do
     curl -s -o /dev/null "http://127.0.0.1:$reth_port" -X POST -H 'Content-Type: application/json' \
       -d '{"jsonrpc":"2.0","id":1,"method":"web3_clientVersion","params":[]}' && break
@@ -133,14 +135,22 @@ assert ok, r' "$who") || { echo "$who, $name: bad response" >&2; exit 1; }
     [[ $status == absent ]] && absent+=("$who|$name")
   done
 done
+# The CPU time (user + system, all threads) a server process has used, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 measure() { # server url name conns body round|paired-method script
-  local threads=$(( $4 < 2 ? 1 : 2 )) out rps p50 p99 script=$7
+  local threads=$(( $4 < 2 ? 1 : 2 )) out rps p50 p99 script=$7 before after requests cpu
+  before=$(cpu_ticks "${server_pid[$1]}")
   out=$(BODY="$5" wrk -t"$threads" -c"$4" -d"${DURATION}s" --latency -s "$work/$script" "$2")
+  after=$(cpu_ticks "${server_pid[$1]}")
   if grep -q 'Non-2xx' <<<"$out"; then echo "$1, $3: non-2xx responses" >&2; exit 1; fi
   rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
   p50=$(awk '$1=="50%"{print $2}' <<<"$out")
   p99=$(awk '$1=="99%"{print $2}' <<<"$out")
-  echo "$3|$4|$rps|$p50|$p99|$6|$7|$1" >>"$work/results"
+  requests=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' <<<"$out")
+  # The server's CPU per answered request, in microseconds (clock ticks of 1/CLK_TCK s).
+  cpu=$(awk -v t=$((after - before)) -v n="$requests" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { printf "%.2f", (n > 0 ? t * 1e6 / hz / n : 0) }')
+  echo "$3|$4|$rps|$p50|$p99|$6|$7|$1|$cpu" >>"$work/results"
 }
 # The load of this shared machine drifts from minute to minute, so each method is measured right
 # after a ceiling run, ROUNDS times over; its share is the median of those paired shares.
@@ -170,7 +180,7 @@ def micros(text):
     raise ValueError(text)
 def show(us):
     return f"{us:.0f}us" if us < 1000 else f"{us / 1000:.2f}ms"
-# name|conns|rps|p50|p99|round|paired method|wrk script|server
+# name|conns|rps|p50|p99|round|paired method|wrk script|server|server CPU per request (us)
 rows = [l.rstrip("\n").split("|") for l in open(sys.argv[1])]
 is_ceiling = lambda r: r[0].startswith("web3_clientVersion")
 ceiling = {(r[8], r[1], r[5], r[6]): float(r[2]) for r in rows if is_ceiling(r)}
@@ -180,8 +190,8 @@ names = list(dict.fromkeys(r[0] for r in rows if not is_ceiling(r)))
 summary = {}  # (server, name, conns) -> (median req/s, median share)
 for server in servers:
     print(f"\n{server}")
-    print(f"{'method':<42}" + "".join(f"{'c=' + c:>36}" for c in conns))
-    print(f"{'':<42}" + "".join(f"{'req/s  (% ceil)     p50      p99':>36}" for _ in conns))
+    print(f"{'method':<42}" + "".join(f"{'c=' + c:>45}" for c in conns))
+    print(f"{'':<42}" + "".join(f"{'req/s  (% ceil)     p50      p99  CPU/req':>45}" for _ in conns))
     # The ceiling row shows the runs with a fixed body, unless only Lua-built bodies were measured.
     own = [r for r in rows if r[8] == server and is_ceiling(r)]
     plain = [r for r in own if r[7] == "post.lua"] or own
@@ -189,33 +199,36 @@ for server in servers:
     for c in conns:
         runs = [r for r in plain if r[1] == c]
         rps = statistics.median(float(r[2]) for r in runs)
-        summary[(server, "web3_clientVersion (ceiling)", c)] = (rps, 100.0)
+        cpu = statistics.median(float(r[9]) for r in runs)
+        summary[(server, "web3_clientVersion (ceiling)", c)] = (rps, 100.0, cpu)
         p50 = statistics.median(micros(r[3]) for r in runs)
         p99 = statistics.median(micros(r[4]) for r in runs)
-        line += f"{rps:>11.0f} ( 100%) {show(p50):>8} {show(p99):>8}"
+        line += f"{rps:>11.0f} ( 100%) {show(p50):>8} {show(p99):>8} {cpu:>6.1f}us"
     print(line)
     for name in names:
         line = f"{name:<42}"
         for c in conns:
             mine = [r for r in rows if r[8] == server and r[0] == name and r[1] == c]
             if not mine:
-                line += f"{'(not served)':>36}"
+                line += f"{'(not served)':>45}"
                 continue
             share = statistics.median(100 * float(r[2]) / ceiling[(server, c, r[5], r[6])] for r in mine)
             rps = statistics.median(float(r[2]) for r in mine)
-            summary[(server, name, c)] = (rps, share)
+            cpu = statistics.median(float(r[9]) for r in mine)
+            summary[(server, name, c)] = (rps, share, cpu)
             p50 = statistics.median(micros(r[3]) for r in mine)
             p99 = statistics.median(micros(r[4]) for r in mine)
-            line += f"{rps:>11.0f} ({share:4.0f}%) {show(p50):>8} {show(p99):>8}"
+            line += f"{rps:>11.0f} ({share:4.0f}%) {show(p50):>8} {show(p99):>8} {cpu:>6.1f}us"
         print(line)
 if "reth" in servers:
     for c in conns:
-        print(f"\nc={c}: {'method':<42} {'reth req/s':>11} {'share':>6} {'quarry req/s':>13} {'share':>6} {'quarry/reth':>12}")
+        print(f"\nc={c}: {'method':<42} {'reth req/s':>11} {'share':>6} {'CPU/req':>8} {'quarry req/s':>13} {'share':>6} {'CPU/req':>8} {'quarry/reth':>12}")
         for name in ["web3_clientVersion (ceiling)"] + names:
             if ("reth", name, c) not in summary:
                 continue  # a method reth does not have
             reth, quarry = summary[("reth", name, c)], summary[("quarry", name, c)]
-            print(f"      {name:<42} {reth[0]:>11.0f} {reth[1]:>5.0f}% {quarry[0]:>13.0f} {quarry[1]:>5.0f}% {quarry[0] / reth[0]:>11.2f}x")
+            print(f"      {name:<42} {reth[0]:>11.0f} {reth[1]:>5.0f}% {reth[2]:>6.1f}us {quarry[0]:>13.0f} {quarry[1]:>5.0f}% {quarry[2]:>6.1f}us {quarry[0] / reth[0]:>11.2f}x")
 rounds = len({r[5] for r in rows})
-print(f"\nmedians of {rounds} rounds; each share pairs a method's run with its server's ceiling run just before it")
+print(f"\nmedians of {rounds} rounds; each share pairs a method's run with its server's ceiling run just before it;")
+print("CPU/req: the server process's CPU time (user + system, every thread) per answered request")
 PY
