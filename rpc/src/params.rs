@@ -295,7 +295,7 @@ pub enum BlockTag {
 }
 
 impl BlockTag {
-    fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, String> {
         Ok(match s {
             "earliest" => Self::Earliest,
             "latest" => Self::Latest,

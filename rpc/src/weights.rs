@@ -3,13 +3,13 @@
 //! lists more; eth_getLogs its weight plus one unit per `logs_blocks_per_unit` blocks of its
 //! range beyond the first; tracers most. The config's `[weights]` table changes any of them.
 
-use crate::{
-    logs::Filter,
-    params::{BlockTag, FromArg},
-};
+use crate::params::BlockTag;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    borrow::Cow,
+    collections::{BTreeMap, HashMap},
+};
 
 /// The default weights of the methods that do not weigh `DEFAULT_WEIGHT`.
 pub const DEFAULT_WEIGHTS: &[(&str, u32)] = &[
@@ -128,19 +128,39 @@ impl Weights {
     }
 }
 
-/// How many blocks an eth_getLogs filter covers (at least 1), tags read against `head`.
+/// How many blocks an eth_getLogs filter covers (at least 1), tags read against `head`. Only
+/// the range's fields are read (every call is weighed before it runs, so this stays cheap);
+/// a filter the method refuses for another field may weigh its range.
 fn logs_range(params: &RawValue, head: u64) -> Option<u64> {
-    let params: Vec<serde_json::Value> = serde_json::from_str(params.get()).ok()?;
-    let filter = Filter::from_arg(params.first()?).ok()?;
+    #[derive(Deserialize)]
+    struct Range<'a> {
+        #[serde(rename = "fromBlock", borrow, default)]
+        from: Option<Cow<'a, str>>,
+        #[serde(rename = "toBlock", borrow, default)]
+        to: Option<Cow<'a, str>>,
+        #[serde(rename = "blockHash", borrow, default)]
+        block_hash: Option<&'a RawValue>,
+    }
+    let params: Vec<&RawValue> = serde_json::from_str(params.get()).ok()?;
+    let filter: Range<'_> = serde_json::from_str(params.first()?.get()).ok()?;
     if filter.block_hash.is_some() {
         return Some(1);
     }
-    let number = |tag: Option<BlockTag>| match tag.unwrap_or(BlockTag::Latest) {
-        BlockTag::Number(n) => n,
-        BlockTag::Earliest => 0,
-        BlockTag::Latest | BlockTag::Pending | BlockTag::Safe | BlockTag::Finalized => head,
+    let number = |tag: Option<Cow<'_, str>>| -> Option<u64> {
+        Some(
+            match tag
+                .map(|t| BlockTag::parse(&t))
+                .transpose()
+                .ok()?
+                .unwrap_or(BlockTag::Latest)
+            {
+                BlockTag::Number(n) => n,
+                BlockTag::Earliest => 0,
+                BlockTag::Latest | BlockTag::Pending | BlockTag::Safe | BlockTag::Finalized => head,
+            },
+        )
     };
-    let (from, to) = (number(filter.from), number(filter.to).min(head));
+    let (from, to) = (number(filter.from)?, number(filter.to)?.min(head));
     Some(to.saturating_sub(from).saturating_add(1))
 }
 

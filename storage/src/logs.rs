@@ -1,10 +1,15 @@
-//! The log index (which blocks hold logs of an address, or a topic at a position) and the
-//! eth_getLogs query over it: candidate blocks from the index, then only those blocks' receipts.
+//! The log index (which blocks hold logs of an address, or a topic at a position, and in
+//! which of their receipts) and the eth_getLogs query over it: candidate blocks from the
+//! index, then only the receipts of those blocks that may hold a match.
 
 use crate::{Error, LogView, Result, StorageTx, StoredReceipt, Table, models::be_u64};
 use alloy_primitives::{Address, B256, Bloom, BloomInput, Log};
 use signet_libmdbx::{RwSync, TransactionKind};
-use std::{collections::BTreeMap, time::Instant};
+use std::{
+    borrow::Cow,
+    collections::{BTreeMap, BTreeSet},
+    time::Instant,
+};
 
 /// Meta key: the highest block through which `LogAddresses` and `LogTopics` are complete.
 const LOG_INDEX_HEAD: &str = "log_index_head";
@@ -136,11 +141,14 @@ impl<K: TransactionKind> StorageTx<K> {
         };
         let mut found = Vec::new();
         let mut last_fitting = None;
-        let mut visit = |number: u64, found: &mut Vec<LocatedLog>| -> Result<Option<LogsOutcome>> {
+        let mut visit = |number: u64,
+                         only: Option<&[u32]>,
+                         found: &mut Vec<LocatedLog>|
+         -> Result<Option<LogsOutcome>> {
             if Instant::now() >= limits.deadline {
                 return Ok(Some(LogsOutcome::TimedOut));
             }
-            self.block_logs(number, filter, found)?;
+            self.block_logs(number, filter, only, found)?;
             if found.len() > limits.max_results {
                 return Ok(Some(LogsOutcome::TooMany {
                     fits_through: last_fitting,
@@ -156,10 +164,12 @@ impl<K: TransactionKind> StorageTx<K> {
                     None => return Ok(LogsOutcome::TimedOut),
                 }
             } else {
-                (filter.from..=through).collect()
+                (filter.from..=through)
+                    .map(|number| (number, None))
+                    .collect()
             };
-            for number in candidates {
-                if let Some(end) = visit(number, &mut found)? {
+            for (number, only) in candidates {
+                if let Some(end) = visit(number, only.as_deref(), &mut found)? {
                     return Ok(end);
                 }
             }
@@ -171,7 +181,7 @@ impl<K: TransactionKind> StorageTx<K> {
                 break;
             };
             if filter.may_match(&header.logs_bloom) {
-                if let Some(end) = visit(number, &mut found)? {
+                if let Some(end) = visit(number, None, &mut found)? {
                     return Ok(end);
                 }
             } else if Instant::now() >= limits.deadline {
@@ -181,17 +191,21 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(LogsOutcome::Found(found))
     }
 
-    /// The blocks in `filter.from..=through` that the index says may match, in order; `None`
-    /// when the deadline passed while reading the index.
+    /// The blocks in `filter.from..=through` that the index says may match, in order, each
+    /// with the receipts that may hold a match (`None`: every receipt, for entries written
+    /// before the index kept receipts); `None` when the deadline passed while reading the index.
     fn indexed_candidates(
         &self,
         filter: &LogFilter,
         through: u64,
         limits: LogLimits,
-    ) -> Result<Option<Vec<u64>>> {
-        let mut sets: Vec<Vec<u64>> = Vec::new();
+    ) -> Result<Option<Vec<Candidate>>> {
+        // One set per criterion (the addresses, each topic position): the union of its keys'
+        // entries. A matching log meets every criterion, so its block and receipt are in the
+        // intersection of the sets.
+        let mut sets: Vec<BTreeMap<u64, Option<Vec<u32>>>> = Vec::new();
         if !filter.addresses.is_empty() {
-            let mut blocks = Vec::new();
+            let mut set = BTreeMap::new();
             for address in &filter.addresses {
                 if Instant::now() >= limits.deadline {
                     return Ok(None);
@@ -202,16 +216,16 @@ impl<K: TransactionKind> StorageTx<K> {
                     None,
                     filter.from,
                     through,
-                    &mut blocks,
+                    &mut set,
                 )?;
             }
-            sets.push(sorted_unique(blocks));
+            sets.push(set);
         }
         for (position, wanted) in filter.topics.iter().enumerate() {
             if wanted.is_empty() {
                 continue;
             }
-            let mut blocks = Vec::new();
+            let mut set = BTreeMap::new();
             for topic in wanted {
                 if Instant::now() >= limits.deadline {
                     return Ok(None);
@@ -222,23 +236,31 @@ impl<K: TransactionKind> StorageTx<K> {
                     Some(position),
                     filter.from,
                     through,
-                    &mut blocks,
+                    &mut set,
                 )?;
             }
-            sets.push(sorted_unique(blocks));
+            sets.push(set);
         }
-        sets.sort_by_key(Vec::len);
+        sets.sort_by_key(BTreeMap::len);
         let mut sets = sets.into_iter();
-        let Some(mut candidates) = sets.next() else {
+        let Some(first) = sets.next() else {
             return Ok(Some(Vec::new()));
         };
+        let mut candidates: Vec<Candidate> = first.into_iter().collect();
         for set in sets {
-            candidates.retain(|block| set.binary_search(block).is_ok());
+            candidates.retain_mut(|(block, receipts)| match set.get(block) {
+                None => false,
+                Some(other) => {
+                    *receipts = intersect(receipts.take(), other.as_deref());
+                    receipts.as_ref().is_none_or(|r| !r.is_empty())
+                }
+            });
         }
         Ok(Some(candidates))
     }
 
-    /// Appends the blocks in `from..=to` of one index key (and, for topics, position).
+    /// Adds the blocks in `from..=to` of one index key (and, for topics, position) to `set`,
+    /// with their receipt lists.
     fn indexed_blocks(
         &self,
         table: Table,
@@ -246,12 +268,12 @@ impl<K: TransactionKind> StorageTx<K> {
         position: Option<usize>,
         from: u64,
         to: u64,
-        out: &mut Vec<u64>,
+        set: &mut BTreeMap<u64, Option<Vec<u32>>>,
     ) -> Result<()> {
         let mut cursor = self.tx.cursor(self.db(table))?;
         let mut seek = prefix.to_vec();
         seek.extend_from_slice(&from.to_be_bytes());
-        let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(&seek)?;
+        let mut entry = cursor.set_range::<Cow<'_, [u8]>, Cow<'_, [u8]>>(&seek)?;
         while let Some((key, value)) = entry {
             if key.len() != prefix.len() + 8 || !key.starts_with(prefix) {
                 break;
@@ -260,27 +282,52 @@ impl<K: TransactionKind> StorageTx<K> {
             if block > to {
                 break;
             }
-            let at_position = match position {
-                None => true,
-                Some(position) => value
-                    .first()
-                    .is_some_and(|mask| mask & (1 << position) != 0),
+            let receipts = match position {
+                None => value.as_ref(),
+                Some(position) => match value.split_first() {
+                    Some((mask, receipts)) if mask & (1 << position) != 0 => receipts,
+                    _ => {
+                        entry = cursor.next()?;
+                        continue;
+                    }
+                },
             };
-            if at_position {
-                out.push(block);
-            }
-            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+            let receipts = (!receipts.is_empty())
+                .then(|| decode_receipt_list(receipts))
+                .transpose()?;
+            let merged = match set.remove(&block) {
+                None => receipts,
+                Some(known) => union(known, receipts),
+            };
+            set.insert(block, merged);
+            entry = cursor.next()?;
         }
         Ok(())
     }
 
-    /// Appends the matching logs of one block. Only the logs' addresses and topics are read
-    /// to match; a log's data is copied only when it matches.
-    fn block_logs(&self, number: u64, filter: &LogFilter, out: &mut Vec<LocatedLog>) -> Result<()> {
+    /// Appends the matching logs of one block, looking only at the receipts in `only` when
+    /// given. Only the logs' addresses and topics are read to match; a log's data is copied
+    /// only when it matches.
+    fn block_logs(
+        &self,
+        number: u64,
+        filter: &LogFilter,
+        only: Option<&[u32]>,
+        out: &mut Vec<LocatedLog>,
+    ) -> Result<()> {
         let hits = self.with_receipts(number, |receipts| -> Result<Vec<(u32, u32, Log)>> {
             let mut hits = Vec::new();
-            for (tx_index, receipt) in receipts.iter().enumerate() {
-                let receipt = receipt?;
+            let indices: Box<dyn Iterator<Item = usize>> = match only {
+                Some(only) => Box::new(only.iter().map(|&i| i as usize)),
+                None => Box::new(0..receipts.len()),
+            };
+            for tx_index in indices {
+                let receipt = receipts.get(tx_index)?.ok_or_else(|| {
+                    Error::Corrupt(format!(
+                        "the log index names receipt {tx_index} of block {number}, which has {}",
+                        receipts.len()
+                    ))
+                })?;
                 for (position, log) in receipt.logs().enumerate() {
                     if filter.matches_view(&log) {
                         let log_index = receipt.first_log_index + position as u32;
@@ -329,10 +376,84 @@ impl<K: TransactionKind> StorageTx<K> {
     }
 }
 
-fn sorted_unique(mut blocks: Vec<u64>) -> Vec<u64> {
-    blocks.sort_unstable();
-    blocks.dedup();
-    blocks
+/// A candidate block of a log query and the receipts that may match (`None`: every one).
+type Candidate = (u64, Option<Vec<u32>>);
+
+/// Two receipt lists merged (`None`, every receipt, absorbs the other).
+fn union(a: Option<Vec<u32>>, b: Option<Vec<u32>>) -> Option<Vec<u32>> {
+    let (mut a, b) = (a?, b?);
+    a.extend(b);
+    a.sort_unstable();
+    a.dedup();
+    Some(a)
+}
+
+/// The receipts in both lists (`None`, every receipt, leaves the other).
+fn intersect(a: Option<Vec<u32>>, b: Option<&[u32]>) -> Option<Vec<u32>> {
+    match (a, b) {
+        (None, None) => None,
+        (None, Some(b)) => Some(b.to_vec()),
+        (Some(a), None) => Some(a),
+        (Some(mut a), Some(b)) => {
+            a.retain(|index| b.binary_search(index).is_ok());
+            Some(a)
+        }
+    }
+}
+
+/// The receipt list of a log index entry: which of the block's receipts hold a log of the
+/// key, ascending, each as its distance from the one before (the first as is) in LEB128, so a
+/// list of nearby transactions takes a byte each.
+fn encode_receipt_list(indices: &BTreeSet<u32>, out: &mut Vec<u8>) {
+    let mut previous = None;
+    for &index in indices {
+        let mut delta = match previous {
+            None => index,
+            Some(previous) => index - previous,
+        };
+        previous = Some(index);
+        loop {
+            let byte = (delta & 0x7f) as u8;
+            delta >>= 7;
+            if delta == 0 {
+                out.push(byte);
+                break;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+}
+
+fn decode_receipt_list(bytes: &[u8]) -> Result<Vec<u32>> {
+    let corrupt = || Error::Corrupt(format!("malformed log index receipt list {bytes:02x?}"));
+    let mut indices = Vec::new();
+    let mut previous: Option<u32> = None;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let mut delta = 0u32;
+        let mut shift = 0;
+        loop {
+            let (&byte, tail) = rest.split_first().ok_or_else(corrupt)?;
+            rest = tail;
+            let bits = u32::from(byte & 0x7f);
+            if shift > 28 || (shift == 28 && bits > 0xf) {
+                return Err(corrupt());
+            }
+            delta |= bits << shift;
+            shift += 7;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        let index = match previous {
+            None => delta,
+            Some(previous) if delta > 0 => previous.checked_add(delta).ok_or_else(corrupt)?,
+            Some(_) => return Err(corrupt()),
+        };
+        indices.push(index);
+        previous = Some(index);
+    }
+    Ok(indices)
 }
 
 impl StorageTx<RwSync> {
@@ -346,27 +467,39 @@ impl StorageTx<RwSync> {
         if !contiguous {
             return Ok(());
         }
-        let mut addresses = BTreeMap::new();
-        let mut topics: BTreeMap<B256, u8> = BTreeMap::new();
-        for log in receipts.iter().flat_map(|r| &r.logs) {
-            addresses.insert(log.address, ());
-            for (position, topic) in log.topics().iter().enumerate().take(MAX_TOPICS) {
-                *topics.entry(*topic).or_default() |= 1 << position;
+        let mut addresses: BTreeMap<Address, BTreeSet<u32>> = BTreeMap::new();
+        let mut topics: BTreeMap<B256, (u8, BTreeSet<u32>)> = BTreeMap::new();
+        for (index, receipt) in receipts.iter().enumerate() {
+            let index = u32::try_from(index)
+                .map_err(|_| Error::Corrupt(format!("block {number} has too many receipts")))?;
+            for log in &receipt.logs {
+                addresses.entry(log.address).or_default().insert(index);
+                for (position, topic) in log.topics().iter().enumerate().take(MAX_TOPICS) {
+                    let (positions, receipts) = topics.entry(*topic).or_default();
+                    *positions |= 1 << position;
+                    receipts.insert(index);
+                }
             }
         }
         let block = number.to_be_bytes();
         let mut key = Vec::with_capacity(40);
-        for address in addresses.keys() {
+        let mut value = Vec::new();
+        for (address, receipts) in &addresses {
             key.clear();
             key.extend_from_slice(address.as_slice());
             key.extend_from_slice(&block);
-            self.put_staged(Table::LogAddresses, &key, &[])?;
+            value.clear();
+            encode_receipt_list(receipts, &mut value);
+            self.put_staged(Table::LogAddresses, &key, &value)?;
         }
-        for (topic, positions) in &topics {
+        for (topic, (positions, receipts)) in &topics {
             key.clear();
             key.extend_from_slice(topic.as_slice());
             key.extend_from_slice(&block);
-            self.put_staged(Table::LogTopics, &key, &[*positions])?;
+            value.clear();
+            value.push(*positions);
+            encode_receipt_list(receipts, &mut value);
+            self.put_staged(Table::LogTopics, &key, &value)?;
         }
         self.put_meta(LOG_INDEX_HEAD, &block)
     }
@@ -473,7 +606,11 @@ mod tests {
                 addresses,
                 topics,
             };
-            r.indexed_candidates(&filter, 2, limits).unwrap().unwrap()
+            let found = r.indexed_candidates(&filter, 2, limits).unwrap().unwrap();
+            found
+                .into_iter()
+                .map(|(block, _)| block)
+                .collect::<Vec<_>>()
         };
         assert_eq!(candidates(vec![a], vec![]), vec![1]);
         assert_eq!(candidates(vec![a, b], vec![]), vec![1, 2]);
@@ -481,5 +618,91 @@ mod tests {
         assert_eq!(candidates(vec![], vec![vec![t1]]), vec![2]);
         assert_eq!(candidates(vec![b], vec![vec![t0]]), Vec::<u64>::new());
         assert_eq!(candidates(vec![], vec![vec![t0, t1]]), vec![1, 2]);
+    }
+
+    #[test]
+    fn receipt_lists_round_trip_and_reject_garbage() {
+        for list in [
+            vec![0u32],
+            vec![3, 4, 5, 200, 70_000, u32::MAX],
+            vec![1, 1_000_000],
+        ] {
+            let mut bytes = Vec::new();
+            encode_receipt_list(&list.iter().copied().collect(), &mut bytes);
+            assert_eq!(decode_receipt_list(&bytes).unwrap(), list);
+        }
+        // Consecutive receipts take a byte each.
+        let mut bytes = Vec::new();
+        encode_receipt_list(&(10..20).collect(), &mut bytes);
+        assert_eq!(bytes.len(), 10);
+        // A cut varint, a repeated index, and one past u32.
+        assert!(decode_receipt_list(&[0x80]).is_err());
+        assert!(decode_receipt_list(&[5, 0]).is_err());
+        assert!(decode_receipt_list(&[0xff, 0xff, 0xff, 0xff, 0x1f]).is_err());
+    }
+
+    /// The index narrows a block to the receipts that may match, intersected across the
+    /// criteria; entries without a list (written before lists existed) leave every receipt.
+    #[test]
+    fn candidates_carry_the_receipts_that_may_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let (a, b) = (Address::repeat_byte(0xa), Address::repeat_byte(0xb));
+        let (t0, t1) = (B256::repeat_byte(1), B256::repeat_byte(2));
+        let tx = db.writer().unwrap();
+        tx.index_block_logs(0, &[]).unwrap();
+        tx.index_block_logs(
+            1,
+            &[
+                receipt(vec![log(a, vec![t0])]),
+                receipt(vec![]),
+                receipt(vec![log(b, vec![t1]), log(a, vec![t1])]),
+                receipt(vec![log(b, vec![t0])]),
+            ],
+        )
+        .unwrap();
+        // Block 2 as a database from before the lists holds it.
+        tx.index_block_logs(2, &[]).unwrap();
+        let key = |prefix: &[u8]| [prefix, &2u64.to_be_bytes()].concat();
+        tx.put_staged(Table::LogAddresses, &key(a.as_slice()), &[])
+            .unwrap();
+        tx.put_staged(Table::LogTopics, &key(t1.as_slice()), &[1])
+            .unwrap();
+        tx.commit().unwrap();
+
+        let r = db.reader().unwrap();
+        let limits = LogLimits {
+            max_results: 10,
+            deadline: Instant::now() + std::time::Duration::from_secs(60),
+            use_index: true,
+        };
+        let candidates = |addresses: Vec<Address>, topics: Vec<Vec<B256>>| {
+            let filter = LogFilter {
+                from: 0,
+                to: 2,
+                addresses,
+                topics,
+            };
+            r.indexed_candidates(&filter, 2, limits).unwrap().unwrap()
+        };
+        assert_eq!(
+            candidates(vec![a], vec![]),
+            vec![(1, Some(vec![0, 2])), (2, None)]
+        );
+        assert_eq!(candidates(vec![b], vec![]), vec![(1, Some(vec![2, 3]))]);
+        assert_eq!(
+            candidates(vec![a, b], vec![]),
+            vec![(1, Some(vec![0, 2, 3])), (2, None)]
+        );
+        // a and t1 meet only in receipt 2; in block 2 nothing narrows.
+        assert_eq!(
+            candidates(vec![a], vec![vec![t1]]),
+            vec![(1, Some(vec![2])), (2, None)]
+        );
+        // b's receipts and t0's (any position) share receipt 3 only.
+        assert_eq!(
+            candidates(vec![b], vec![vec![t0]]),
+            vec![(1, Some(vec![3]))]
+        );
     }
 }

@@ -63,11 +63,14 @@ tables! {
     /// concatenated in block order (what a log needs without decoding the body).
     BlockTxHashes = "block_tx_hashes";
     /// Log index by emitting contract: one entry per block holding at least one log of the
-    /// address. Key: address (20 bytes) then block number (u64 BE). Value: empty.
+    /// address. Key: address (20 bytes) then block number (u64 BE). Value: which of the block's
+    /// receipts hold such a log (see `encode_receipt_list` in logs.rs), or empty in entries
+    /// written before the lists (every receipt may).
     LogAddresses = "log_addresses";
     /// Log index by topic: one entry per block where some log has the topic. Key: topic (32
     /// bytes) then block number (u64 BE). Value: one byte, bit i set when the topic is at
-    /// position i (0-3) of some log of the block.
+    /// position i (0-3) of some log of the block, then which receipts hold a log with the topic
+    /// at any position (as in `LogAddresses`; absent in entries written before the lists).
     LogTopics = "log_topics";
     /// Key: code hash (32 bytes). Value: the raw bytecode.
     Bytecodes = "bytecodes";
