@@ -5,11 +5,7 @@
 use crate::{Error, LogView, Result, StorageTx, StoredReceipt, Table, models::be_u64};
 use alloy_primitives::{Address, B256, Bloom, BloomInput, Log};
 use signet_libmdbx::{RwSync, TransactionKind};
-use std::{
-    borrow::Cow,
-    collections::{BTreeMap, BTreeSet},
-    time::Instant,
-};
+use std::{borrow::Cow, collections::BTreeMap, time::Instant};
 
 /// Meta key: the highest block through which `LogAddresses` and `LogTopics` are complete.
 const LOG_INDEX_HEAD: &str = "log_index_head";
@@ -402,9 +398,9 @@ fn intersect(a: Option<Vec<u32>>, b: Option<&[u32]>) -> Option<Vec<u32>> {
 }
 
 /// The receipt list of a log index entry: which of the block's receipts hold a log of the
-/// key, ascending, each as its distance from the one before (the first as is) in LEB128, so a
-/// list of nearby transactions takes a byte each.
-fn encode_receipt_list(indices: &BTreeSet<u32>, out: &mut Vec<u8>) {
+/// key, ascending (as `indices` must be), each as its distance from the one before (the first
+/// as is) in LEB128, so a list of nearby transactions takes a byte each.
+fn encode_receipt_list(indices: &[u32], out: &mut Vec<u8>) {
     let mut previous = None;
     for &index in indices {
         let mut delta = match previous {
@@ -467,17 +463,24 @@ impl StorageTx<RwSync> {
         if !contiguous {
             return Ok(());
         }
-        let mut addresses: BTreeMap<Address, BTreeSet<u32>> = BTreeMap::new();
-        let mut topics: BTreeMap<B256, (u8, BTreeSet<u32>)> = BTreeMap::new();
+        // Receipts are visited in order, so each list stays ascending by pushing an index only
+        // when it differs from the last one.
+        let push = |list: &mut Vec<u32>, index: u32| {
+            if list.last() != Some(&index) {
+                list.push(index);
+            }
+        };
+        let mut addresses: BTreeMap<Address, Vec<u32>> = BTreeMap::new();
+        let mut topics: BTreeMap<B256, (u8, Vec<u32>)> = BTreeMap::new();
         for (index, receipt) in receipts.iter().enumerate() {
             let index = u32::try_from(index)
                 .map_err(|_| Error::Corrupt(format!("block {number} has too many receipts")))?;
             for log in &receipt.logs {
-                addresses.entry(log.address).or_default().insert(index);
+                push(addresses.entry(log.address).or_default(), index);
                 for (position, topic) in log.topics().iter().enumerate().take(MAX_TOPICS) {
                     let (positions, receipts) = topics.entry(*topic).or_default();
                     *positions |= 1 << position;
-                    receipts.insert(index);
+                    push(receipts, index);
                 }
             }
         }
@@ -628,12 +631,12 @@ mod tests {
             vec![1, 1_000_000],
         ] {
             let mut bytes = Vec::new();
-            encode_receipt_list(&list.iter().copied().collect(), &mut bytes);
+            encode_receipt_list(&list, &mut bytes);
             assert_eq!(decode_receipt_list(&bytes).unwrap(), list);
         }
         // Consecutive receipts take a byte each.
         let mut bytes = Vec::new();
-        encode_receipt_list(&(10..20).collect(), &mut bytes);
+        encode_receipt_list(&(10..20).collect::<Vec<_>>(), &mut bytes);
         assert_eq!(bytes.len(), 10);
         // A cut varint, a repeated index, and one past u32.
         assert!(decode_receipt_list(&[0x80]).is_err());
