@@ -148,14 +148,8 @@ pub async fn serve(listener: TcpListener, transport: Arc<Transport>, stop: StopH
             None => {
                 // jsonrpsee's answer when it is at `max_connections`.
                 tokio::spawn(async move {
-                    let mut stream = stream;
                     let reply = Reply::from_response(response::too_many_requests()).await;
-                    if write_reply(&mut stream, &reply, Framing::Close, false)
-                        .await
-                        .is_ok()
-                    {
-                        close_after_reply(stream).await;
-                    }
+                    last_reply(stream, &reply, false).await;
                 });
             }
         }
@@ -209,13 +203,10 @@ impl Transport {
         loop {
             let head = match read_head(&mut stream, &mut buf).await {
                 Ok(Some(head)) => head,
-                Ok(None) | Err(ReadError::Gone) => return,
+                Ok(None) => return,
                 Err(error) => {
-                    if write_error(&mut stream, error, self.max_request_bytes)
-                        .await
-                        .is_ok()
-                    {
-                        close_after_reply(stream).await;
+                    if let Some(reply) = error_reply(error, self.max_request_bytes).await {
+                        last_reply(stream, &reply, false).await;
                     }
                     return;
                 }
@@ -228,29 +219,18 @@ impl Transport {
             let is_head = head.request.method() == http::Method::HEAD;
             let body = match read_body(&mut stream, &mut buf, &head, self.max_request_bytes).await {
                 Ok(body) => body,
-                Err(ReadError::BodyTooLarge) => {
-                    // A refusal stands as it is; a body to run gets jsonrpsee's 413.
-                    let reply = match route {
-                        Route::Answer(response) => Reply::from_response(response).await,
-                        _ => {
-                            Reply::from_response(response::too_large(self.max_request_bytes)).await
-                        }
-                    };
-                    if write_reply(&mut stream, &reply, Framing::Close, is_head)
-                        .await
-                        .is_ok()
-                    {
-                        close_after_reply(stream).await;
-                    }
-                    return;
-                }
-                Err(ReadError::Gone) => return,
                 Err(error) => {
-                    if write_error(&mut stream, error, self.max_request_bytes)
-                        .await
-                        .is_ok()
-                    {
-                        close_after_reply(stream).await;
+                    // A refusal stands as it is, whatever the body; a body to run that is too
+                    // large gets jsonrpsee's 413.
+                    let reply = match (route, error) {
+                        (_, ReadError::Gone) => None,
+                        (Route::Answer(response), ReadError::BodyTooLarge) => {
+                            Some(Reply::from_response(response).await)
+                        }
+                        (_, error) => error_reply(error, self.max_request_bytes).await,
+                    };
+                    if let Some(reply) = reply {
+                        last_reply(stream, &reply, is_head).await;
                     }
                     return;
                 }
@@ -291,12 +271,7 @@ impl Transport {
                     headers: http::HeaderMap::new(),
                     body: Bytes::from_static(text.as_bytes()),
                 };
-                if write_reply(&mut stream, &reply, Framing::Close, false)
-                    .await
-                    .is_ok()
-                {
-                    close_after_reply(stream).await;
-                }
+                last_reply(stream, &reply, false).await;
                 return;
             }
         };
@@ -548,10 +523,10 @@ async fn read_body(
     }
 }
 
-/// Answers a request that could not be read; the connection closes after it.
-async fn write_error(stream: &mut TcpStream, error: ReadError, max: u32) -> std::io::Result<()> {
-    let reply = match error {
-        ReadError::Gone => return Ok(()),
+/// The answer to a request that could not be read (`None`: the client is gone).
+async fn error_reply(error: ReadError, max: u32) -> Option<Reply> {
+    Some(match error {
+        ReadError::Gone => return None,
         ReadError::HeadTooLarge => Reply {
             status: http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             content_type: Some(http::HeaderValue::from_static("text/plain")),
@@ -567,8 +542,17 @@ async fn write_error(stream: &mut TcpStream, error: ReadError, max: u32) -> std:
             headers: http::HeaderMap::new(),
             body: Bytes::from(format!("{reason}\n")),
         },
-    };
-    write_reply(stream, &reply, Framing::Close, false).await
+    })
+}
+
+/// Writes `reply` as the connection's last answer, then closes the connection.
+async fn last_reply(mut stream: TcpStream, reply: &Reply, head_only: bool) {
+    if write_reply(&mut stream, reply, Framing::Close, head_only)
+        .await
+        .is_ok()
+    {
+        close_after_reply(stream).await;
+    }
 }
 
 /// Closes a connection after its last answer: FIN first, then whatever the client still sends

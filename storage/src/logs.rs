@@ -578,6 +578,26 @@ mod tests {
         }
     }
 
+    /// What the index offers a filter over blocks 0 to 2.
+    fn candidates_through_2(
+        r: &crate::ReadTx,
+        addresses: Vec<Address>,
+        topics: Vec<Vec<B256>>,
+    ) -> Vec<Candidate> {
+        let limits = LogLimits {
+            max_results: 10,
+            deadline: Instant::now() + std::time::Duration::from_secs(60),
+            use_index: true,
+        };
+        let filter = LogFilter {
+            from: 0,
+            to: 2,
+            addresses,
+            topics,
+        };
+        r.indexed_candidates(&filter, 2, limits).unwrap().unwrap()
+    }
+
     #[test]
     fn the_index_finds_blocks_by_address_and_topic_position_and_only_grows_contiguously() {
         let dir = tempfile::tempdir().unwrap();
@@ -597,19 +617,8 @@ mod tests {
 
         let r = db.reader().unwrap();
         assert_eq!(r.log_index_head().unwrap(), Some(2));
-        let limits = LogLimits {
-            max_results: 10,
-            deadline: Instant::now() + std::time::Duration::from_secs(60),
-            use_index: true,
-        };
         let candidates = |addresses: Vec<Address>, topics: Vec<Vec<B256>>| {
-            let filter = LogFilter {
-                from: 0,
-                to: 2,
-                addresses,
-                topics,
-            };
-            let found = r.indexed_candidates(&filter, 2, limits).unwrap().unwrap();
+            let found = candidates_through_2(&r, addresses, topics);
             found
                 .into_iter()
                 .map(|(block, _)| block)
@@ -674,20 +683,7 @@ mod tests {
         tx.commit().unwrap();
 
         let r = db.reader().unwrap();
-        let limits = LogLimits {
-            max_results: 10,
-            deadline: Instant::now() + std::time::Duration::from_secs(60),
-            use_index: true,
-        };
-        let candidates = |addresses: Vec<Address>, topics: Vec<Vec<B256>>| {
-            let filter = LogFilter {
-                from: 0,
-                to: 2,
-                addresses,
-                topics,
-            };
-            r.indexed_candidates(&filter, 2, limits).unwrap().unwrap()
-        };
+        let candidates = |addresses, topics| candidates_through_2(&r, addresses, topics);
         assert_eq!(
             candidates(vec![a], vec![]),
             vec![(1, Some(vec![0, 2])), (2, None)]
