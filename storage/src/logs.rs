@@ -463,45 +463,51 @@ impl StorageTx<RwSync> {
         if !contiguous {
             return Ok(());
         }
-        // Receipts are visited in order, so each list stays ascending by pushing an index only
-        // when it differs from the last one.
-        let push = |list: &mut Vec<u32>, index: u32| {
-            if list.last() != Some(&index) {
-                list.push(index);
-            }
-        };
-        let mut addresses: BTreeMap<Address, Vec<u32>> = BTreeMap::new();
-        let mut topics: BTreeMap<B256, (u8, Vec<u32>)> = BTreeMap::new();
+        // One (key, receipt) pair per log and topic, sorted: each key's entries are then
+        // together, its receipts ascending.
+        let mut by_address: Vec<(Address, u32)> = Vec::new();
+        let mut by_topic: Vec<(B256, u32, u8)> = Vec::new();
         for (index, receipt) in receipts.iter().enumerate() {
             let index = u32::try_from(index)
                 .map_err(|_| Error::Corrupt(format!("block {number} has too many receipts")))?;
             for log in &receipt.logs {
-                push(addresses.entry(log.address).or_default(), index);
+                by_address.push((log.address, index));
                 for (position, topic) in log.topics().iter().enumerate().take(MAX_TOPICS) {
-                    let (positions, receipts) = topics.entry(*topic).or_default();
-                    *positions |= 1 << position;
-                    push(receipts, index);
+                    by_topic.push((*topic, index, 1 << position));
                 }
             }
         }
+        by_address.sort_unstable();
+        by_address.dedup();
+        by_topic.sort_unstable();
         let block = number.to_be_bytes();
         let mut key = Vec::with_capacity(40);
         let mut value = Vec::new();
-        for (address, receipts) in &addresses {
+        let mut receipts_of_key = Vec::new();
+        for group in by_address.chunk_by(|a, b| a.0 == b.0) {
             key.clear();
-            key.extend_from_slice(address.as_slice());
+            key.extend_from_slice(group[0].0.as_slice());
             key.extend_from_slice(&block);
+            receipts_of_key.clear();
+            receipts_of_key.extend(group.iter().map(|&(_, index)| index));
             value.clear();
-            encode_receipt_list(receipts, &mut value);
+            encode_receipt_list(&receipts_of_key, &mut value);
             self.put_staged(Table::LogAddresses, &key, &value)?;
         }
-        for (topic, (positions, receipts)) in &topics {
+        for group in by_topic.chunk_by(|a, b| a.0 == b.0) {
             key.clear();
-            key.extend_from_slice(topic.as_slice());
+            key.extend_from_slice(group[0].0.as_slice());
             key.extend_from_slice(&block);
+            receipts_of_key.clear();
+            receipts_of_key.extend(group.iter().map(|&(_, index, _)| index));
+            receipts_of_key.dedup();
             value.clear();
-            value.push(*positions);
-            encode_receipt_list(receipts, &mut value);
+            value.push(
+                group
+                    .iter()
+                    .fold(0, |positions, &(_, _, at)| positions | at),
+            );
+            encode_receipt_list(&receipts_of_key, &mut value);
             self.put_staged(Table::LogTopics, &key, &value)?;
         }
         self.put_meta(LOG_INDEX_HEAD, &block)
