@@ -25,6 +25,7 @@ use std::{
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf},
     net::{TcpListener, TcpStream},
+    time::Instant,
 };
 
 /// The largest request head (request line and headers) read; past it, 431.
@@ -33,7 +34,8 @@ const MAX_HEAD_BYTES: usize = 64 << 10;
 const MAX_HEADERS: usize = 64;
 /// How long a kept-alive connection may wait for its next request (geth: 120 s).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
-/// How long a client may pause while sending a request (geth reads a request in 30 s).
+/// How long a client may take to send a request once it has begun, head and body (geth's
+/// read timeout).
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bodies up to this size are written with the head in one write; larger ones after it,
 /// without copying.
@@ -194,6 +196,8 @@ struct Head {
     body: BodyLength,
     framing: Framing,
     expects_continue: bool,
+    /// When the rest of the request must have arrived: `READ_TIMEOUT` after its first byte.
+    deadline: Instant,
 }
 
 impl Transport {
@@ -294,42 +298,41 @@ impl Transport {
 /// Reads the next request head from `stream` into `buf` (which may already hold some or all
 /// of it): `None` when the connection closed cleanly before a new request began.
 async fn read_head(stream: &mut TcpStream, buf: &mut BytesMut) -> Result<Option<Head>, ReadError> {
-    loop {
-        if !buf.is_empty() {
-            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut parsed = httparse::Request::new(&mut headers);
-            match parsed.parse(buf) {
-                Ok(httparse::Status::Complete(length)) if length > MAX_HEAD_BYTES => {
-                    return Err(ReadError::HeadTooLarge);
-                }
-                Ok(httparse::Status::Complete(length)) => {
-                    let head = head_of(&parsed)?;
-                    buf.advance(length);
-                    return Ok(Some(head));
-                }
-                Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD_BYTES => {
-                    return Err(ReadError::HeadTooLarge);
-                }
-                Ok(httparse::Status::Partial) => {}
-                Err(httparse::Error::TooManyHeaders) => return Err(ReadError::HeadTooLarge),
-                Err(e) => return Err(ReadError::Malformed(format!("bad request head: {e}"))),
-            }
-        }
-        let timeout = if buf.is_empty() {
-            IDLE_TIMEOUT
-        } else {
-            READ_TIMEOUT
-        };
-        match tokio::time::timeout(timeout, stream.read_buf(buf)).await {
-            Ok(Ok(0)) if buf.is_empty() => return Ok(None),
-            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Err(ReadError::Gone),
+    // Idle until the request's first byte, then `READ_TIMEOUT` for all of it.
+    if buf.is_empty() {
+        match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(buf)).await {
+            Ok(Ok(0)) => return Ok(None),
             Ok(Ok(_)) => {}
+            Ok(Err(_)) | Err(_) => return Err(ReadError::Gone),
         }
+    }
+    let deadline = Instant::now() + READ_TIMEOUT;
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut parsed = httparse::Request::new(&mut headers);
+        match parsed.parse(buf) {
+            Ok(httparse::Status::Complete(length)) if length > MAX_HEAD_BYTES => {
+                return Err(ReadError::HeadTooLarge);
+            }
+            Ok(httparse::Status::Complete(length)) => {
+                let head = head_of(&parsed, deadline)?;
+                buf.advance(length);
+                return Ok(Some(head));
+            }
+            Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD_BYTES => {
+                return Err(ReadError::HeadTooLarge);
+            }
+            Ok(httparse::Status::Partial) => {}
+            Err(httparse::Error::TooManyHeaders) => return Err(ReadError::HeadTooLarge),
+            Err(e) => return Err(ReadError::Malformed(format!("bad request head: {e}"))),
+        }
+        let wanted = buf.len() + 1;
+        fill(stream, buf, wanted, deadline).await?;
     }
 }
 
 /// The head of a parsed request, with the `http` types the gate reads.
-fn head_of(parsed: &httparse::Request<'_, '_>) -> Result<Head, ReadError> {
+fn head_of(parsed: &httparse::Request<'_, '_>, deadline: Instant) -> Result<Head, ReadError> {
     let malformed = |what: &str| ReadError::Malformed(what.to_string());
     let method = http::Method::from_bytes(parsed.method.unwrap_or_default().as_bytes())
         .map_err(|_| malformed("bad method"))?;
@@ -392,6 +395,7 @@ fn head_of(parsed: &httparse::Request<'_, '_>) -> Result<Head, ReadError> {
         body,
         framing,
         expects_continue,
+        deadline,
     })
 }
 
@@ -433,11 +437,16 @@ fn body_length(headers: &http::HeaderMap) -> Result<BodyLength, ReadError> {
     Ok(BodyLength::Length(length.unwrap_or(0)))
 }
 
-/// Reads until `buf` holds at least `wanted` bytes.
-async fn fill(stream: &mut TcpStream, buf: &mut BytesMut, wanted: usize) -> Result<(), ReadError> {
+/// Reads until `buf` holds at least `wanted` bytes, by `deadline`.
+async fn fill(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    wanted: usize,
+    deadline: Instant,
+) -> Result<(), ReadError> {
     while buf.len() < wanted {
         buf.reserve(wanted - buf.len());
-        match tokio::time::timeout(READ_TIMEOUT, stream.read_buf(buf)).await {
+        match tokio::time::timeout_at(deadline, stream.read_buf(buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Err(ReadError::Gone),
             Ok(Ok(_)) => {}
         }
@@ -447,7 +456,11 @@ async fn fill(stream: &mut TcpStream, buf: &mut BytesMut, wanted: usize) -> Resu
 
 /// Reads a line ending in CRLF (of at most `MAX_HEAD_BYTES`), consuming it; the line without
 /// its CRLF.
-async fn read_line(stream: &mut TcpStream, buf: &mut BytesMut) -> Result<Bytes, ReadError> {
+async fn read_line(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    deadline: Instant,
+) -> Result<Bytes, ReadError> {
     let mut searched = 0;
     loop {
         if let Some(at) = buf[searched..].windows(2).position(|w| w == b"\r\n") {
@@ -460,7 +473,7 @@ async fn read_line(stream: &mut TcpStream, buf: &mut BytesMut) -> Result<Bytes, 
         }
         searched = buf.len().saturating_sub(1);
         let wanted = buf.len() + 1;
-        fill(stream, buf, wanted).await?;
+        fill(stream, buf, wanted, deadline).await?;
     }
 }
 
@@ -491,13 +504,13 @@ async fn read_body(
     match head.body {
         BodyLength::Length(length) => {
             let length = length as usize;
-            fill(stream, buf, length).await?;
+            fill(stream, buf, length, head.deadline).await?;
             Ok(buf.split_to(length).freeze())
         }
         BodyLength::Chunked => {
             let mut body = BytesMut::new();
             loop {
-                let line = read_line(stream, buf).await?;
+                let line = read_line(stream, buf, head.deadline).await?;
                 let size = std::str::from_utf8(&line)
                     .ok()
                     .map(|line| line.split(';').next().unwrap_or("").trim())
@@ -505,14 +518,14 @@ async fn read_body(
                     .ok_or_else(|| ReadError::Malformed("bad chunk size".into()))?;
                 if size == 0 {
                     // Trailers, then the empty line.
-                    while !read_line(stream, buf).await?.is_empty() {}
+                    while !read_line(stream, buf, head.deadline).await?.is_empty() {}
                     return Ok(body.freeze());
                 }
                 if body.len() as u64 + size > max {
                     return Err(ReadError::BodyTooLarge);
                 }
                 let size = size as usize;
-                fill(stream, buf, size + 2).await?;
+                fill(stream, buf, size + 2, head.deadline).await?;
                 body.extend_from_slice(&buf[..size]);
                 if &buf[size..size + 2] != b"\r\n" {
                     return Err(ReadError::Malformed("chunk not followed by CRLF".into()));
