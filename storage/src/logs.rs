@@ -477,6 +477,10 @@ impl StorageTx<RwSync> {
                 }
             }
         }
+        // A list that names most of the block's receipts saves a query little and costs ingest
+        // its bytes (a token's Transfer topic, in nearly every transaction): such a key gets
+        // none, which reads as every receipt.
+        let narrows = |list: &[u32]| list.len() * 2 <= receipts.len();
         by_address.sort_unstable();
         by_address.dedup();
         by_topic.sort_unstable();
@@ -491,7 +495,9 @@ impl StorageTx<RwSync> {
             receipts_of_key.clear();
             receipts_of_key.extend(group.iter().map(|&(_, index)| index));
             value.clear();
-            encode_receipt_list(&receipts_of_key, &mut value);
+            if narrows(&receipts_of_key) {
+                encode_receipt_list(&receipts_of_key, &mut value);
+            }
             self.put_staged(Table::LogAddresses, &key, &value)?;
         }
         for group in by_topic.chunk_by(|a, b| a.0 == b.0) {
@@ -507,7 +513,9 @@ impl StorageTx<RwSync> {
                     .iter()
                     .fold(0, |positions, &(_, _, at)| positions | at),
             );
-            encode_receipt_list(&receipts_of_key, &mut value);
+            if narrows(&receipts_of_key) {
+                encode_receipt_list(&receipts_of_key, &mut value);
+            }
             self.put_staged(Table::LogTopics, &key, &value)?;
         }
         self.put_meta(LOG_INDEX_HEAD, &block)
@@ -666,16 +674,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path()).unwrap();
         let (a, b) = (Address::repeat_byte(0xa), Address::repeat_byte(0xb));
+        let c = Address::repeat_byte(0xc);
         let (t0, t1) = (B256::repeat_byte(1), B256::repeat_byte(2));
         let tx = db.writer().unwrap();
         tx.index_block_logs(0, &[]).unwrap();
         tx.index_block_logs(
             1,
             &[
-                receipt(vec![log(a, vec![t0])]),
-                receipt(vec![]),
+                receipt(vec![log(a, vec![t0]), log(c, vec![])]),
+                receipt(vec![log(c, vec![])]),
                 receipt(vec![log(b, vec![t1]), log(a, vec![t1])]),
-                receipt(vec![log(b, vec![t0])]),
+                receipt(vec![log(b, vec![t0]), log(c, vec![])]),
             ],
         )
         .unwrap();
@@ -708,6 +717,12 @@ mod tests {
         assert_eq!(
             candidates(vec![b], vec![vec![t0]]),
             vec![(1, Some(vec![3]))]
+        );
+        // c is in three of block 1's four receipts: its entry has no list, and narrows nothing.
+        assert_eq!(candidates(vec![c], vec![]), vec![(1, None)]);
+        assert_eq!(
+            candidates(vec![c], vec![vec![t1]]),
+            vec![(1, Some(vec![2]))]
         );
     }
 }

@@ -64,8 +64,8 @@ tables! {
     BlockTxHashes = "block_tx_hashes";
     /// Log index by emitting contract: one entry per block holding at least one log of the
     /// address. Key: address (20 bytes) then block number (u64 BE). Value: which of the block's
-    /// receipts hold such a log (see `encode_receipt_list` in logs.rs), or empty in entries
-    /// written before the lists (every receipt may).
+    /// receipts hold such a log (see `encode_receipt_list` in logs.rs), or empty (every receipt
+    /// may): when they are more than half the block's, or in entries written before the lists.
     LogAddresses = "log_addresses";
     /// Log index by topic: one entry per block where some log has the topic. Key: topic (32
     /// bytes) then block number (u64 BE). Value: one byte, bit i set when the topic is at
