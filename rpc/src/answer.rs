@@ -29,17 +29,15 @@ pub struct Answer {
 /// The limits a body is read under.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyLimits {
-    pub batch: BatchRequestConfig,
     pub max_request_bytes: u32,
-    pub max_batch_requests: usize,
+    pub max_batch_requests: u32,
 }
 
 impl BodyLimits {
     pub fn of(config: &crate::Config) -> Self {
         Self {
-            batch: BatchRequestConfig::Limit(config.max_batch_requests),
             max_request_bytes: config.max_request_bytes,
-            max_batch_requests: config.max_batch_requests as usize,
+            max_batch_requests: config.max_batch_requests,
         }
     }
 }
@@ -61,7 +59,7 @@ pub async fn answer(
             rate_limited: extensions.get::<RateLimited>().cloned(),
         };
     }
-    match envelope::inspect(body, limits.max_batch_requests) {
+    match envelope::inspect(body, limits.max_batch_requests as usize) {
         Plan::Answer(text) => Answer {
             status: http::StatusCode::OK,
             text,
@@ -93,7 +91,7 @@ async fn run(
     *request.extensions_mut() = extensions;
     let response = jsonrpsee::server::http::call_with_service(
         request,
-        limits.batch,
+        BatchRequestConfig::Limit(limits.max_batch_requests),
         limits.max_request_bytes,
         rpc.clone(),
     )

@@ -266,7 +266,7 @@ impl Transport {
         head: Head,
         caller: crate::service::Caller,
     ) {
-        let (accept, slot) = match self.websockets.handshake(&head.request) {
+        let accept = match self.websockets.handshake(&head.request) {
             Ok(accepted) => accepted,
             Err((status, text)) => {
                 let reply = Reply {
@@ -291,7 +291,7 @@ impl Transport {
             prefix: buf.freeze(),
             inner: stream,
         };
-        self.websockets.clone().run(io, caller, slot).await;
+        self.websockets.clone().run(io, caller).await;
     }
 }
 

@@ -29,7 +29,7 @@ use std::{
     collections::{HashMap, VecDeque},
     sync::{
         Arc, Mutex, MutexGuard, PoisonError, Weak,
-        atomic::{AtomicU64, AtomicUsize, Ordering},
+        atomic::{AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -67,7 +67,6 @@ pub struct Transport {
     service: Arc<Service>,
     rpc: Calls<Dispatch>,
     bodies: BodyLimits,
-    max_connections: usize,
     limits: SendLimits,
 }
 
@@ -83,7 +82,6 @@ impl Transport {
             service,
             rpc,
             bodies: BodyLimits::of(config),
-            max_connections: config.max_connections as usize,
             limits: SendLimits {
                 messages: config.ws_send_buffer_messages.max(1),
                 bytes: config.ws_send_buffer_bytes,
@@ -91,13 +89,13 @@ impl Transport {
         }
     }
 
-    /// Checks an upgrade request from an admitted caller: the `Sec-WebSocket-Accept` value
-    /// to answer it with and the connection's place among `max_connections`, or the HTTP
-    /// error to refuse it with.
+    /// Checks an upgrade request from an admitted caller: the `Sec-WebSocket-Accept` value to
+    /// answer it with, or the HTTP error to refuse it with. (`max_connections` is the HTTP
+    /// transport's: an upgraded socket keeps its place there until it closes.)
     pub fn handshake(
         &self,
         request: &HttpRequest<()>,
-    ) -> Result<(String, Slot), (http::StatusCode, &'static str)> {
+    ) -> Result<String, (http::StatusCode, &'static str)> {
         let key = request
             .headers()
             .get(http::header::SEC_WEBSOCKET_KEY)
@@ -112,28 +110,15 @@ impl Transport {
                 "a WebSocket upgrade needs Sec-WebSocket-Key and Sec-WebSocket-Version: 13",
             ));
         };
-        let connections = &self.service.connections;
-        if connections.open.fetch_add(1, Ordering::SeqCst) >= self.max_connections {
-            connections.open.fetch_sub(1, Ordering::SeqCst);
-            return Err((
-                http::StatusCode::SERVICE_UNAVAILABLE,
-                "too many WebSocket connections, try again later",
-            ));
-        }
-        let slot = Slot(self.service.clone());
-        Ok((
-            tokio_tungstenite::tungstenite::handshake::derive_accept_key(&key),
-            slot,
-        ))
+        Ok(tokio_tungstenite::tungstenite::handshake::derive_accept_key(&key))
     }
 
     /// Serves one connection until either side closes it.
-    /// `io` is the socket after the 101 answer; `slot` is released when the connection ends.
-    pub async fn run<S>(self: Arc<Self>, io: S, caller: Caller, slot: Slot)
+    /// `io` is the socket after the 101 answer.
+    pub async fn run<S>(self: Arc<Self>, io: S, caller: Caller)
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let _slot = slot;
         let config = WebSocketConfig::default()
             .read_buffer_size(READ_BUFFER)
             .max_message_size(Some(self.bodies.max_request_bytes as usize))
@@ -198,16 +183,6 @@ impl Transport {
     }
 }
 
-/// A WebSocket connection's place among `max_connections`, given back when dropped.
-#[derive(Debug)]
-pub struct Slot(Arc<Service>);
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.connections.open.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// Sends what the outbox holds until the connection closes.
 async fn write<S>(conn: Arc<Connection>, mut sink: S)
 where
@@ -253,10 +228,9 @@ where
     let _ = conn.ended.send(true);
 }
 
-/// Every open connection, for revocation and limits.
+/// Every open WebSocket connection, for revocation.
 #[derive(Debug, Default)]
 pub struct Connections {
-    open: AtomicUsize,
     next_id: AtomicU64,
     live: Mutex<HashMap<u64, Weak<Connection>>>,
 }

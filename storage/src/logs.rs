@@ -188,8 +188,8 @@ impl<K: TransactionKind> StorageTx<K> {
     }
 
     /// The blocks in `filter.from..=through` that the index says may match, in order, each
-    /// with the receipts that may hold a match (`None`: every receipt, for entries written
-    /// before the index kept receipts); `None` when the deadline passed while reading the index.
+    /// with the receipts that may hold a match (`None`: every receipt, where an entry has no
+    /// list); `None` when the deadline passed while reading the index.
     fn indexed_candidates(
         &self,
         filter: &LogFilter,
