@@ -10,9 +10,10 @@ use crate::{
 };
 use http_body_util::BodyExt;
 use jsonrpsee::{
-    Extensions,
-    core::middleware::RpcServiceT,
+    Extensions, MethodResponse,
+    core::middleware::{Batch, Notification, RpcServiceT},
     server::{BatchRequestConfig, HttpBody, HttpRequest},
+    types::Request,
 };
 
 /// What a body is answered with.
@@ -52,10 +53,10 @@ pub async fn answer(
 ) -> Answer {
     if let Some(mut request) = envelope::call(body) {
         request.extensions = extensions;
-        let (json, _, extensions) = rpc.call(request).await.into_parts();
+        let (text, extensions) = rpc.call(request).await.into_parts();
         return Answer {
             status: http::StatusCode::OK,
-            text: String::from(Box::<str>::from(json)),
+            text,
             rate_limited: extensions.get::<RateLimited>().cloned(),
         };
     }
@@ -93,7 +94,7 @@ async fn run(
         request,
         BatchRequestConfig::Limit(limits.max_batch_requests),
         limits.max_request_bytes,
-        rpc.clone(),
+        AsJsonrpsee(rpc.clone()),
     )
     .await;
     let status = response.status();
@@ -106,5 +107,32 @@ async fn run(
         status,
         text,
         rate_limited,
+    }
+}
+
+/// The call layer as jsonrpsee's body handling takes it: each call's `Reply` as a
+/// `MethodResponse`.
+#[derive(Clone)]
+struct AsJsonrpsee(Calls<Dispatch>);
+
+impl RpcServiceT for AsJsonrpsee {
+    type MethodResponse = MethodResponse;
+    type NotificationResponse = MethodResponse;
+    type BatchResponse = MethodResponse;
+
+    fn call<'a>(&self, request: Request<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
+        let rpc = self.0.clone();
+        async move { rpc.call(request).await.into_jsonrpsee() }
+    }
+
+    fn batch<'a>(&self, batch: Batch<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
+        self.0.batch(batch)
+    }
+
+    fn notification<'a>(
+        &self,
+        notification: Notification<'a>,
+    ) -> impl Future<Output = MethodResponse> + Send + 'a {
+        self.0.notification(notification)
     }
 }

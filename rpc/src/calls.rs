@@ -6,10 +6,11 @@
 use crate::{
     limits::Refusal,
     metrics::Outcome,
+    reply::Reply,
     service::{Caller, Service},
 };
 use jsonrpsee::{
-    BatchResponseBuilder, MethodResponse, ResponsePayload,
+    BatchResponseBuilder, MethodResponse,
     core::middleware::{Batch, BatchEntry, Notification, RpcServiceT},
     types::{ErrorObject, ErrorObjectOwned, Request},
 };
@@ -114,7 +115,7 @@ fn refusal_error(refusal: &Refusal, method: &str, weight: u32) -> ErrorObjectOwn
 }
 
 /// How a call that quarry answered itself ended.
-fn own_outcome(response: &MethodResponse) -> Outcome {
+fn own_outcome(response: &Reply) -> Outcome {
     if response.is_error() {
         Outcome::Error
     } else {
@@ -124,10 +125,10 @@ fn own_outcome(response: &MethodResponse) -> Outcome {
 
 /// Why quarry could not answer a call itself: an error of the outage kind, or `null` for a
 /// block or transaction while the network is still syncing towards it.
-fn needs_partner(response: &MethodResponse, syncing: bool) -> bool {
-    match response.as_error_code() {
+fn needs_partner(response: &Reply, syncing: bool) -> bool {
+    match response.error_code() {
         Some(code) => code == OUTAGE_CODE,
-        None => syncing && response.as_json().get().ends_with(r#""result":null}"#),
+        None => syncing && response.json().ends_with(r#""result":null}"#),
     }
 }
 
@@ -190,7 +191,7 @@ fn ask_partner(
 
 impl<S> Calls<S>
 where
-    S: RpcServiceT<MethodResponse = MethodResponse> + Send + Sync + Clone + 'static,
+    S: RpcServiceT<MethodResponse = Reply> + Send + Sync + Clone + 'static,
 {
     fn method_label(&self, method: &str) -> &'static str {
         self.layer
@@ -201,7 +202,7 @@ where
             .unwrap_or("unknown")
     }
 
-    async fn answer(&self, request: Request<'_>) -> MethodResponse {
+    async fn answer(&self, request: Request<'_>) -> Reply {
         let service = &self.layer.service;
         let Some(caller) = request.extensions().get::<Caller>().cloned() else {
             return self.inner.call(request).await;
@@ -210,7 +211,7 @@ where
         let method = self.method_label(request.method_name());
         let id = request.id().into_owned();
         let network = caller.network;
-        let finish = |response: MethodResponse, outcome: Outcome| {
+        let finish = |response: Reply, outcome: Outcome| {
             let took = started.elapsed();
             service.metrics.call(network, method, outcome, took);
             tracing::debug!(
@@ -226,7 +227,7 @@ where
         // A WebSocket outlives the check at its upgrade.
         if !service.keys.is_live(&caller.grant) {
             let error = ErrorObject::owned(-32600, "invalid API key: revoked", None::<()>);
-            return finish(MethodResponse::error(id, error), Outcome::Revoked);
+            return finish(Reply::error(id, error), Outcome::Revoked);
         }
         let limits = service.plans.limits(caller.grant.plan);
         let head = service.metrics.status[network].head.load(Ordering::Relaxed);
@@ -241,14 +242,14 @@ where
         {
             if refusal == Refusal::Unavailable {
                 let error = refusal_error(&refusal, request.method_name(), weight);
-                return finish(MethodResponse::error(id, error), Outcome::Error);
+                return finish(Reply::error(id, error), Outcome::Error);
             }
             service
                 .metrics
                 .refusal(network, matches!(refusal, Refusal::Daily { .. }));
             tracing::info!(key = %caller.grant.id, reason = refusal.reason(), "call refused by the key's plan limits");
             let error = refusal_error(&refusal, request.method_name(), weight);
-            let mut response = MethodResponse::error(id, error);
+            let mut response = Reply::error(id, error);
             response.extensions_mut().insert(RateLimited {
                 retry_after: refusal.retry_after(),
             });
@@ -286,10 +287,8 @@ where
             Ok(answer) => {
                 tracing::info!(network = %service.networks[network].name, method, key = %caller.grant.id, "answered by the partner");
                 let forwarded = match answer {
-                    Ok(result) => {
-                        MethodResponse::response(id, ResponsePayload::success(result), max)
-                    }
-                    Err(error) => MethodResponse::error(id, error),
+                    Ok(result) => Reply::result(id, &result, max),
+                    Err(error) => Reply::error(id, error),
                 };
                 finish(forwarded, Outcome::Forwarded)
             }
@@ -305,7 +304,7 @@ where
 impl<S> RpcServiceT for Calls<S>
 where
     S: RpcServiceT<
-            MethodResponse = MethodResponse,
+            MethodResponse = Reply,
             BatchResponse = MethodResponse,
             NotificationResponse = MethodResponse,
         > + Send
@@ -313,11 +312,11 @@ where
         + Clone
         + 'static,
 {
-    type MethodResponse = MethodResponse;
+    type MethodResponse = Reply;
     type NotificationResponse = MethodResponse;
     type BatchResponse = MethodResponse;
 
-    fn call<'a>(&self, request: Request<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
+    fn call<'a>(&self, request: Request<'a>) -> impl Future<Output = Reply> + Send + 'a {
         let this = self.clone();
         async move { this.answer(request).await }
     }
@@ -333,7 +332,7 @@ where
             let mut got_notification = false;
             for entry in batch {
                 let response = match entry {
-                    Ok(BatchEntry::Call(request)) => this.answer(request).await,
+                    Ok(BatchEntry::Call(request)) => this.answer(request).await.into_jsonrpsee(),
                     Ok(BatchEntry::Notification(notification)) => {
                         got_notification = true;
                         this.inner.notification(notification).await;

@@ -5,9 +5,9 @@
 
 use crate::{
     RpcError, ServeError, error::Result, node::Node, node::Snapshot, params::Args, pool::ReadPool,
-    pool::Ticket, service::Caller, service::Networks, to_raw,
+    pool::Ticket, service::Caller, to_raw,
 };
-use jsonrpsee::{RpcModule, types::ErrorObjectOwned};
+use jsonrpsee::types::ErrorObjectOwned;
 use serde::Serialize;
 use std::{sync::Arc, time::Duration};
 
@@ -39,7 +39,7 @@ impl Limit {
 /// Registers a heavy method that answers from a snapshot, as `register_snapshot` does, but as
 /// a heavy job of the caller's key in `pool`.
 pub fn register<R, F>(
-    module: &mut RpcModule<Networks>,
+    registry: &mut crate::Registry,
     pool: &ReadPool,
     limit: Limit,
     method: &'static str,
@@ -52,25 +52,22 @@ where
     F: Fn(&Node, &Snapshot, &Args) -> Result<R> + Clone + Send + Sync + 'static,
 {
     let pool = pool.clone();
-    module
-        .register_async_method(method, move |params, networks, extensions| {
-            let handler = handler.clone();
-            let pool = pool.clone();
-            async move {
-                let node = networks.of(&extensions)?;
-                let args = Args::parse(&params, names, required)?;
-                let key: Arc<str> = extensions
-                    .get::<Caller>()
-                    .map_or_else(|| Arc::from(""), |caller| caller.grant.id.clone());
-                run(&pool, key, limit, node, method, move |node, tx| {
-                    handler(node, tx, &args)
-                })
-                .await
-                .map_err(ErrorObjectOwned::from)
-            }
-        })
-        .map_err(|_| ServeError::Register(method.to_string()))?;
-    Ok(())
+    registry.add(method, move |networks, params, extensions| {
+        let handler = handler.clone();
+        let pool = pool.clone();
+        async move {
+            let node = networks.of(&extensions)?;
+            let args = Args::parse(&params, names, required)?;
+            let key: Arc<str> = extensions
+                .get::<Caller>()
+                .map_or_else(|| Arc::from(""), |caller| caller.grant.id.clone());
+            run(&pool, key, limit, node, method, move |node, tx| {
+                handler(node, tx, &args)
+            })
+            .await
+            .map_err(ErrorObjectOwned::from)
+        }
+    })
 }
 
 /// Runs `handler` on a snapshot as a heavy job of `key` in `pool`, within `limit`'s time: a

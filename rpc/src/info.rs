@@ -3,7 +3,6 @@
 
 use crate::{ReadPool, ServeError, block_or_latest, params::FromArg, register_snapshot};
 use alloy_primitives::{Address, B256};
-use jsonrpsee::RpcModule;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -31,10 +30,7 @@ impl FromArg for SlotRequests {
     }
 }
 
-pub fn register(
-    module: &mut RpcModule<crate::Networks>,
-    pool: &ReadPool,
-) -> Result<(), ServeError> {
+pub fn register(module: &mut crate::Registry, pool: &ReadPool) -> Result<(), ServeError> {
     register_snapshot(module, pool, "eth_config", &[], 0, |node, tx, _| {
         node.eth_config(tx)
     })?;

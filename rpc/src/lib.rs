@@ -25,6 +25,7 @@ mod node;
 mod params;
 mod pool;
 mod ready;
+mod reply;
 mod service;
 mod shared_limits;
 mod simulate;
@@ -77,32 +78,61 @@ fn to_raw(method: &str, value: &impl Serialize) -> Result<Box<RawValue>> {
         .map_err(|e| RpcError::Internal(format!("{method}: cannot serialize the answer: {e}")))
 }
 
-/// A method's answer: found in memory on the async thread, where jsonrpsee serializes it once
-/// into the response; or already serialized on the read pool, which it copies as it is.
-#[derive(Debug)]
-enum Answer<R> {
-    Value(Arc<R>),
-    Serialized(Box<RawValue>),
+/// The methods quarry serves. Most answer with their result serialized (`answered`), and
+/// `ws::Dispatch` turns that into the reply text at once (see `reply`); each is also in
+/// jsonrpsee's module, with the methods registered there alone (filters, subscriptions), for
+/// the names and for the fuzz harness, which calls the module.
+pub(crate) struct Registry {
+    pub module: RpcModule<Networks>,
+    answered: reply::Methods,
+    networks: Arc<Networks>,
 }
 
-impl<R> Clone for Answer<R> {
-    fn clone(&self) -> Self {
-        match self {
-            Self::Value(value) => Self::Value(value.clone()),
-            Self::Serialized(raw) => Self::Serialized(raw.clone()),
+impl Registry {
+    fn new(networks: Networks) -> Self {
+        Self {
+            module: RpcModule::new(networks.clone()),
+            answered: reply::Methods::new(),
+            networks: Arc::new(networks),
         }
     }
-}
 
-impl<R: Serialize> Serialize for Answer<R> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        match self {
-            Self::Value(value) => value.serialize(serializer),
-            Self::Serialized(raw) => raw.serialize(serializer),
+    /// Registers `method`, answered by `answer` with the networks and the call's parameters
+    /// and extensions.
+    fn add<F, Fut>(
+        &mut self,
+        method: &'static str,
+        answer: F,
+    ) -> std::result::Result<(), ServeError>
+    where
+        F: Fn(Arc<Networks>, jsonrpsee::types::Params<'static>, jsonrpsee::Extensions) -> Fut
+            + Send
+            + Sync
+            + 'static,
+        Fut: std::future::Future<Output = std::result::Result<Box<RawValue>, ErrorObjectOwned>>
+            + Send
+            + 'static,
+    {
+        let answer = Arc::new(answer);
+        let networks = self.networks.clone();
+        let answered = answer.clone();
+        let method_answer: reply::Method = Arc::new(move |params, extensions| {
+            Box::pin(answered(networks.clone(), params, extensions))
+        });
+        if self.answered.insert(method, method_answer).is_some() {
+            return Err(ServeError::Register(method.to_string()));
         }
+        self.module
+            .register_async_method(method, move |params, networks, extensions| {
+                answer(networks, params, extensions)
+            })
+            .map_err(|_| ServeError::Register(method.to_string()))?;
+        Ok(())
+    }
+
+    /// jsonrpsee's module, and the methods answered as `Reply`s.
+    fn into_parts(self) -> (RpcModule<Networks>, reply::Methods) {
+        (self.module, self.answered)
     }
 }
 
@@ -110,8 +140,9 @@ impl<R: Serialize> Serialize for Answer<R> {
 /// on the async thread, and `handler` is asked there with `Reads::Cache`: if memory holds the
 /// answer it is sent at once. Otherwise the request goes to the read pool, where `handler` runs
 /// again with a database snapshot and must answer; database reads never run on async threads.
+/// Either way the answer is serialized where it was found.
 fn register<R, F>(
-    module: &mut RpcModule<Networks>,
+    registry: &mut Registry,
     pool: &ReadPool,
     method: &'static str,
     names: &'static [&'static str],
@@ -123,45 +154,40 @@ where
     F: Fn(&Node, &Reads, &Args) -> Result<Option<R>> + Clone + Send + Sync + 'static,
 {
     let pool = pool.clone();
-    module
-        .register_async_method(method, move |params, networks, extensions| {
-            let handler = handler.clone();
-            let pool = pool.clone();
-            async move {
-                let node = networks.of(&extensions)?;
-                let args = Args::parse(&params, names, required)?;
-                if let Some(answer) = handler(&node, &Reads::Cache, &args)? {
-                    return Ok(Answer::Value(Arc::new(answer)));
-                }
-                let (reply, answer) = tokio::sync::oneshot::channel();
-                pool.spawn(move || {
-                    let answer = node.reader().and_then(|tx| {
-                        match handler(&node, &Reads::Snapshot(&tx), &args)? {
-                            Some(answer) => to_raw(method, &answer),
-                            None => Err(RpcError::Internal(format!(
-                                "{method}: no answer from a snapshot"
-                            ))),
-                        }
-                    });
-                    let _ = reply.send(answer);
-                })?;
-                match answer.await {
-                    Ok(answer) => answer
-                        .map(Answer::Serialized)
-                        .map_err(ErrorObjectOwned::from),
-                    Err(_) => Err(ErrorObjectOwned::from(RpcError::Internal(format!(
-                        "{method}: the read task panicked"
-                    )))),
-                }
+    registry.add(method, move |networks, params, extensions| {
+        let handler = handler.clone();
+        let pool = pool.clone();
+        async move {
+            let node = networks.of(&extensions)?;
+            let args = Args::parse(&params, names, required)?;
+            if let Some(answer) = handler(&node, &Reads::Cache, &args)? {
+                return Ok(to_raw(method, &answer)?);
             }
-        })
-        .map_err(|_| ServeError::Register(method.to_string()))?;
-    Ok(())
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            pool.spawn(move || {
+                let answer = node.reader().and_then(|tx| {
+                    match handler(&node, &Reads::Snapshot(&tx), &args)? {
+                        Some(answer) => to_raw(method, &answer),
+                        None => Err(RpcError::Internal(format!(
+                            "{method}: no answer from a snapshot"
+                        ))),
+                    }
+                });
+                let _ = reply.send(answer);
+            })?;
+            match answer.await {
+                Ok(answer) => answer.map_err(ErrorObjectOwned::from),
+                Err(_) => Err(ErrorObjectOwned::from(RpcError::Internal(format!(
+                    "{method}: the read task panicked"
+                )))),
+            }
+        }
+    })
 }
 
 /// Registers a method that always reads the database (state, the head).
 fn register_snapshot<R, F>(
-    module: &mut RpcModule<Networks>,
+    registry: &mut Registry,
     pool: &ReadPool,
     method: &'static str,
     names: &'static [&'static str],
@@ -173,7 +199,7 @@ where
     F: Fn(&Node, &Snapshot, &Args) -> Result<R> + Clone + Send + Sync + 'static,
 {
     register(
-        module,
+        registry,
         pool,
         method,
         names,
@@ -188,7 +214,7 @@ where
 /// Registers the by-number and by-hash twins of a method: all parameters required, the first
 /// naming the block (`methods[0]` by number or tag, `methods[1]` by hash).
 fn register_by_block<R, F>(
-    module: &mut RpcModule<Networks>,
+    registry: &mut Registry,
     pool: &ReadPool,
     methods: [(&'static str, &'static [&'static str]); 2],
     handler: F,
@@ -200,7 +226,7 @@ where
     let [(by_number, number_names), (by_hash, hash_names)] = methods;
     let by_tag = handler.clone();
     register(
-        module,
+        registry,
         pool,
         by_number,
         number_names,
@@ -208,7 +234,7 @@ where
         move |node, reads, args| by_tag(node, reads, BlockAt::Tag(args.required(0)?), args),
     )?;
     register(
-        module,
+        registry,
         pool,
         by_hash,
         hash_names,
@@ -254,11 +280,11 @@ fn methods(
     call_pool: &ReadPool,
     service: &std::sync::Arc<service::Service>,
     traces: trace::TraceLimits,
-) -> std::result::Result<RpcModule<Networks>, ServeError> {
-    let mut module = RpcModule::new(networks);
-    let m = &mut module;
-    subscriptions::register(m, service)?;
-    filters::register(m, pool, service)?;
+) -> std::result::Result<Registry, ServeError> {
+    let mut registry = Registry::new(networks);
+    let m = &mut registry;
+    subscriptions::register(&mut m.module, service)?;
+    filters::register(&mut m.module, pool, service)?;
     trace::register(m, call_pool, traces)?;
     info::register(m, pool)?;
     simulate::register(m, call_pool)?;
@@ -495,23 +521,27 @@ fn methods(
         node.syncing(tx)
     })?;
     // The chain id is fixed for the database: answered inline.
-    m.register_method("eth_chainId", |params, networks, extensions| {
+    m.add("eth_chainId", |networks, params, extensions| async move {
         Args::parse(&params, &[], 0)?;
-        Ok::<_, ErrorObjectOwned>(networks.of(extensions)?.chain_id()?)
-    })
-    .map_err(|_| ServeError::Register("eth_chainId".into()))?;
-    m.register_method("net_version", |params, networks, extensions| {
+        Ok(to_raw(
+            "eth_chainId",
+            &networks.of(&extensions)?.chain_id()?,
+        )?)
+    })?;
+    m.add("net_version", |networks, params, extensions| async move {
         Args::parse(&params, &[], 0)?;
-        Ok::<_, ErrorObjectOwned>(networks.of(extensions)?.chain_id()?.to::<u64>().to_string())
-    })
-    .map_err(|_| ServeError::Register("net_version".into()))?;
+        let chain_id = networks.of(&extensions)?.chain_id()?.to::<u64>();
+        Ok(to_raw("net_version", &chain_id.to_string())?)
+    })?;
     // Reads nothing, so it runs inline: the cheapest call, the benchmarks' ceiling.
-    m.register_method("web3_clientVersion", |params, _, _| {
+    m.add("web3_clientVersion", |_, params, _| async move {
         Args::parse(&params, &[], 0)?;
-        Ok::<_, ErrorObjectOwned>(concat!("quarry/v", env!("CARGO_PKG_VERSION")))
-    })
-    .map_err(|_| ServeError::Register("web3_clientVersion".into()))?;
-    Ok(module)
+        Ok(to_raw(
+            "web3_clientVersion",
+            &concat!("quarry/v", env!("CARGO_PKG_VERSION")),
+        )?)
+    })?;
+    Ok(registry)
 }
 
 /// Refuses a database that an older quarry wrote in a layout this one cannot read (an empty one
@@ -640,14 +670,15 @@ pub async fn start(
     let traces = trace::TraceLimits {
         max_bytes: config.max_trace_bytes,
     };
-    let module = methods(Networks(nodes), &pool, &call_pool, &service, traces)?;
+    let (module, answered) =
+        methods(Networks(nodes), &pool, &call_pool, &service, traces)?.into_parts();
     let method_names: Vec<&'static str> = module.method_names().collect();
     let call_layer = calls::CallLayer::new(service.clone(), method_names);
     // HTTP and WebSockets are quarry's own transports (see `http` and `ws`), both answering
     // through the same call layer over the methods.
     let rpc = tower::Layer::layer(
         &call_layer,
-        ws::Dispatch::new(module, config.max_response_bytes),
+        ws::Dispatch::new(module, answered, config.max_response_bytes),
     );
     let websockets = std::sync::Arc::new(ws::Transport::new(config, service.clone(), rpc.clone()));
     let gate = gate::Gate::new(service.clone(), rpc, answer::BodyLimits::of(config));

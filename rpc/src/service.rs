@@ -233,7 +233,7 @@ impl Service {
 }
 
 /// The nodes of the served networks: the methods' context.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Networks(pub Vec<Arc<Node>>);
 
 impl Networks {

@@ -7,7 +7,6 @@ use crate::{
     error::RpcError,
     params::{BlockId, BlockTag, FromArg},
 };
-use jsonrpsee::RpcModule;
 use quarry_executor::simulate::{
     MAX_CALLS, MAX_CALLS_PER_BLOCK, MAX_SIMULATE_BLOCKS, SimBlock, SimCall, SimOptions,
 };
@@ -114,10 +113,7 @@ impl SimulateRequest {
 
 /// Registers eth_simulateV1 on the calls' pool, as a heavy job of the caller's key (see
 /// `pool`).
-pub fn register(
-    module: &mut RpcModule<crate::Networks>,
-    call_pool: &ReadPool,
-) -> Result<(), ServeError> {
+pub fn register(module: &mut crate::Registry, call_pool: &ReadPool) -> Result<(), ServeError> {
     crate::heavy::register(
         module,
         call_pool,

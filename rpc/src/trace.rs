@@ -10,7 +10,6 @@ use crate::{
 };
 use alloy_primitives::Bytes;
 use alloy_rpc_types_trace::geth::GethDebugTracingOptions;
-use jsonrpsee::RpcModule;
 use quarry_executor::{
     BlockOverrides, StateOverrides,
     trace::{DEFAULT_TRACE_TIMEOUT, TraceError},
@@ -208,7 +207,7 @@ fn options(args: &Args, position: usize) -> crate::Result<TraceOptions> {
 /// debug_traceBlock and debug_traceCall, on the calls' pool: they execute like calls, as heavy
 /// jobs of the caller's key (see `pool`).
 pub fn register(
-    module: &mut RpcModule<crate::Networks>,
+    module: &mut crate::Registry,
     call_pool: &ReadPool,
     limits: TraceLimits,
 ) -> Result<(), ServeError> {

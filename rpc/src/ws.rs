@@ -15,6 +15,7 @@ use crate::{
     answer::{self, BodyLimits},
     calls::Calls,
     config::Config,
+    reply::{self, Reply},
     service::{Caller, Service},
     subscriptions::{SubId, SubKind},
 };
@@ -510,30 +511,38 @@ impl Connection {
     }
 }
 
-/// The methods behind the call layer for WebSocket calls: what jsonrpsee's own service does for
-/// calls (subscriptions are quarry's, ordinary methods).
+/// The methods behind the call layer (for HTTP and WebSocket calls alike): quarry's own
+/// registry of methods that answer with a serialized result (see `reply`), then jsonrpsee's
+/// module for the rest, called as jsonrpsee's own service calls them.
 #[derive(Clone)]
 pub struct Dispatch {
     methods: Methods,
+    answered: Arc<reply::Methods>,
     max_response_bytes: usize,
 }
 
 impl Dispatch {
-    pub fn new(methods: impl Into<Methods>, max_response_bytes: u32) -> Self {
+    pub fn new(
+        methods: impl Into<Methods>,
+        answered: reply::Methods,
+        max_response_bytes: u32,
+    ) -> Self {
         Self {
             methods: methods.into(),
+            answered: Arc::new(answered),
             max_response_bytes: max_response_bytes as usize,
         }
     }
 }
 
 impl RpcServiceT for Dispatch {
-    type MethodResponse = MethodResponse;
+    type MethodResponse = Reply;
     type NotificationResponse = MethodResponse;
     type BatchResponse = MethodResponse;
 
-    fn call<'a>(&self, request: Request<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
+    fn call<'a>(&self, request: Request<'a>) -> impl Future<Output = Reply> + Send + 'a {
         let methods = self.methods.clone();
+        let answered = self.answered.get(request.method_name()).cloned();
         let max = self.max_response_bytes;
         async move {
             let Request {
@@ -544,7 +553,14 @@ impl RpcServiceT for Dispatch {
                 ..
             } = request;
             let params = jsonrpsee::types::Params::new(params.as_ref().map(|p| p.get()));
-            match methods.method_with_name(&method) {
+            if let Some(answer) = answered {
+                let reply = match answer(params.into_owned(), extensions.clone()).await {
+                    Ok(result) => Reply::result(id, &result, max),
+                    Err(error) => Reply::error(id, error),
+                };
+                return reply.with_extensions(extensions);
+            }
+            let response = match methods.method_with_name(&method) {
                 None => MethodResponse::error(id, ErrorObject::from(ErrorCode::MethodNotFound))
                     .with_extensions(extensions),
                 Some((_, MethodCallback::Async(callback))) => {
@@ -561,7 +577,8 @@ impl RpcServiceT for Dispatch {
                 Some((_, MethodCallback::Sync(callback))) => callback(id, params, max, extensions),
                 Some(_) => MethodResponse::error(id, ErrorObject::from(ErrorCode::InternalError))
                     .with_extensions(extensions),
-            }
+            };
+            Reply::from_jsonrpsee(response)
         }
     }
 
@@ -573,7 +590,7 @@ impl RpcServiceT for Dispatch {
                 jsonrpsee::BatchResponseBuilder::new_with_limit(this.max_response_bytes);
             for entry in batch {
                 let response = match entry {
-                    Ok(BatchEntry::Call(request)) => this.call(request).await,
+                    Ok(BatchEntry::Call(request)) => this.call(request).await.into_jsonrpsee(),
                     Ok(BatchEntry::Notification(_)) => continue,
                     Err(error) => {
                         let (error, id) = error.into_parts();
