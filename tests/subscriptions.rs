@@ -449,9 +449,12 @@ fn a_subscriber_that_never_reads_is_dropped_and_others_keep_up() {
     let datadir = dir.path().join("data");
     let genesis = devnet.join("genesis.json");
     run_quarry(ingest_args(&datadir, &genesis, &[&prefix]));
+    // Room for what the fast client is sent at once when the rest of the chain is committed in
+    // one transaction (every head and log: more than 256 messages, of about 800 bytes each),
+    // and far less than the slow client's 200 subscriptions bring.
     let server = Server::start(
         &datadir,
-        "ws_send_buffer_messages = 256\nws_send_buffer_bytes = 262144\n",
+        "ws_send_buffer_messages = 2048\nws_send_buffer_bytes = 2097152\n",
     );
 
     let mut slow = Client::connect(&server);
