@@ -401,3 +401,35 @@ fn a_websocket_frame_sent_with_the_upgrade_request_is_answered() {
     assert_eq!(answer["id"], 9);
     assert_eq!(answer["result"], server.result("eth_chainId", json!([])));
 }
+
+#[test]
+fn answers_past_max_response_bytes_are_jsonrpsees_error() {
+    let server = Server::start(&ingested(&fixtures()), "max_response_bytes = 4096");
+    let too_big = json!({
+        "code": -32008,
+        "message": "Response is too big",
+        "data": "Exceeded max limit of 4096"
+    });
+    // Block 2's receipts hold about 21 MB of JSON; block 54 with hashes fits.
+    let receipts = json!({"jsonrpc": "2.0", "id": "a\"b", "method": "eth_getBlockReceipts", "params": ["0x2"]});
+    let block = json!({"jsonrpc": "2.0", "id": 7, "method": "eth_getBlockByNumber", "params": ["0x36", false]});
+    let answer = server.http(&receipts.to_string());
+    assert_eq!(
+        answer,
+        json!({"jsonrpc": "2.0", "id": "a\"b", "error": too_big})
+    );
+    let fits = server.http(&block.to_string());
+    assert_eq!(fits["id"], 7);
+    assert_eq!(fits["result"]["number"], "0x36");
+
+    let mut ws = server.ws();
+    assert_eq!(ws.exchange(&receipts.to_string())["error"], too_big);
+    assert_eq!(ws.exchange(&block.to_string()), fits);
+
+    // In a batch, the call too large for the limit gets the error, the other its answer.
+    let batch = server.http(&json!([block, receipts]).to_string());
+    assert_eq!(
+        batch,
+        json!([fits, {"jsonrpc": "2.0", "id": "a\"b", "error": too_big}])
+    );
+}
