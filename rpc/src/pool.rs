@@ -198,10 +198,11 @@ struct Queue {
     workers: Mutex<Vec<Arc<Worker>>>,
     /// Wakes the watcher of long jobs when a heavy job starts while it sleeps its slow tick.
     heavy_started: Condvar,
-    /// The watcher sleeps its slow tick (no heavy job was running): a starting heavy job must
-    /// wake it. Read and written under the `workers` lock. While heavy jobs run it ticks every
-    /// `LONG_JOB / 2` anyway, so starts do not wake it (a wake-up per call costs a context
-    /// switch per request at tens of thousands of calls a second).
+    /// The watcher sleeps its slow tick (no heavy job was running that could still turn long):
+    /// a starting heavy job must wake it. Read and written under the `workers` lock. While
+    /// heavy jobs run it wakes when the earliest of them turns long, before any job that
+    /// starts later could, so starts do not wake it (a wake-up per call costs a context switch
+    /// per request at tens of thousands of calls a second).
     watcher_idle: AtomicBool,
     /// The names of threads that ended after a long job, for the watcher to start again:
     /// a thread inherits its creator's priority, so a lowered thread cannot start its successor.
@@ -245,17 +246,39 @@ impl Worker {
 /// Every `LONG_JOB / 2`: threads whose heavy job has run for `LONG_JOB` get a lower priority,
 /// and threads that ended after such a job are started again.
 fn watch_long_jobs(queue: &Arc<Queue>, limits: Limits) {
+    // A heavy job was running at the last wake-up.
+    let mut busy = false;
     loop {
         {
-            // A tick while a heavy job runs; otherwise a slow one, or the next job's start.
+            // While heavy jobs run, a tick when the earliest to start turns long (a job of a few
+            // microseconds each, one after another, so wakes the watcher once per `LONG_JOB`);
+            // otherwise a slow one, or the next job's start.
             let workers = queue.workers();
-            let running = workers.iter().any(|w| w.job().heavy_since.is_some());
-            let tick = if running {
-                LONG_JOB / 2
-            } else {
-                Duration::from_millis(100)
+            let earliest = workers
+                .iter()
+                .filter_map(|w| {
+                    let job = w.job();
+                    job.heavy_since.filter(|_| !job.demoted)
+                })
+                .min();
+            let (tick, idle) = match earliest {
+                Some(since) => {
+                    busy = true;
+                    match (since + LONG_JOB).checked_duration_since(Instant::now()) {
+                        Some(left) if !left.is_zero() => (left, false),
+                        // Long already, and its priority could not be lowered: try again later.
+                        _ => (LONG_JOB / 2, false),
+                    }
+                }
+                // Between two jobs of a steady stream: one more tick, which no job starting
+                // meanwhile can turn long before, rather than a wake-up at the next start.
+                None if busy => {
+                    busy = false;
+                    (LONG_JOB, false)
+                }
+                None => (Duration::from_millis(100), true),
             };
-            queue.watcher_idle.store(!running, Ordering::Relaxed);
+            queue.watcher_idle.store(idle, Ordering::Relaxed);
             let _ = queue.heavy_started.wait_timeout(workers, tick);
         }
         let ended = std::mem::take(&mut *queue.replace());
