@@ -52,12 +52,10 @@ where
     F: Fn(&Node, &Snapshot, &Args) -> Result<R> + Clone + Send + Sync + 'static,
 {
     let pool = pool.clone();
-    registry.add(method, move |networks, params, extensions| {
+    registry.add_with_args(method, names, required, move |node, args, extensions| {
         let handler = handler.clone();
         let pool = pool.clone();
         async move {
-            let node = networks.of(&extensions)?;
-            let args = Args::parse(&params, names, required)?;
             let key: Arc<str> = extensions
                 .get::<Caller>()
                 .map_or_else(|| Arc::from(""), |caller| caller.grant.id.clone());

@@ -130,6 +130,33 @@ impl Registry {
         Ok(())
     }
 
+    /// Registers `method` as `add` does, answered by `answer` with the network's node and the
+    /// parameters (named `names`, the first `required` mandatory), both found on the async
+    /// thread before `answer` runs.
+    fn add_with_args<F, Fut>(
+        &mut self,
+        method: &'static str,
+        names: &'static [&'static str],
+        required: usize,
+        answer: F,
+    ) -> std::result::Result<(), ServeError>
+    where
+        F: Fn(Arc<Node>, Args, jsonrpsee::Extensions) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = std::result::Result<Box<RawValue>, ErrorObjectOwned>>
+            + Send
+            + 'static,
+    {
+        let answer = Arc::new(answer);
+        self.add(method, move |networks, params, extensions| {
+            let answer = answer.clone();
+            async move {
+                let node = networks.of(&extensions)?;
+                let args = Args::parse(&params, names, required)?;
+                answer(node, args, extensions).await
+            }
+        })
+    }
+
     /// jsonrpsee's module, and the methods answered as `Reply`s.
     fn into_parts(self) -> (RpcModule<Networks>, reply::Methods) {
         (self.module, self.answered)
@@ -154,12 +181,10 @@ where
     F: Fn(&Node, &Reads, &Args) -> Result<Option<R>> + Clone + Send + Sync + 'static,
 {
     let pool = pool.clone();
-    registry.add(method, move |networks, params, extensions| {
+    registry.add_with_args(method, names, required, move |node, args, _| {
         let handler = handler.clone();
         let pool = pool.clone();
         async move {
-            let node = networks.of(&extensions)?;
-            let args = Args::parse(&params, names, required)?;
             if let Some(answer) = handler(&node, &Reads::Cache, &args)? {
                 return Ok(to_raw(method, &answer)?);
             }
@@ -521,16 +546,11 @@ fn methods(
         node.syncing(tx)
     })?;
     // The chain id is fixed for the database: answered inline.
-    m.add("eth_chainId", |networks, params, extensions| async move {
-        Args::parse(&params, &[], 0)?;
-        Ok(to_raw(
-            "eth_chainId",
-            &networks.of(&extensions)?.chain_id()?,
-        )?)
+    m.add_with_args("eth_chainId", &[], 0, |node, _, _| async move {
+        Ok(to_raw("eth_chainId", &node.chain_id()?)?)
     })?;
-    m.add("net_version", |networks, params, extensions| async move {
-        Args::parse(&params, &[], 0)?;
-        let chain_id = networks.of(&extensions)?.chain_id()?.to::<u64>();
+    m.add_with_args("net_version", &[], 0, |node, _, _| async move {
+        let chain_id = node.chain_id()?.to::<u64>();
         Ok(to_raw("net_version", &chain_id.to_string())?)
     })?;
     // Reads nothing, so it runs inline: the cheapest call, the benchmarks' ceiling.
