@@ -286,6 +286,24 @@ fn storage_root<K: Access>(
     Ok(outcome.root)
 }
 
+/// Whether some key of `sorted` starts with `prefix`.
+fn starts_any(sorted: &[Nibbles], prefix: &Nibbles) -> bool {
+    let at = sorted.partition_point(|key| key < prefix);
+    sorted.get(at).is_some_and(|key| key.starts_with(prefix))
+}
+
+/// A leaf scan's state while a lone leaf may still be given as its hash.
+enum Lone {
+    /// Every leaf is fed whole.
+    Off,
+    /// No leaf yet.
+    Empty,
+    /// One leaf, held back.
+    One(Nibbles, Vec<u8>),
+    /// More than one: fed whole.
+    Many,
+}
+
 /// What a walk yields: the root, the stored nodes it replaced, the nodes the trie now has on
 /// the walked paths, and the proof nodes of its targets.
 struct WalkOutcome {
@@ -328,6 +346,14 @@ struct Walk<'a, 'tx, K: Access> {
     leaf_overlay: &'a BTreeMap<B256, Option<Vec<u8>>>,
     /// Changed keys, sorted.
     changed: &'a [Nibbles],
+    /// The keys the leaf overlay deletes, sorted: a branch above one may lose children and
+    /// collapse, so its leaf children must be fed as leaves (a leaf moves up; a hash cannot).
+    deleted: Vec<Nibbles>,
+    /// Whether a lone leaf under a branch's child may be given to the hash builder as its hash
+    /// (not in proofs, which need the leaf nodes on their paths).
+    leaf_hashes: bool,
+    /// The leaves fed whole, in key order, to complete the nodes built with their hashes.
+    fed: Vec<(Nibbles, Vec<u8>)>,
     hb: HashBuilder,
     touched: Vec<(Nibbles, BranchNodeCompact)>,
     /// Where the last leaf scan left the stored leaf cursor, so that the next scan, which
@@ -364,6 +390,12 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
         proof_targets: Option<Vec<Nibbles>>,
     ) -> Self {
         let hb = HashBuilder::default().with_updates(true);
+        let leaf_hashes = proof_targets.is_none();
+        let deleted = leaf_overlay
+            .iter()
+            .filter(|(_, value)| value.is_none())
+            .map(|(key, _)| Nibbles::unpack(key))
+            .collect();
         let hb = match proof_targets {
             Some(targets) => hb.with_proof_retainer(ProofRetainer::new(targets)),
             None => hb,
@@ -373,6 +405,9 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             node_overlay,
             leaf_overlay,
             changed,
+            deleted,
+            leaf_hashes,
+            fed: Vec::new(),
             hb,
             touched: Vec::new(),
             leaf_scan: None,
@@ -388,7 +423,8 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             .into_nodes_sorted()
             .into_iter()
             .collect();
-        let (_, updates) = self.hb.split();
+        let (_, mut updates) = self.hb.split();
+        quarry_storage::complete_leaf_hashes(&mut updates, &self.fed);
         Ok(WalkOutcome {
             root,
             touched: self.touched,
@@ -398,10 +434,7 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
     }
 
     fn is_changed(&self, prefix: &Nibbles) -> bool {
-        let at = self.changed.partition_point(|key| key < prefix);
-        self.changed
-            .get(at)
-            .is_some_and(|key| key.starts_with(prefix))
+        starts_any(self.changed, prefix)
     }
 
     /// Feeds the hash builder everything under `prefix`, which holds a changed key (or whose
@@ -413,13 +446,17 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             None
         };
         let Some((path, node)) = node else {
-            return self.feed_leaves(&prefix, &prefix, None);
+            return self.feed_leaves(&prefix, &prefix, None, None);
         };
         // Keys under `prefix` before the node's subtree (new keys only, in a trie walked at its
         // own state); none when the node is at `prefix` itself, the common case.
         if path != prefix {
-            self.feed_leaves(&prefix, &prefix, Some(&path))?;
+            self.feed_leaves(&prefix, &prefix, Some(&path), None)?;
         }
+        // Without deletions below, the branch keeps every child, so a lone leaf stays where it
+        // is and its hash stands for it.
+        let may_collapse = starts_any(&self.deleted, &path);
+        let leaf_hashes = self.leaf_hashes && !may_collapse;
         for nibble in 0u8..16 {
             let mut child = path;
             child.push(nibble);
@@ -428,22 +465,44 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             if !exists && !changed {
                 continue;
             }
-            if exists && !changed && node.hash_mask.is_bit_set(nibble) {
-                self.hb.add_branch(
-                    child,
-                    node.hash_for_nibble(nibble),
-                    node.tree_mask.is_bit_set(nibble),
-                );
+            let in_tree = node.tree_mask.is_bit_set(nibble);
+            // A hashed child outside the stored tree may be a leaf, which a collapsing branch
+            // must move up, so then it is fed whole.
+            if exists && !changed && node.hash_mask.is_bit_set(nibble) && (in_tree || !may_collapse)
+            {
+                self.hb
+                    .add_branch(child, node.hash_for_nibble(nibble), in_tree);
+            } else if in_tree {
+                self.feed(child, true)?;
             } else {
-                self.feed(child, node.tree_mask.is_bit_set(nibble))?;
+                let lone_leaf_at = leaf_hashes.then_some(&child);
+                self.feed_leaves(&child, &child, None, lone_leaf_at)?;
             }
         }
         self.touched.push((path, node));
         // Keys under `prefix` after the node's subtree.
         if let Some(after) = path.increment().filter(|after| after.starts_with(&prefix)) {
-            self.feed_leaves(&prefix, &after, None)?;
+            self.feed_leaves(&prefix, &after, None, None)?;
         }
         Ok(())
+    }
+
+    /// Gives the hash builder one leaf: whole, or, when it is alone under `lone_leaf_at` so
+    /// far, held back in `lone` until the scan shows whether another follows.
+    fn add_leaf(&mut self, lone: &mut Lone, key: Nibbles, value: Vec<u8>) {
+        match std::mem::replace(lone, Lone::Many) {
+            Lone::Off | Lone::Many => {}
+            Lone::Empty => {
+                *lone = Lone::One(key, value);
+                return;
+            }
+            Lone::One(first, first_value) => {
+                self.hb.add_leaf(first, &first_value);
+                self.fed.push((first, first_value));
+            }
+        }
+        self.hb.add_leaf(key, &value);
+        self.fed.push((key, value));
     }
 
     /// The first node (stored, or in the overlay) whose path starts with `prefix`.
@@ -477,13 +536,20 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
     }
 
     /// Feeds every leaf whose key starts with `prefix`, from the smallest key under `from`
-    /// on, stopping before `until`'s subtree.
+    /// on, stopping before `until`'s subtree. `lone_leaf_at`: the child of a branch that
+    /// `prefix` is, whose leaf, if it is the only one, is given as its hash at that place.
     fn feed_leaves(
         &mut self,
         prefix: &Nibbles,
         from: &Nibbles,
         until: Option<&Nibbles>,
+        lone_leaf_at: Option<&Nibbles>,
     ) -> quarry_storage::Result<()> {
+        let mut lone = if lone_leaf_at.is_some() {
+            Lone::Empty
+        } else {
+            Lone::Off
+        };
         let start = quarry_storage::first_key_under(from);
         let mut overlay = self.leaf_overlay.range(start..).peekable();
         let resumed = self
@@ -511,7 +577,7 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             }
             if from_overlay {
                 if let Some((_, Some(value))) = overlay.next() {
-                    self.hb.add_leaf(nibbles, value);
+                    self.add_leaf(&mut lone, nibbles, value.clone());
                 }
                 if stored_key == Some(key) {
                     last_fed = Some(key);
@@ -523,10 +589,19 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
                         Leaf::Account(account) => encode_account(account),
                         Leaf::Slot(value) => encode_value(*value),
                     };
-                    self.hb.add_leaf(nibbles, &value);
+                    self.add_leaf(&mut lone, nibbles, value);
                 }
                 last_fed = Some(key);
                 stored = self.next_stored_leaf()?;
+            }
+        }
+        if let (Lone::One(key, value), Some(at)) = (lone, lone_leaf_at) {
+            match quarry_storage::leaf_child_hash(&key, at, &value) {
+                Some(hash) => self.hb.add_branch(*at, hash, false),
+                None => {
+                    self.hb.add_leaf(key, &value);
+                    self.fed.push((key, value));
+                }
             }
         }
         if self.stored.is_some() {
@@ -1054,8 +1129,15 @@ mod tests {
             }
         }
 
-        // Proofs of present and absent accounts and slots verify against the root.
+        // Stored branches name their lone leaf children's hashes.
         let tx = db.reader().unwrap();
+        let mut named = assert_leaf_children_named(&tx, TrieId::Accounts);
+        for address in &addresses {
+            named += assert_leaf_children_named(&tx, TrieId::Storage(keccak256(address)));
+        }
+        assert!(named > 100, "{named} leaf children");
+
+        // Proofs of present and absent accounts and slots verify against the root.
         assert_eq!(StateTrie::new().root(&tx).unwrap(), model_root(&model));
         check_proofs(&tx, ProofState::Latest, &model, &addresses[..60]);
         for block in [0, 1, 7, 19, 33, 50, 58, 59] {
@@ -1066,6 +1148,56 @@ mod tests {
                 &addresses[..60],
             );
         }
+    }
+
+    /// Checks that every stored branch of `trie` names the hash of each child that is a single
+    /// leaf (with a node of 32 bytes or more); returns how many such children it found.
+    fn assert_leaf_children_named<K: Access>(tx: &StorageTx<K>, trie: TrieId) -> usize {
+        let mut nodes = tx.trie_nodes(trie).unwrap();
+        let mut leaves = tx.trie_leaves(trie).unwrap();
+        let mut named = 0;
+        let mut entry = nodes.seek(&Nibbles::default()).unwrap();
+        while let Some((path, node)) = entry {
+            for nibble in 0..16u8 {
+                if !node.state_mask.is_bit_set(nibble) || node.tree_mask.is_bit_set(nibble) {
+                    continue;
+                }
+                let mut child = path;
+                child.push(nibble);
+                let mut under = Vec::new();
+                let mut leaf = leaves.seek(&child).unwrap();
+                while let Some((key, value)) =
+                    leaf.filter(|(key, _)| Nibbles::unpack(key).starts_with(&child))
+                {
+                    under.push((key, value));
+                    leaf = leaves.advance().unwrap();
+                }
+                let [(key, value)] = under.as_slice() else {
+                    continue;
+                };
+                let value = match value {
+                    Leaf::Account(account) => encode_account(account),
+                    Leaf::Slot(value) => encode_value(*value),
+                };
+                let Some(hash) =
+                    quarry_storage::leaf_child_hash(&Nibbles::unpack(key), &child, &value)
+                else {
+                    continue;
+                };
+                assert!(
+                    node.hash_mask.is_bit_set(nibble),
+                    "{trie:?} {path:?} {nibble}"
+                );
+                assert_eq!(
+                    node.hash_for_nibble(nibble),
+                    hash,
+                    "{trie:?} {path:?} {nibble}"
+                );
+                named += 1;
+            }
+            entry = nodes.advance().unwrap();
+        }
+        named
     }
 
     const KECCAK_EMPTY_CODE: B256 = alloy_primitives::KECCAK256_EMPTY;

@@ -18,7 +18,10 @@ pub use migrate::{CHANGESETS_LAYOUT, SCHEMA_VERSION};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
 pub use tables::Table;
-pub use trie::{Leaf, LeafCursor, TrieId, TrieNodeCursor, first_key_under};
+pub use trie::{
+    Leaf, LeafCursor, TrieId, TrieNodeCursor, complete_leaf_hashes, first_key_under,
+    leaf_child_hash,
+};
 pub use trie_history::NODE_HISTORY_WINDOW;
 
 use alloy_consensus::{BlockBody, Header, TxEnvelope};
@@ -164,6 +167,7 @@ impl Database {
             state_history_from: Default::default(),
             recorded_nodes: Default::default(),
             staged: Default::default(),
+            staged_nodes: Default::default(),
         })
     }
 
@@ -192,6 +196,7 @@ impl Database {
             state_history_from: Default::default(),
             recorded_nodes: Default::default(),
             staged: Default::default(),
+            staged_nodes: Default::default(),
         })
     }
 }
@@ -209,6 +214,8 @@ pub struct StorageTx<K: TransactionKind> {
     recorded_nodes: trie_history::RecordedNodes,
     /// Random-keyed index entries a write transaction writes sorted, at the latest on commit.
     staged: staged::StagedIndexes,
+    /// Trie node writes of a write transaction, written at the latest on commit.
+    staged_nodes: staged::StagedNodes,
 }
 
 /// A `Meta` number a transaction reads once and keeps (for numbers that are never 0 or

@@ -101,12 +101,17 @@ impl StorageTx<RwSync> {
         let mut hb = HashBuilder::default().with_updates(true);
         let mut leaves = self.trie_leaves(TrieId::Accounts)?;
         let mut leaf = leaves.seek(&Nibbles::default())?;
+        let mut fed = Vec::new();
         while let Some((key, Leaf::Account(account))) = leaf {
-            hb.add_leaf(Nibbles::unpack(key), &alloy_rlp::encode(account));
+            let key = Nibbles::unpack(key);
+            let value = alloy_rlp::encode(account);
+            hb.add_leaf(key, &value);
+            fed.push((key, value));
             leaf = leaves.advance()?;
         }
         hb.root();
-        let (_, nodes) = hb.split();
+        let (_, mut nodes) = hb.split();
+        crate::complete_leaf_hashes(&mut nodes, &fed);
         for (path, node) in &nodes {
             self.put_trie_node(&TrieId::Accounts, path, Some(node), None)?;
         }
@@ -150,12 +155,17 @@ impl StorageTx<RwSync> {
             .collect();
         hashed.sort_unstable();
         let mut hb = HashBuilder::default().with_updates(true);
+        let mut fed = Vec::with_capacity(hashed.len());
         for (slot, value) in &hashed {
             self.put_hashed_slot(&account, slot, *value, None)?;
-            hb.add_leaf(Nibbles::unpack(slot), &alloy_rlp::encode(value));
+            let key = Nibbles::unpack(slot);
+            let value = alloy_rlp::encode(value);
+            hb.add_leaf(key, &value);
+            fed.push((key, value));
         }
         let root = hb.root();
-        let (_, nodes) = hb.split();
+        let (_, mut nodes) = hb.split();
+        crate::complete_leaf_hashes(&mut nodes, &fed);
         for (path, node) in &nodes {
             self.put_trie_node(&TrieId::Storage(account), path, Some(node), None)?;
         }

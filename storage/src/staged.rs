@@ -1,5 +1,6 @@
 //! Index entries whose keys are spread at random (transaction lookups and the log index by
-//! topic and address), staged by a write transaction and written in key order.
+//! topic and address), staged by a write transaction and written in key order; and the state
+//! trie's branch nodes, staged until the transaction commits.
 //!
 //! A block's hundred transaction hashes and its logs' topics land on a hundred different
 //! B-tree pages, so putting them one by one costs a search from the root each. Staged over
@@ -10,7 +11,11 @@
 
 use crate::{Result, StorageTx, Table};
 use signet_libmdbx::{RwSync, WriteFlags};
-use std::sync::{Mutex, PoisonError};
+use std::{
+    collections::BTreeMap,
+    ops::Bound,
+    sync::{Mutex, MutexGuard, PoisonError},
+};
 
 /// How many entries are staged before they are written: a bound on the memory they take
 /// (about 80 bytes each) that still leaves many keys per page of each table.
@@ -67,7 +72,123 @@ impl StagedIndexes {
     }
 }
 
+/// How many branch nodes a write transaction stages before it writes them: a bound on their
+/// memory (a few hundred bytes each) well above the nodes a commit's blocks change again and
+/// again.
+const STAGED_NODES_LIMIT: usize = 1 << 16;
+
+/// A staged node: its encoding, or `None` when it is deleted.
+type NodeValue = Option<Vec<u8>>;
+
+/// Branch node writes of a write transaction (`AccountsTrie` and `StoragesTrie`), by table
+/// key. The nodes near the root, and those of busy contracts' storage tries, change in nearly
+/// every block: staged, each is written once per commit instead of once per block, and the
+/// next block's walk reads it from memory. The trie node cursor reads through them.
+#[derive(Default)]
+pub(crate) struct StagedNodes(Mutex<[BTreeMap<Vec<u8>, NodeValue>; 2]>);
+
+fn node_map(table: Table) -> usize {
+    match table {
+        Table::AccountsTrie => 0,
+        _ => 1,
+    }
+}
+
+impl StagedNodes {
+    fn lock(&self) -> MutexGuard<'_, [BTreeMap<Vec<u8>, NodeValue>; 2]> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The staged value of `key`: `None` when it is not staged, `Some(None)` when it is
+    /// staged deleted.
+    pub(crate) fn get(&self, table: Table, key: &[u8]) -> Option<NodeValue> {
+        self.lock()[node_map(table)].get(key).cloned()
+    }
+
+    pub(crate) fn contains(&self, table: Table, key: &[u8]) -> bool {
+        self.lock()[node_map(table)].contains_key(key)
+    }
+
+    /// The first staged node (not a deletion) with a key after `from` (or at it, when
+    /// `inclusive`).
+    pub(crate) fn first_after(
+        &self,
+        table: Table,
+        from: &[u8],
+        inclusive: bool,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        let start = if inclusive {
+            Bound::Included(from)
+        } else {
+            Bound::Excluded(from)
+        };
+        self.lock()[node_map(table)]
+            .range::<[u8], _>((start, Bound::Unbounded))
+            .find_map(|(key, value)| value.as_ref().map(|value| (key.clone(), value.clone())))
+    }
+
+    /// Stages a node; true when enough are staged to write them.
+    fn stage(&self, table: Table, key: Vec<u8>, value: NodeValue) -> bool {
+        let mut maps = self.lock();
+        maps[node_map(table)].insert(key, value);
+        maps.iter().map(BTreeMap::len).sum::<usize>() >= STAGED_NODES_LIMIT
+    }
+
+    /// Takes the staged nodes of `table` whose keys start with `prefix`.
+    fn take_under(&self, table: Table, prefix: &[u8]) -> BTreeMap<Vec<u8>, NodeValue> {
+        let mut maps = self.lock();
+        let map = &mut maps[node_map(table)];
+        if prefix.is_empty() {
+            return std::mem::take(map);
+        }
+        let keys: Vec<Vec<u8>> = map
+            .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(prefix))
+            .map(|(key, _)| key.clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| map.remove_entry(&key))
+            .collect()
+    }
+}
+
 impl StorageTx<RwSync> {
+    /// Stages a branch node write (`None`: its deletion) for `write_staged`.
+    pub(crate) fn stage_node(&self, table: Table, key: Vec<u8>, value: NodeValue) -> Result<()> {
+        if self.staged_nodes.stage(table, key, value) {
+            self.write_staged_nodes(table, &[])?;
+        }
+        Ok(())
+    }
+
+    /// Writes the staged nodes of `table` under `prefix` (every one, for an empty prefix; both
+    /// node tables then), in key order through one cursor.
+    pub(crate) fn write_staged_nodes(&self, table: Table, prefix: &[u8]) -> Result<()> {
+        let tables: &[Table] = if prefix.is_empty() {
+            &[Table::AccountsTrie, Table::StoragesTrie]
+        } else {
+            std::slice::from_ref(&table)
+        };
+        for table in tables {
+            let nodes = self.staged_nodes.take_under(*table, prefix);
+            if nodes.is_empty() {
+                continue;
+            }
+            let mut cursor = self.tx.cursor(self.db(*table))?;
+            for (key, value) in nodes {
+                match value {
+                    Some(value) => cursor.put(&key, &value, WriteFlags::empty())?,
+                    None => {
+                        if cursor.set::<()>(&key)?.is_some() {
+                            cursor.del()?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Puts an entry of a table whose keys are spread at random: staged, and written with the
     /// others in key order (see the module's documentation).
     pub(crate) fn put_staged(&self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
@@ -77,9 +198,10 @@ impl StorageTx<RwSync> {
         Ok(())
     }
 
-    /// Writes every staged index entry, table by table in key order through one cursor each,
-    /// so that each put starts from the page the last one left.
+    /// Writes every staged node and index entry, table by table in key order through one
+    /// cursor each, so that each put starts from the page the last one left.
     pub fn write_staged(&self) -> Result<()> {
+        self.write_staged_nodes(Table::AccountsTrie, &[])?;
         let mut staged = self.staged.take();
         if staged.entries.is_empty() {
             return Ok(());

@@ -1,14 +1,16 @@
 //! The state trie on disk, as reth keeps it: the hashed state (the trie's leaves, keyed by the
 //! keccak hash of the address and of the slot, so a cursor walks them in trie order) and the
 //! trie's branch nodes in `BranchNodeCompact` form, keyed by their nibble path. Leaves and
-//! extension nodes are not stored: they follow from the hashed state.
+//! extension nodes are not stored: they follow from the hashed state. Unlike reth's, a stored
+//! branch also names the hashes of its leaf children ([`complete_leaf_hashes`]).
 
 use crate::{
     Error, Result, StorageTx, StoredAccount, Table,
+    staged::StagedNodes,
     trie_history::{AsOf, Entries, history_path, logical_key, path_of_history},
 };
 use alloy_primitives::{B256, U256};
-use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask};
+use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask, nodes::LeafNodeRef};
 use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
 use std::sync::atomic::Ordering;
 
@@ -131,6 +133,69 @@ pub(crate) fn decode_branch(bytes: &[u8]) -> Result<BranchNodeCompact> {
     ))
 }
 
+/// The hash of a leaf node that is the child at `child` (a path one nibble below its branch),
+/// for the leaf with full key `key` and RLP value `value`; `None` when the node is shorter than
+/// 32 bytes, so that its branch embeds it instead of naming its hash.
+pub fn leaf_child_hash(key: &Nibbles, child: &Nibbles, value: &[u8]) -> Option<B256> {
+    let rest = key.slice(child.len()..);
+    let mut buf = Vec::with_capacity(value.len() + 40);
+    LeafNodeRef::new(&rest, value).rlp(&mut buf).as_hash()
+}
+
+/// Completes branch nodes made by alloy-trie's `HashBuilder` to quarry's stored form: a stored
+/// branch names the hash of every child that is a hashed leaf, not only of its branch children
+/// (alloy-trie's form), so that a walk takes an unchanged leaf's hash from its parent instead of
+/// reading and hashing the leaf again. `leaves`: the leaves the builder was given, sorted by key
+/// (children it was given as hashes already have their bit).
+pub fn complete_leaf_hashes(
+    nodes: &mut alloy_primitives::map::HashMap<Nibbles, BranchNodeCompact>,
+    leaves: &[(Nibbles, Vec<u8>)],
+) {
+    for (path, node) in nodes.iter_mut() {
+        let missing = node.state_mask.get() & !node.tree_mask.get() & !node.hash_mask.get();
+        if missing == 0 {
+            continue;
+        }
+        let mut added = 0u16;
+        let mut found = [None; 16];
+        for (nibble, slot) in found.iter_mut().enumerate() {
+            if missing & (1 << nibble) == 0 {
+                continue;
+            }
+            let mut child = *path;
+            child.push(nibble as u8);
+            let at = leaves.partition_point(|(key, _)| *key < child);
+            let under = |i: usize| leaves.get(i).filter(|(key, _)| key.starts_with(&child));
+            // One leaf under the child is the child itself; more make an embedded branch.
+            if let (Some((key, value)), None) = (under(at), under(at + 1))
+                && let Some(hash) = leaf_child_hash(key, &child, value)
+            {
+                *slot = Some(hash);
+                added |= 1 << nibble;
+            }
+        }
+        if added == 0 {
+            continue;
+        }
+        let hash_mask = node.hash_mask.get() | added;
+        let mut stored = node.hashes.iter();
+        let hashes = (0..16u8)
+            .filter(|nibble| hash_mask & (1 << nibble) != 0)
+            .filter_map(|nibble| match found[nibble as usize] {
+                Some(hash) => Some(hash),
+                None => stored.next().copied(),
+            })
+            .collect();
+        *node = BranchNodeCompact::new(
+            node.state_mask,
+            node.tree_mask,
+            TrieMask::new(hash_mask),
+            hashes,
+            node.root_hash,
+        );
+    }
+}
+
 /// A node key: the trie's prefix, then one byte per nibble (so that byte order is trie order,
 /// a path before the paths below it).
 fn node_key(trie: &TrieId, path: &Nibbles) -> Vec<u8> {
@@ -166,12 +231,29 @@ fn leaf_seek_key(trie: &TrieId, path: &Nibbles) -> Vec<u8> {
 }
 
 /// Reads a trie's stored branch nodes in path order: the latest trie's, or (`as_of`) those of
-/// the trie after an older block.
+/// the trie after an older block. The latest trie's are the table's merged with the nodes the
+/// transaction has staged (see staged.rs).
 pub struct TrieNodeCursor<'tx, K: TransactionKind> {
     cursor: Cursor<'tx, K>,
     trie: TrieId,
     scanned: &'tx std::sync::atomic::AtomicU64,
     as_of: Option<AsOf<'tx, K>>,
+    staged: &'tx StagedNodes,
+    /// The table key of the node last returned.
+    last: Option<Vec<u8>>,
+    /// Where the table's side of the merge stands.
+    stored_next: StoredNext,
+}
+
+/// The table's next entry for a merge with the staged nodes.
+enum StoredNext {
+    /// Not known: the cursor must be placed after the last key returned.
+    Unknown,
+    /// The cursor stands on the entry last returned: the next is after it.
+    AfterCurrent,
+    /// The first entry after the last key returned that staging does not replace, where the
+    /// cursor stands (`None`: none).
+    Found(Option<(Vec<u8>, Vec<u8>)>),
 }
 
 impl<K: TransactionKind> TrieNodeCursor<'_, K> {
@@ -182,8 +264,16 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
             return self.decode_as_of(entry);
         }
         let key = node_key(&self.trie, path);
+        let table = self.trie.nodes_table();
+        // A node staged at `path` itself is the first: nothing lies between.
+        if let Some(Some(value)) = self.staged.get(table, &key) {
+            self.last = Some(key.clone());
+            self.stored_next = StoredNext::Unknown;
+            return self.decode(Some((key, value)));
+        }
         let entry = self.cursor.set_range::<Vec<u8>, Vec<u8>>(&key)?;
-        self.decode(entry)
+        self.stored_next = StoredNext::Found(self.not_staged(entry)?);
+        self.take_next(&key, true)
     }
 
     /// The node after the last one returned.
@@ -192,7 +282,64 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
             let entry = as_of.advance(&self.trie, &mut self.cursor)?;
             return self.decode_as_of(entry);
         }
-        let entry = self.cursor.next::<Vec<u8>, Vec<u8>>()?;
+        let Some(last) = self.last.take() else {
+            return Ok(None);
+        };
+        match self.stored_next {
+            StoredNext::Found(_) => {}
+            StoredNext::AfterCurrent => {
+                let entry = self.cursor.next::<Vec<u8>, Vec<u8>>()?;
+                self.stored_next = StoredNext::Found(self.not_staged(entry)?);
+            }
+            StoredNext::Unknown => {
+                let mut entry = self.cursor.set_range::<Vec<u8>, Vec<u8>>(&last)?;
+                if entry.as_ref().is_some_and(|(key, _)| *key == last) {
+                    entry = self.cursor.next::<Vec<u8>, Vec<u8>>()?;
+                }
+                self.stored_next = StoredNext::Found(self.not_staged(entry)?);
+            }
+        }
+        self.take_next(&last, false)
+    }
+
+    /// `entry`, or the first table entry after it, that staging does not replace.
+    fn not_staged(
+        &mut self,
+        mut entry: Option<(Vec<u8>, Vec<u8>)>,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let table = self.trie.nodes_table();
+        while let Some((key, _)) = &entry {
+            if !self.staged.contains(table, key) {
+                break;
+            }
+            entry = self.cursor.next::<Vec<u8>, Vec<u8>>()?;
+        }
+        Ok(entry)
+    }
+
+    /// Returns the first of the table's next entry and the first staged node from `from` (at
+    /// it too when `inclusive`).
+    fn take_next(
+        &mut self,
+        from: &[u8],
+        inclusive: bool,
+    ) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
+        let staged = self
+            .staged
+            .first_after(self.trie.nodes_table(), from, inclusive);
+        let StoredNext::Found(stored) = &mut self.stored_next else {
+            return Err(Error::Corrupt("trie node cursor lost its place".into()));
+        };
+        let entry = match (staged, stored.as_ref()) {
+            (Some(staged), Some((key, _))) if staged.0 < *key => Some(staged),
+            (Some(staged), None) => Some(staged),
+            _ => {
+                let entry = stored.take();
+                self.stored_next = StoredNext::AfterCurrent;
+                entry
+            }
+        };
+        self.last = entry.as_ref().map(|(key, _)| key.clone());
         self.decode(entry)
     }
 
@@ -311,7 +458,9 @@ impl<K: TransactionKind> StorageTx<K> {
 
     /// A cursor over the branch nodes of `trie` as they were after `block` (`None`: the latest
     /// ones). The history must cover that block ([`StorageTx::trie_history_covers`]), and the
-    /// block must end a node history window ([`StorageTx::trie_history_checkpoint`]).
+    /// block must end a node history window ([`StorageTx::trie_history_checkpoint`]). The
+    /// history reads the node table as committed: a write transaction that staged nodes must
+    /// write them first ([`StorageTx::write_staged`]).
     pub fn trie_nodes_after(
         &self,
         trie: TrieId,
@@ -324,6 +473,9 @@ impl<K: TransactionKind> StorageTx<K> {
                 .transpose()?,
             trie,
             scanned: self.scanned.as_ref(),
+            staged: &self.staged_nodes,
+            last: None,
+            stored_next: StoredNext::Unknown,
         })
     }
 
@@ -402,6 +554,7 @@ impl StorageTx<RwSync> {
         record_nodes: bool,
     ) -> Result<()> {
         let trie = TrieId::Storage(*account);
+        self.write_staged_nodes(trie.nodes_table(), account.as_slice())?;
         for entries in [Entries::Leaves, Entries::Nodes] {
             let history = history.filter(|_| entries == Entries::Leaves || record_nodes);
             let mut cursor = self.tx.cursor(self.db(trie.table(entries)))?;
@@ -430,7 +583,21 @@ impl StorageTx<RwSync> {
     ) -> Result<()> {
         let key = node_key(trie, path);
         let value = node.map(encode_branch);
-        self.put_trie_entry(trie, Entries::Nodes, &key, value.as_deref(), history)
+        let table = trie.nodes_table();
+        if let Some(block) = history {
+            let logical = logical_key(Entries::Nodes, &key[trie.prefix().len()..]);
+            if !self.node_recorded(trie, &logical, block)? {
+                let before = match self.staged_nodes.get(table, &key) {
+                    Some(staged) => staged,
+                    None => self.get(table, &key)?.map(|value| value.into_owned()),
+                };
+                if before != value {
+                    let (before, after) = (before.as_deref(), value.as_deref());
+                    self.record_before(trie, Entries::Nodes, &logical, block, before, after)?;
+                }
+            }
+        }
+        self.stage_node(table, key, value)
     }
 
     /// Sets (or with `None` deletes) the entry of `trie` under table key `key`, recording its
@@ -479,6 +646,83 @@ mod tests {
         assert!(decode_branch(&[0; 7]).is_err());
         // A hash mask naming two children with one hash stored.
         assert!(decode_branch(&[0, 3, 0, 0, 0, 3, 1, 2, 3]).is_err());
+    }
+
+    /// The node cursor reads the table merged with the transaction's staged nodes: a staged
+    /// node replaces the stored one, a staged deletion hides it, new ones appear in path order,
+    /// and other tries' nodes do not; after the commit the table holds the same.
+    #[test]
+    fn node_cursor_reads_staged_nodes_over_stored_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Database::open(dir.path()).unwrap();
+        let node = |seed: u8| {
+            BranchNodeCompact::new(
+                TrieMask::new(0b11),
+                TrieMask::new(0),
+                TrieMask::new(0b01),
+                vec![B256::repeat_byte(seed)],
+                None,
+            )
+        };
+        let path = |nibbles: &[u8]| Nibbles::from_nibbles_unchecked(nibbles);
+        let trie = TrieId::Storage(B256::repeat_byte(5));
+        let other = TrieId::Storage(B256::repeat_byte(6));
+        let tx = db.writer().unwrap();
+        for (nibbles, seed) in [(&[][..], 1), (&[1], 2), (&[1, 2], 3), (&[4], 4), (&[9], 5)] {
+            tx.put_trie_node(&trie, &path(nibbles), Some(&node(seed)), None)
+                .unwrap();
+        }
+        tx.put_trie_node(&other, &path(&[0]), Some(&node(99)), None)
+            .unwrap();
+        tx.commit().unwrap();
+
+        let tx = db.writer().unwrap();
+        tx.put_trie_node(&trie, &path(&[1]), Some(&node(20)), None)
+            .unwrap();
+        tx.put_trie_node(&trie, &path(&[1, 2]), None, None).unwrap();
+        tx.put_trie_node(&trie, &path(&[3]), Some(&node(30)), None)
+            .unwrap();
+        tx.put_trie_node(&trie, &path(&[9]), None, None).unwrap();
+        tx.put_trie_node(&trie, &path(&[0xa]), Some(&node(40)), None)
+            .unwrap();
+        let expected = vec![
+            (path(&[]), node(1)),
+            (path(&[1]), node(20)),
+            (path(&[3]), node(30)),
+            (path(&[4]), node(4)),
+            (path(&[0xa]), node(40)),
+        ];
+        fn all<K: TransactionKind>(
+            tx: &StorageTx<K>,
+            trie: TrieId,
+            from: &Nibbles,
+        ) -> Vec<(Nibbles, BranchNodeCompact)> {
+            let mut cursor = tx.trie_nodes(trie).unwrap();
+            let mut found = Vec::new();
+            let mut entry = cursor.seek(from).unwrap();
+            while let Some(node) = entry {
+                found.push(node);
+                entry = cursor.advance().unwrap();
+            }
+            found
+        }
+        assert_eq!(all(&tx, trie, &Nibbles::default()), expected);
+        // Seeks land on staged and stored nodes, and on the next after a staged deletion.
+        for (from, skip) in [(&[1][..], 1), (&[1, 0], 2), (&[2], 2), (&[4], 3), (&[9], 4)] {
+            assert_eq!(
+                all(&tx, trie, &path(from)),
+                expected[skip..],
+                "from {from:?}"
+            );
+        }
+        tx.commit().unwrap();
+        let rx = db.reader().unwrap();
+        assert_eq!(all(&rx, trie, &Nibbles::default()), expected);
+        let mut others = rx.trie_nodes(other).unwrap();
+        assert_eq!(
+            others.seek(&Nibbles::default()).unwrap(),
+            Some((path(&[0]), node(99)))
+        );
     }
 
     #[test]

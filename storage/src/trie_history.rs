@@ -488,6 +488,15 @@ impl StorageTx<RwSync> {
         self.del(Table::Meta, HISTORY_FROM.as_bytes())
     }
 
+    /// Whether this transaction knows the node history to hold a record of the node with
+    /// history key `logical` for `block`'s window already (so a change need not look up the
+    /// node before it).
+    pub(crate) fn node_recorded(&self, trie: &TrieId, logical: &[u8], block: u64) -> Result<bool> {
+        let window_start = block - block % self.node_window()?;
+        let key = history_key(trie, logical, window_start);
+        Ok(self.recorded_nodes.contains(window_start, &key))
+    }
+
     /// Records `before`, the value an entry of `trie` had before `block` (`None`: none), when
     /// it is `after` the block, unless this block (for a node: this block's window) already
     /// recorded one: the first is the value before the block (the window).
