@@ -433,8 +433,16 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
         })
     }
 
-    fn is_changed(&self, prefix: &Nibbles) -> bool {
-        starts_any(self.changed, prefix)
+    /// The children of the node at `path` (a nibble each) that hold a changed key: one pass
+    /// over the changed keys under it instead of a search per child.
+    fn changed_children(&self, path: &Nibbles) -> u16 {
+        let from = self.changed.partition_point(|key| key < path);
+        let depth = path.len();
+        self.changed[from..]
+            .iter()
+            .take_while(|key| key.starts_with(path))
+            .filter(|key| key.len() > depth)
+            .fold(0u16, |mask, key| mask | 1 << key.get_unchecked(depth))
     }
 
     /// Feeds the hash builder everything under `prefix`, which holds a changed key (or whose
@@ -456,12 +464,13 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
         // Without deletions below, the branch keeps every child, so a lone leaf stays where it
         // is and its hash stands for it.
         let may_collapse = starts_any(&self.deleted, &path);
+        let changed_children = self.changed_children(&path);
         let leaf_hashes = self.leaf_hashes && !may_collapse;
         for nibble in 0u8..16 {
             let mut child = path;
             child.push(nibble);
             let exists = node.state_mask.is_bit_set(nibble);
-            let changed = self.is_changed(&child);
+            let changed = changed_children & (1 << nibble) != 0;
             if !exists && !changed {
                 continue;
             }
