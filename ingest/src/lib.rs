@@ -1013,6 +1013,9 @@ fn recover_senders(spec: &ChainSpec, name: &str, mut d: Decoded) -> Result<Decod
         .iter()
         .enumerate()
         .map(|(index, tx)| {
+            // The hash is cached in the transaction: computed here, on a recovery thread, the
+            // executing thread (which bounds an import) finds it when it stores the block.
+            tx.tx_hash();
             let recovered = if homestead {
                 tx.recover_signer()
             } else {
