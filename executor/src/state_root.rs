@@ -59,6 +59,14 @@ fn encode_value(value: U256) -> Vec<u8> {
     out
 }
 
+/// A stored leaf's value as the trie's leaf node holds it.
+fn leaf_value(leaf: &Leaf) -> Vec<u8> {
+    match leaf {
+        Leaf::Account(account) => encode_account(account),
+        Leaf::Slot(value) => encode_value(*value),
+    }
+}
+
 fn encode_account(account: &TrieAccount) -> Vec<u8> {
     let mut out = Vec::with_capacity(account.length());
     account.encode(&mut out);
@@ -594,11 +602,7 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
                 }
             } else {
                 if let Some((_, leaf)) = &stored {
-                    let value = match leaf {
-                        Leaf::Account(account) => encode_account(account),
-                        Leaf::Slot(value) => encode_value(*value),
-                    };
-                    self.add_leaf(&mut lone, nibbles, value);
+                    self.add_leaf(&mut lone, nibbles, leaf_value(leaf));
                 }
                 last_fed = Some(key);
                 stored = self.next_stored_leaf()?;
@@ -607,10 +611,7 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
         if let (Lone::One(key, value), Some(at)) = (lone, lone_leaf_at) {
             match quarry_storage::leaf_child_hash(&key, at, &value) {
                 Some(hash) => self.hb.add_branch(*at, hash, false),
-                None => {
-                    self.hb.add_leaf(key, &value);
-                    self.fed.push((key, value));
-                }
+                None => self.add_leaf(&mut Lone::Off, key, value),
             }
         }
         if self.stored.is_some() {
@@ -1184,13 +1185,11 @@ mod tests {
                 let [(key, value)] = under.as_slice() else {
                     continue;
                 };
-                let value = match value {
-                    Leaf::Account(account) => encode_account(account),
-                    Leaf::Slot(value) => encode_value(*value),
-                };
-                let Some(hash) =
-                    quarry_storage::leaf_child_hash(&Nibbles::unpack(key), &child, &value)
-                else {
+                let Some(hash) = quarry_storage::leaf_child_hash(
+                    &Nibbles::unpack(key),
+                    &child,
+                    &leaf_value(value),
+                ) else {
                     continue;
                 };
                 assert!(

@@ -156,20 +156,23 @@ impl StorageTx<RwSync> {
     /// Stages a branch node write (`None`: its deletion) for `write_staged`.
     pub(crate) fn stage_node(&self, table: Table, key: Vec<u8>, value: NodeValue) -> Result<()> {
         if self.staged_nodes.stage(table, key, value) {
-            self.write_staged_nodes(table, &[])?;
+            self.write_staged_nodes(None)?;
         }
         Ok(())
     }
 
-    /// Writes the staged nodes of `table` under `prefix` (every one, for an empty prefix; both
-    /// node tables then), in key order through one cursor.
-    pub(crate) fn write_staged_nodes(&self, table: Table, prefix: &[u8]) -> Result<()> {
-        let tables: &[Table] = if prefix.is_empty() {
-            &[Table::AccountsTrie, Table::StoragesTrie]
-        } else {
-            std::slice::from_ref(&table)
+    /// Writes the staged nodes whose keys in `table` start with the given prefix (`None`: every
+    /// staged node of both node tables), in key order through one cursor per table.
+    pub(crate) fn write_staged_nodes(&self, under: Option<(Table, &[u8])>) -> Result<()> {
+        let all = [
+            (Table::AccountsTrie, &[][..]),
+            (Table::StoragesTrie, &[][..]),
+        ];
+        let parts = match &under {
+            Some(part) => std::slice::from_ref(part),
+            None => &all[..],
         };
-        for table in tables {
+        for (table, prefix) in parts {
             let nodes = self.staged_nodes.take_under(*table, prefix);
             if nodes.is_empty() {
                 continue;
@@ -201,7 +204,7 @@ impl StorageTx<RwSync> {
     /// Writes every staged node and index entry, table by table in key order through one
     /// cursor each, so that each put starts from the page the last one left.
     pub fn write_staged(&self) -> Result<()> {
-        self.write_staged_nodes(Table::AccountsTrie, &[])?;
+        self.write_staged_nodes(None)?;
         let mut staged = self.staged.take();
         if staged.entries.is_empty() {
             return Ok(());

@@ -517,9 +517,8 @@ impl StorageTx<RwSync> {
     ) -> Result<()> {
         let value = account.map(encode_trie_account);
         let trie = TrieId::Accounts;
-        self.put_trie_entry(
+        self.put_trie_leaf(
             &trie,
-            Entries::Leaves,
             hashed.as_slice(),
             value.as_ref().map(|v| v.as_slice()),
             history,
@@ -536,9 +535,8 @@ impl StorageTx<RwSync> {
     ) -> Result<()> {
         let key = hashed_slot_key(account, slot);
         let value = (!value.is_zero()).then(|| value.to_be_bytes::<32>());
-        self.put_trie_entry(
+        self.put_trie_leaf(
             &TrieId::Storage(*account),
-            Entries::Leaves,
             &key,
             value.as_ref().map(|v| v.as_slice()),
             history,
@@ -554,7 +552,7 @@ impl StorageTx<RwSync> {
         record_nodes: bool,
     ) -> Result<()> {
         let trie = TrieId::Storage(*account);
-        self.write_staged_nodes(trie.nodes_table(), account.as_slice())?;
+        self.write_staged_nodes(Some((trie.nodes_table(), account.as_slice())))?;
         for entries in [Entries::Leaves, Entries::Nodes] {
             let history = history.filter(|_| entries == Entries::Leaves || record_nodes);
             let mut cursor = self.tx.cursor(self.db(trie.table(entries)))?;
@@ -600,16 +598,16 @@ impl StorageTx<RwSync> {
         self.stage_node(table, key, value)
     }
 
-    /// Sets (or with `None` deletes) the entry of `trie` under table key `key`, recording its
+    /// Sets (or with `None` deletes) the leaf of `trie` under table key `key`, recording its
     /// value before `history`'s block when it changes.
-    fn put_trie_entry(
+    fn put_trie_leaf(
         &self,
         trie: &TrieId,
-        entries: Entries,
         key: &[u8],
         value: Option<&[u8]>,
         history: Option<u64>,
     ) -> Result<()> {
+        let entries = Entries::Leaves;
         let table = trie.table(entries);
         let Some(block) = history else {
             return match value {
