@@ -944,6 +944,9 @@ fn decode_batch(
     let recovered: Vec<(Result<Decoded>, Duration)> = on_recovery_threads(|| {
         decoded
             .into_par_iter()
+            // One block at a time: a block the idle thread has taken waits while it is kept off
+            // the cores, so it takes no more than one.
+            .with_max_len(1)
             .map(|decoded| {
                 let cpu_start = thread_cpu_time();
                 let result = decoded.and_then(|d| {
@@ -970,21 +973,47 @@ fn decode_batch(
 }
 
 /// Runs `work` on the threads that decode and recover senders: one fewer than the cores,
-/// leaving one to the thread that executes and writes (which is what bounds an import), and at
-/// least one. If that pool cannot be built, rayon's global pool does the work.
+/// leaving one to the thread that executes and writes, plus one more at idle priority, which
+/// the kernel runs only on a core nothing else wants. Sender recovery and the executing thread
+/// each take about half of an import's CPU time; when the executing thread waits (for a batch,
+/// or between a commit's syncs), the idle thread recovers on its core, and when it runs again
+/// the idle thread yields at once. If that pool cannot be built, rayon's global pool does the
+/// work.
 fn on_recovery_threads<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
     let pool = POOL.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let busy = cores.saturating_sub(1).max(1);
         rayon::ThreadPoolBuilder::new()
-            .num_threads(cores.saturating_sub(1).max(1))
+            .num_threads(busy + 1)
             .thread_name(|i| format!("recover-{i}"))
+            .start_handler(move |i| {
+                if i >= busy {
+                    run_at_idle_priority();
+                }
+            })
             .build()
             .ok()
     });
     match pool {
         Some(pool) => pool.install(work),
         None => work(),
+    }
+}
+
+/// Moves the calling thread to Linux's idle scheduling class (or, where that is refused, to
+/// the lowest priority), so that it never takes a core from a thread that wants it.
+fn run_at_idle_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler and setpriority only read the arguments given; pid/who 0 is
+    // the calling thread.
+    let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0;
+    if !idle {
+        let lowest = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) } == 0;
+        tracing::debug!(
+            lowest,
+            "idle scheduling class refused for a recovery thread"
+        );
     }
 }
 
