@@ -79,6 +79,10 @@ pub enum Error {
     Read(#[from] signet_libmdbx::ReadError),
     #[error("database holds a malformed value: {0}")]
     Corrupt(String),
+    #[error(
+        "the trie history was read in a write transaction before its staged records were written"
+    )]
+    HistoryStaged,
     #[error("cannot create database directory {path}: {source}")]
     CreateDir {
         path: String,
@@ -312,6 +316,7 @@ impl<K: TransactionKind> StorageTx<K> {
         block: u64,
         side: Side,
     ) -> Result<Option<Vec<u8>>> {
+        self.check_history_written()?;
         let mut cursor = self.tx.cursor(self.db(table))?;
         let seek = history_key(prefix, block.saturating_add(1));
         let found = cursor.set_range::<Vec<u8>, Vec<u8>>(&seek)?;

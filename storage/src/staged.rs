@@ -1,16 +1,17 @@
-//! Index entries whose keys are spread at random (transaction lookups and the log index by
-//! topic and address), staged by a write transaction and written in key order; and the state
-//! trie's branch nodes, staged until the transaction commits.
+//! Entries whose keys are spread at random (transaction lookups, the log index by topic and
+//! address, and the state trie's history), staged by a write transaction and written in key
+//! order; and the state trie's branch nodes, staged until the transaction commits.
 //!
-//! A block's hundred transaction hashes and its logs' topics land on a hundred different
-//! B-tree pages, so putting them one by one costs a search from the root each. Staged over
-//! many blocks and written sorted, consecutive keys mostly share a page, which MDBX reaches
-//! from where the cursor stands. Nothing in a write transaction reads these tables except an
-//! unwind, which writes what is staged first, and so does a commit; reads of them in the same
-//! transaction go through [`StorageTx::write_staged`] first.
+//! A block's hundred transaction hashes, its logs' topics and the leaves and nodes it changes
+//! land on as many different B-tree pages, so putting them one by one costs a search from the
+//! root each. Staged over many blocks and written sorted, consecutive keys often share a page
+//! (one account's or node's records over many blocks sit side by side), which MDBX reaches from
+//! where the cursor stands. Nothing in a write transaction reads these tables except an
+//! unwind, which writes what is staged first, and so does a commit; a history read in a write
+//! transaction that still stages history is refused (see [`StorageTx::check_history_written`]).
 
-use crate::{Result, StorageTx, Table};
-use signet_libmdbx::{RwSync, WriteFlags};
+use crate::{Error, Result, StorageTx, Table, trie_history};
+use signet_libmdbx::{MdbxError, RwSync, TransactionKind, WriteFlags};
 use std::{
     collections::BTreeMap,
     ops::Bound,
@@ -18,8 +19,31 @@ use std::{
 };
 
 /// How many entries are staged before they are written: a bound on the memory they take
-/// (about 80 bytes each) that still leaves many keys per page of each table.
+/// (80 bytes to a few hundred each) that still leaves many keys per page of each table.
 const STAGED_LIMIT: usize = 1 << 18;
+/// And how many bytes: branch node history records are several hundred bytes each.
+const STAGED_BYTES_LIMIT: usize = 64 << 20;
+
+/// How a staged table's entries are written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// Put; of two entries with one key, the later staged wins.
+    LastWins,
+    /// The leaf history: put unless the key is there; the first record of a block is the
+    /// value before it.
+    FirstWins,
+    /// The node history: as `FirstWins`, and each record written adds its entry to the
+    /// `TrieChangeSets` index (staged values carry it, see [`trie_history::staged_node_record`]).
+    FirstWinsIndexed,
+}
+
+fn written(table: Table) -> Written {
+    match table {
+        Table::HashedAccountsHistory | Table::HashedStoragesHistory => Written::FirstWins,
+        Table::AccountsTrieHistory | Table::StoragesTrieHistory => Written::FirstWinsIndexed,
+        _ => Written::LastWins,
+    }
+}
 
 /// Where a staged entry's key and value are in [`Staged::bytes`].
 struct Entry {
@@ -34,6 +58,8 @@ struct Entry {
 struct Staged {
     bytes: Vec<u8>,
     entries: Vec<Entry>,
+    /// Whether any entry is of the trie history.
+    history: bool,
 }
 
 impl Staged {
@@ -55,9 +81,18 @@ impl StagedIndexes {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// Whether trie history entries are staged.
+    fn holds_history(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .history
+    }
+
     /// Stages an entry; true when enough are staged to write them.
     fn stage(&self, table: Table, key: &[u8], value: &[u8]) -> bool {
         let mut staged = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        staged.history |= written(table) != Written::LastWins;
         let start = staged.bytes.len();
         staged.bytes.extend_from_slice(key);
         staged.bytes.extend_from_slice(value);
@@ -68,7 +103,7 @@ impl StagedIndexes {
             end: staged.bytes.len(),
         };
         staged.entries.push(entry);
-        staged.entries.len() >= STAGED_LIMIT
+        staged.entries.len() >= STAGED_LIMIT || staged.bytes.len() >= STAGED_BYTES_LIMIT
     }
 }
 
@@ -201,8 +236,8 @@ impl StorageTx<RwSync> {
         Ok(())
     }
 
-    /// Writes every staged node and index entry, table by table in key order through one
-    /// cursor each, so that each put starts from the page the last one left.
+    /// Writes every staged node and entry, table by table in key order through one cursor
+    /// each, so that each put starts from the page the last one left.
     pub fn write_staged(&self) -> Result<()> {
         self.write_staged_nodes(None)?;
         let mut staged = self.staged.take();
@@ -210,14 +245,54 @@ impl StorageTx<RwSync> {
             return Ok(());
         }
         let mut entries = std::mem::take(&mut staged.entries);
-        // Stable: of two entries with one key, the later staged is written last.
+        // Stable: entries with one key are written in the order they were staged.
         entries.sort_by(|a, b| (a.table as u8, staged.key(a)).cmp(&(b.table as u8, staged.key(b))));
+        let mut index = Vec::new();
         let mut entries = entries.iter().peekable();
         while let Some(table) = entries.peek().map(|entry| entry.table) {
             let mut cursor = self.tx.cursor(self.db(table))?;
+            let how = written(table);
             while let Some(entry) = entries.next_if(|entry| entry.table == table) {
-                cursor.put(staged.key(entry), staged.value(entry), WriteFlags::empty())?;
+                let (key, value) = (staged.key(entry), staged.value(entry));
+                if how == Written::LastWins {
+                    cursor.put(key, value, WriteFlags::empty())?;
+                    continue;
+                }
+                let (index_prefix, record) = match how {
+                    Written::FirstWinsIndexed => {
+                        let (prefix, record) = trie_history::split_staged_node_record(value)?;
+                        (Some(prefix), record)
+                    }
+                    _ => (None, value),
+                };
+                match cursor.put(key, record, WriteFlags::NO_OVERWRITE) {
+                    Ok(()) => {
+                        if let Some(prefix) = index_prefix {
+                            index.push(trie_history::changeset_index(prefix, key));
+                        }
+                    }
+                    Err(MdbxError::KeyExist) => {}
+                    Err(err) => return Err(err.into()),
+                }
             }
+        }
+        if !index.is_empty() {
+            index.sort_unstable();
+            let mut cursor = self.tx.cursor(self.db(Table::TrieChangeSets))?;
+            for key in index {
+                cursor.put(&key, &[], WriteFlags::empty())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<K: TransactionKind> StorageTx<K> {
+    /// Refuses a read of the trie history while this transaction stages some: the read would
+    /// miss it. Nothing does that today; an unwind writes what is staged before it reads.
+    pub(crate) fn check_history_written(&self) -> Result<()> {
+        if self.staged.holds_history() {
+            return Err(Error::HistoryStaged);
         }
         Ok(())
     }

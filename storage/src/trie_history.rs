@@ -16,7 +16,7 @@
 use crate::{Error, Result, StorageTx, StoredAccount, Table, TrieId};
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::Nibbles;
-use signet_libmdbx::{MdbxError, RwSync, TransactionKind, WriteFlags, tx::Cursor};
+use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
 
 /// Meta key: the first block whose trie node changes are recorded (u64 BE).
 const HISTORY_FROM: &str = "trie_history_from";
@@ -228,6 +228,27 @@ impl RecordedNodes {
     }
 }
 
+/// A node history record as a write transaction stages it: the block that changed the node
+/// and its trie's `TrieChangeSets` tag go before the record, for the index entry written with
+/// it (a record already there from an earlier commit in the window is kept, without one).
+fn staged_node_record(block: u64, tag: u8, record: &[u8]) -> Vec<u8> {
+    [&block.to_be_bytes()[..], &[tag], record].concat()
+}
+
+/// The `TrieChangeSets` prefix (block, tag) and the record of a staged node history value.
+pub(crate) fn split_staged_node_record(value: &[u8]) -> Result<(&[u8], &[u8])> {
+    if value.len() < 9 {
+        return Err(corrupt_record(value));
+    }
+    Ok(value.split_at(9))
+}
+
+/// The `TrieChangeSets` entry of a node history record: its block and tag, then its history
+/// key without the window's block.
+pub(crate) fn changeset_index(prefix: &[u8], history_key: &[u8]) -> Vec<u8> {
+    [prefix, &history_key[..history_key.len() - 8]].concat()
+}
+
 /// A history key: the trie's prefix, the entry's key as history holds it, the block.
 fn history_key(trie: &TrieId, logical: &[u8], block: u64) -> Vec<u8> {
     [trie.prefix(), logical, &block.to_be_bytes()].concat()
@@ -254,6 +275,7 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
         entries: Entries,
         block: u64,
     ) -> Result<Self> {
+        tx.check_history_written()?;
         let table = tx.db(trie.history_table(entries));
         Ok(Self {
             block,
@@ -510,41 +532,27 @@ impl StorageTx<RwSync> {
         after: Option<&[u8]>,
     ) -> Result<()> {
         let table = trie.history_table(entries);
-        let window = match entries {
-            Entries::Nodes => self.node_window()?,
-            Entries::Leaves => 1,
-        };
+        if entries == Entries::Leaves {
+            let key = history_key(trie, logical, block);
+            return self.put_staged(table, &key, before.unwrap_or_default());
+        }
+        let window = self.node_window()?;
         let window_start = block - block % window;
         let key = history_key(trie, logical, window_start);
-        let is_node = entries == Entries::Nodes;
-        if is_node && self.recorded_nodes.contains(window_start, &key) {
+        if self.recorded_nodes.contains(window_start, &key) {
             return Ok(());
         }
-        let record = match (entries, before) {
-            (Entries::Nodes, Some(before)) if window == 1 => node_record(before, after),
-            (Entries::Nodes, Some(before)) => [&[FULL], before].concat(),
-            (_, before) => before.unwrap_or_default().to_vec(),
+        let record = match before {
+            Some(before) if window == 1 => node_record(before, after),
+            Some(before) => [&[FULL], before].concat(),
+            None => Vec::new(),
         };
-        let flags = WriteFlags::NO_OVERWRITE;
-        let written = match self.tx.put(self.db(table), &key, &record, flags) {
-            Ok(()) => true,
-            Err(MdbxError::KeyExist) => false,
-            Err(err) => return Err(err.into()),
+        let tag = match trie {
+            TrieId::Accounts => ACCOUNTS_TAG,
+            TrieId::Storage(_) => STORAGES_TAG,
         };
-        if is_node {
-            self.recorded_nodes.insert(window_start, key.clone());
-        }
-        if !written {
-            return Ok(());
-        }
-        if is_node {
-            let tag = match trie {
-                TrieId::Accounts => ACCOUNTS_TAG,
-                TrieId::Storage(_) => STORAGES_TAG,
-            };
-            let index = [&block.to_be_bytes()[..], &[tag], &key[..key.len() - 8]].concat();
-            self.append(Table::TrieChangeSets, &index, &[])?;
-        }
+        self.put_staged(table, &key, &staged_node_record(block, tag, &record))?;
+        self.recorded_nodes.insert(window_start, key);
         Ok(())
     }
 
@@ -556,6 +564,8 @@ impl StorageTx<RwSync> {
         accounts: &[(Address, Option<StoredAccount>)],
         slots: &[(Address, B256, U256)],
     ) -> Result<()> {
+        // What the block recorded may still be staged.
+        self.write_staged()?;
         let block = number.to_be_bytes();
         self.recorded_nodes.forget();
         // Node history keys name the block's window; `TrieChangeSets` the block that recorded
@@ -691,6 +701,7 @@ mod tests {
             count
         };
         let records = || {
+            tx.write_staged().unwrap();
             (
                 entries(Table::AccountsTrieHistory),
                 entries(Table::TrieChangeSets),
@@ -712,6 +723,86 @@ mod tests {
         assert_eq!(records(), (0, 0));
         put(4, 5);
         assert_eq!(records(), (1, 1), "the window's record is written again");
+    }
+
+    /// History records are staged and written sorted: of one block's two records of a leaf the
+    /// first (the value before the block) is kept; a node's record for a window an earlier
+    /// commit already recorded is dropped with its index entry; and history is not read while
+    /// some is staged.
+    #[test]
+    fn staged_history_keeps_the_first_record_and_indexes_what_it_writes() {
+        use crate::trie::{decode_trie_account, encode_trie_account};
+        use alloy_trie::{BranchNodeCompact, TrieAccount, TrieMask};
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Database::open(dir.path()).unwrap();
+        let account = |nonce: u64| TrieAccount {
+            nonce,
+            ..Default::default()
+        };
+        let node = |seed: u8| {
+            BranchNodeCompact::new(
+                TrieMask::new(0b11),
+                TrieMask::new(0),
+                TrieMask::new(0b11),
+                vec![B256::repeat_byte(seed); 2],
+                None,
+            )
+        };
+        let hashed = B256::repeat_byte(7);
+        let path = Nibbles::from_nibbles([1, 2]);
+
+        let tx = db.writer().unwrap();
+        tx.start_trie_history(1, 4).unwrap();
+        tx.put_hashed_account(&hashed, Some(&account(1)), None)
+            .unwrap();
+        tx.put_hashed_account(&hashed, Some(&account(2)), Some(5))
+            .unwrap();
+        tx.put_hashed_account(&hashed, None, Some(5)).unwrap();
+        tx.put_trie_node(&TrieId::Accounts, &path, Some(&node(1)), Some(4))
+            .unwrap();
+        assert!(matches!(
+            tx.trie_leaves_after(TrieId::Accounts, Some(4)),
+            Err(Error::HistoryStaged)
+        ));
+        tx.commit().unwrap();
+
+        // Block 6 is in block 4's window, which the last commit recorded.
+        let tx = db.writer().unwrap();
+        tx.put_trie_node(&TrieId::Accounts, &path, Some(&node(2)), Some(6))
+            .unwrap();
+        tx.commit().unwrap();
+
+        let rx = db.reader().unwrap();
+        let key = history_key(&TrieId::Accounts, hashed.as_slice(), 5);
+        let record = rx.get(Table::HashedAccountsHistory, &key).unwrap().unwrap();
+        assert_eq!(decode_trie_account(&record).unwrap(), account(1));
+        assert_eq!(&record[..], &encode_trie_account(&account(1))[..]);
+        let all = |table: Table| {
+            let mut cursor = rx.tx.cursor(rx.db(table)).unwrap();
+            let mut keys = Vec::new();
+            let mut entry = cursor.first::<Vec<u8>, ()>().unwrap();
+            while let Some((key, ())) = entry {
+                keys.push(key);
+                entry = cursor.next::<Vec<u8>, ()>().unwrap();
+            }
+            keys
+        };
+        let logical = history_path(&path);
+        assert_eq!(
+            all(Table::AccountsTrieHistory),
+            vec![history_key(&TrieId::Accounts, &logical, 4)]
+        );
+        let index = [&4u64.to_be_bytes()[..], &[ACCOUNTS_TAG], &logical].concat();
+        assert_eq!(all(Table::TrieChangeSets), vec![index]);
+        // The record of a node that was not there is empty.
+        let record = rx
+            .get(
+                Table::AccountsTrieHistory,
+                &history_key(&TrieId::Accounts, &logical, 4),
+            )
+            .unwrap()
+            .unwrap();
+        assert!(record.is_empty());
     }
 
     #[test]
