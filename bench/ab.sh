@@ -7,6 +7,8 @@
 #
 #   bench/ab.sh OLD_BIN NEW_BIN [CHAIN_DIR]     default target/bench/scale-20000x100
 #   ROUNDS=3 bench/ab.sh ...                    (default 2)
+#   RETH=path/to/reth bench/ab.sh ...           each round starts with `reth import` of the
+#                                               same chain, timed alike (reth, A, B, reth, ...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: bench/ab.sh OLD_BIN NEW_BIN [CHAIN_DIR]" >&2; exit 2; }
@@ -17,6 +19,14 @@ ROUNDS=${ROUNDS:-2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for round in $(seq 1 "$ROUNDS"); do
+  if [[ -n ${RETH:-} ]]; then
+    /usr/bin/time -f '%e s wall, %U s user + %S s system CPU' -o "$work/time" \
+      "$RETH" import --chain "$chain/genesis.json" --datadir "$work/reth" "$chain/chain.rlp" \
+      >"$work/out" 2>&1
+    grep -q 'Import complete' "$work/out" || { tail "$work/out"; exit 1; }
+    echo "round $round reth: $(cat "$work/time"); datadir $(du -sh "$work/reth" | cut -f1)"
+    rm -rf "$work/reth"
+  fi
   for side in A B; do
     bin=$old
     [ "$side" = B ] && bin=$new
