@@ -81,6 +81,17 @@ impl StagedIndexes {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// Takes back the buffers of a batch that was written, emptied, for the next batch.
+    fn reuse(&self, mut spent: Staged) {
+        spent.bytes.clear();
+        spent.entries.clear();
+        spent.history = false;
+        let mut staged = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if staged.entries.is_empty() {
+            *staged = spent;
+        }
+    }
+
     /// Whether trie history entries are staged.
     fn holds_history(&self) -> bool {
         self.0
@@ -92,6 +103,12 @@ impl StagedIndexes {
     /// Stages an entry; true when enough are staged to write them.
     fn stage(&self, table: Table, key: &[u8], value: &[u8]) -> bool {
         let mut staged = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if staged.entries.capacity() == 0 {
+            // Reserved once per write transaction: memory is backed only as it is filled, and
+            // a batch never grows by copying itself.
+            staged.bytes.reserve(STAGED_BYTES_LIMIT + (1 << 20));
+            staged.entries.reserve(STAGED_LIMIT);
+        }
         staged.history |= written(table) != Written::LastWins;
         let start = staged.bytes.len();
         staged.bytes.extend_from_slice(key);
@@ -242,13 +259,14 @@ impl StorageTx<RwSync> {
         self.write_staged_nodes(None)?;
         let mut staged = self.staged.take();
         if staged.entries.is_empty() {
+            self.staged.reuse(staged);
             return Ok(());
         }
-        let mut entries = std::mem::take(&mut staged.entries);
+        let mut sorted = std::mem::take(&mut staged.entries);
         // Stable: entries with one key are written in the order they were staged.
-        entries.sort_by(|a, b| (a.table as u8, staged.key(a)).cmp(&(b.table as u8, staged.key(b))));
+        sorted.sort_by(|a, b| (a.table as u8, staged.key(a)).cmp(&(b.table as u8, staged.key(b))));
         let mut index = Vec::new();
-        let mut entries = entries.iter().peekable();
+        let mut entries = sorted.iter().peekable();
         while let Some(table) = entries.peek().map(|entry| entry.table) {
             let mut cursor = self.tx.cursor(self.db(table))?;
             let how = written(table);
@@ -283,6 +301,8 @@ impl StorageTx<RwSync> {
                 cursor.put(&key, &[], WriteFlags::empty())?;
             }
         }
+        staged.entries = sorted;
+        self.staged.reuse(staged);
         Ok(())
     }
 }
