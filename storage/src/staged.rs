@@ -272,16 +272,16 @@ impl StorageTx<RwSync> {
             let how = written(table);
             while let Some(entry) = entries.next_if(|entry| entry.table == table) {
                 let (key, value) = (staged.key(entry), staged.value(entry));
-                if how == Written::LastWins {
-                    cursor.put(key, value, WriteFlags::empty())?;
-                    continue;
-                }
                 let (index_prefix, record) = match how {
+                    Written::LastWins => {
+                        cursor.put(key, value, WriteFlags::empty())?;
+                        continue;
+                    }
+                    Written::FirstWins => (None, value),
                     Written::FirstWinsIndexed => {
                         let (prefix, record) = trie_history::split_staged_node_record(value)?;
                         (Some(prefix), record)
                     }
-                    _ => (None, value),
                 };
                 match cursor.put(key, record, WriteFlags::NO_OVERWRITE) {
                     Ok(()) => {

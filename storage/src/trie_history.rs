@@ -564,8 +564,8 @@ impl StorageTx<RwSync> {
         accounts: &[(Address, Option<StoredAccount>)],
         slots: &[(Address, B256, U256)],
     ) -> Result<()> {
-        // What the block recorded may still be staged.
-        self.write_staged()?;
+        // What the block recorded must be written (`unwind_to` writes what is staged first).
+        self.check_history_written()?;
         let block = number.to_be_bytes();
         self.recorded_nodes.forget();
         // Node history keys name the block's window; `TrieChangeSets` the block that recorded
@@ -672,6 +672,18 @@ mod tests {
         assert!(node_before(&node_record(&before, Some(&after)), None).is_err());
     }
 
+    /// Every key of `table`, in order.
+    fn table_keys<K: TransactionKind>(tx: &StorageTx<K>, table: Table) -> Vec<Vec<u8>> {
+        let mut cursor = tx.tx.cursor(tx.db(table)).unwrap();
+        let mut keys = Vec::new();
+        let mut entry = cursor.first::<Vec<u8>, ()>().unwrap();
+        while let Some((key, ())) = entry {
+            keys.push(key);
+            entry = cursor.next::<Vec<u8>, ()>().unwrap();
+        }
+        keys
+    }
+
     /// A window records a node once, however often its blocks change it; once an unwind has
     /// deleted that record, the window's next change records the node again.
     #[test]
@@ -690,21 +702,11 @@ mod tests {
                 None,
             )
         };
-        let entries = |table: Table| {
-            let mut cursor = tx.tx.cursor(tx.db(table)).unwrap();
-            let mut count = 0;
-            let mut entry = cursor.first::<Vec<u8>, Vec<u8>>().unwrap();
-            while entry.is_some() {
-                count += 1;
-                entry = cursor.next::<Vec<u8>, Vec<u8>>().unwrap();
-            }
-            count
-        };
         let records = || {
             tx.write_staged().unwrap();
             (
-                entries(Table::AccountsTrieHistory),
-                entries(Table::TrieChangeSets),
+                table_keys(&tx, Table::AccountsTrieHistory).len(),
+                table_keys(&tx, Table::TrieChangeSets).len(),
             )
         };
         let path = Nibbles::from_nibbles([1, 2]);
@@ -777,16 +779,7 @@ mod tests {
         let record = rx.get(Table::HashedAccountsHistory, &key).unwrap().unwrap();
         assert_eq!(decode_trie_account(&record).unwrap(), account(1));
         assert_eq!(&record[..], &encode_trie_account(&account(1))[..]);
-        let all = |table: Table| {
-            let mut cursor = rx.tx.cursor(rx.db(table)).unwrap();
-            let mut keys = Vec::new();
-            let mut entry = cursor.first::<Vec<u8>, ()>().unwrap();
-            while let Some((key, ())) = entry {
-                keys.push(key);
-                entry = cursor.next::<Vec<u8>, ()>().unwrap();
-            }
-            keys
-        };
+        let all = |table: Table| table_keys(&rx, table);
         let logical = history_path(&path);
         assert_eq!(
             all(Table::AccountsTrieHistory),
