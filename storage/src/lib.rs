@@ -122,9 +122,11 @@ pub type WriteTx = StorageTx<RwSync>;
 impl Database {
     /// Opens (creating if needed) the database in directory `path`.
     ///
-    /// Commits use MDBX's SafeNoSync mode: a killed process never loses a committed
-    /// transaction and never exposes a partial one; only an operating-system crash may roll back
-    /// the most recent commits, leaving an older consistent state. Writes go straight into the
+    /// Commits are durable (MDBX's Durable mode): a committed transaction survives a killed
+    /// process and an operating-system crash, and a partial one is never exposed. Commits are
+    /// large and few, so syncing each costs less than SafeNoSync, where a transaction that
+    /// needs pages freed since the last sync makes MDBX sync in the middle of it, writing back
+    /// pages the transaction then dirties again. Writes go straight into the
     /// memory map (WRITEMAP), which saves copying every dirty page at commit; pages of an
     /// uncommitted transaction are never reachable from a committed root.
     pub fn open(path: &Path) -> Result<Self> {
@@ -138,7 +140,7 @@ impl Database {
             .set_max_readers(1024)
             .set_flags(EnvironmentFlags {
                 mode: Mode::ReadWrite {
-                    sync_mode: SyncMode::SafeNoSync,
+                    sync_mode: SyncMode::Durable,
                 },
                 no_rdahead: true,
                 ..Default::default()
