@@ -11,6 +11,7 @@
 //! transaction that still stages history is refused (see [`StorageTx::check_history_written`]).
 
 use crate::{Error, Result, StorageTx, Table, trie_history};
+use alloy_primitives::{B256, map::B256Map};
 use signet_libmdbx::{MdbxError, RwSync, TransactionKind, WriteFlags};
 use std::{
     collections::BTreeMap,
@@ -132,104 +133,177 @@ const STAGED_NODES_LIMIT: usize = 1 << 16;
 /// A staged node: its encoding, or `None` when it is deleted.
 type NodeValue = Option<Vec<u8>>;
 
-/// Branch node writes of a write transaction (`AccountsTrie` and `StoragesTrie`), by table
-/// key. The nodes near the root, and those of busy contracts' storage tries, change in nearly
-/// every block: staged, each is written once per commit instead of once per block, and the
-/// next block's walk reads it from memory. The trie node cursor reads through them.
-#[derive(Default)]
-pub(crate) struct StagedNodes(Mutex<[BTreeMap<Vec<u8>, NodeValue>; 2]>);
+/// One trie's staged nodes, by path (a nibble per byte, as node table keys hold it after the
+/// trie's prefix).
+type TrieNodes = BTreeMap<Vec<u8>, NodeValue>;
 
-fn node_map(table: Table) -> usize {
+/// Branch node writes of a write transaction (`AccountsTrie` and `StoragesTrie`), by trie and
+/// path. The nodes near the root, and those of busy contracts' storage tries, change in nearly
+/// every block: staged, each is written once per commit instead of once per block, and the
+/// next block's walk reads it from memory. The trie node cursor reads through them. Storage
+/// tries are kept apart by hashed address, so that a lookup compares short paths, not keys that
+/// all begin with the same 32 bytes.
+#[derive(Default)]
+pub(crate) struct StagedNodes(Mutex<NodeMaps>);
+
+#[derive(Default)]
+struct NodeMaps {
+    accounts: TrieNodes,
+    storages: B256Map<TrieNodes>,
+    /// Staged nodes in all tries.
+    len: usize,
+}
+
+/// A node table key's trie (`None`: the account trie; else the hashed address) and path.
+fn split_node_key(table: Table, key: &[u8]) -> (Option<B256>, &[u8]) {
     match table {
-        Table::AccountsTrie => 0,
-        _ => 1,
+        Table::AccountsTrie => (None, key),
+        _ => {
+            let (address, path) = key.split_at(key.len().min(32));
+            (Some(B256::try_from(address).unwrap_or_default()), path)
+        }
+    }
+}
+
+impl NodeMaps {
+    fn trie(&self, trie: Option<B256>) -> Option<&TrieNodes> {
+        match trie {
+            None => Some(&self.accounts),
+            Some(address) => self.storages.get(&address),
+        }
+    }
+}
+
+/// A trie's table key: its prefix, then the path.
+fn node_table_key(trie: Option<B256>, path: &[u8]) -> Vec<u8> {
+    match trie {
+        None => path.to_vec(),
+        Some(address) => [address.as_slice(), path].concat(),
     }
 }
 
 impl StagedNodes {
-    fn lock(&self) -> MutexGuard<'_, [BTreeMap<Vec<u8>, NodeValue>; 2]> {
+    fn lock(&self) -> MutexGuard<'_, NodeMaps> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The staged value of `key`: `None` when it is not staged, `Some(None)` when it is
     /// staged deleted.
     pub(crate) fn get(&self, table: Table, key: &[u8]) -> Option<NodeValue> {
-        self.lock()[node_map(table)].get(key).cloned()
+        let (trie, path) = split_node_key(table, key);
+        self.lock().trie(trie)?.get(path).cloned()
     }
 
     pub(crate) fn contains(&self, table: Table, key: &[u8]) -> bool {
-        self.lock()[node_map(table)].contains_key(key)
+        let (trie, path) = split_node_key(table, key);
+        self.lock()
+            .trie(trie)
+            .is_some_and(|nodes| nodes.contains_key(path))
     }
 
-    /// The first staged node (not a deletion) with a key after `from` (or at it, when
-    /// `inclusive`).
+    /// The first staged node (not a deletion) of `from`'s trie with a key after `from` (or at
+    /// it, when `inclusive`). Nodes of other tries are not looked at: a trie node cursor
+    /// returns none of them.
     pub(crate) fn first_after(
         &self,
         table: Table,
         from: &[u8],
         inclusive: bool,
     ) -> Option<(Vec<u8>, Vec<u8>)> {
+        let (trie, path) = split_node_key(table, from);
         let start = if inclusive {
-            Bound::Included(from)
+            Bound::Included(path)
         } else {
-            Bound::Excluded(from)
+            Bound::Excluded(path)
         };
-        self.lock()[node_map(table)]
+        self.lock()
+            .trie(trie)?
             .range::<[u8], _>((start, Bound::Unbounded))
-            .find_map(|(key, value)| value.as_ref().map(|value| (key.clone(), value.clone())))
+            .find_map(|(path, value)| {
+                let value = value.as_ref()?;
+                Some((node_table_key(trie, path), value.clone()))
+            })
     }
 
     /// Stages a node; true when enough are staged to write them.
-    fn stage(&self, table: Table, key: Vec<u8>, value: NodeValue) -> bool {
+    fn stage(&self, table: Table, key: &[u8], value: NodeValue) -> bool {
+        let (trie, path) = split_node_key(table, key);
         let mut maps = self.lock();
-        maps[node_map(table)].insert(key, value);
-        maps.iter().map(BTreeMap::len).sum::<usize>() >= STAGED_NODES_LIMIT
+        let nodes = match trie {
+            None => &mut maps.accounts,
+            Some(address) => maps.storages.entry(address).or_default(),
+        };
+        let added = match nodes.get_mut(path) {
+            Some(staged) => {
+                *staged = value;
+                false
+            }
+            None => nodes.insert(path.to_vec(), value).is_none(),
+        };
+        maps.len += usize::from(added);
+        maps.len >= STAGED_NODES_LIMIT
     }
 
-    /// Takes the staged nodes of `table` whose keys start with `prefix`.
-    fn take_under(&self, table: Table, prefix: &[u8]) -> BTreeMap<Vec<u8>, NodeValue> {
+    /// Takes the staged nodes of `table`, or of the one storage trie `account` names, in
+    /// table key order.
+    fn take(&self, table: Table, account: Option<&[u8]>) -> Vec<(Vec<u8>, NodeValue)> {
         let mut maps = self.lock();
-        let map = &mut maps[node_map(table)];
-        if prefix.is_empty() {
-            return std::mem::take(map);
+        let taken: Vec<(Option<B256>, TrieNodes)> = match (table, account) {
+            (Table::AccountsTrie, _) => vec![(None, std::mem::take(&mut maps.accounts))],
+            (_, Some(account)) => {
+                let (trie, _) = split_node_key(table, account);
+                let address = trie.unwrap_or_default();
+                maps.storages
+                    .remove(&address)
+                    .map(|nodes| (Some(address), nodes))
+                    .into_iter()
+                    .collect()
+            }
+            (_, None) => {
+                let mut tries: Vec<(Option<B256>, TrieNodes)> = maps
+                    .storages
+                    .drain()
+                    .map(|(address, nodes)| (Some(address), nodes))
+                    .collect();
+                tries.sort_unstable_by_key(|(address, _)| *address);
+                tries
+            }
+        };
+        let count: usize = taken.iter().map(|(_, nodes)| nodes.len()).sum();
+        maps.len -= count.min(maps.len);
+        drop(maps);
+        let mut out = Vec::with_capacity(count);
+        for (trie, nodes) in taken {
+            for (path, value) in nodes {
+                out.push((node_table_key(trie, &path), value));
+            }
         }
-        let keys: Vec<Vec<u8>> = map
-            .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
-            .take_while(|(key, _)| key.starts_with(prefix))
-            .map(|(key, _)| key.clone())
-            .collect();
-        keys.into_iter()
-            .filter_map(|key| map.remove_entry(&key))
-            .collect()
+        out
     }
 }
 
 impl StorageTx<RwSync> {
     /// Stages a branch node write (`None`: its deletion) for `write_staged`.
-    pub(crate) fn stage_node(&self, table: Table, key: Vec<u8>, value: NodeValue) -> Result<()> {
+    pub(crate) fn stage_node(&self, table: Table, key: &[u8], value: NodeValue) -> Result<()> {
         if self.staged_nodes.stage(table, key, value) {
             self.write_staged_nodes(None)?;
         }
         Ok(())
     }
 
-    /// Writes the staged nodes whose keys in `table` start with the given prefix (`None`: every
-    /// staged node of both node tables), in key order through one cursor per table.
-    pub(crate) fn write_staged_nodes(&self, under: Option<(Table, &[u8])>) -> Result<()> {
-        let all = [
-            (Table::AccountsTrie, &[][..]),
-            (Table::StoragesTrie, &[][..]),
-        ];
-        let parts = match &under {
-            Some(part) => std::slice::from_ref(part),
-            None => &all[..],
+    /// Writes the staged nodes of the storage trie `account` names (`None`: every staged node
+    /// of both node tables), in key order through one cursor per table.
+    pub(crate) fn write_staged_nodes(&self, account: Option<&B256>) -> Result<()> {
+        let parts = match account {
+            Some(account) => vec![(Table::StoragesTrie, Some(account.as_slice()))],
+            None => vec![(Table::AccountsTrie, None), (Table::StoragesTrie, None)],
         };
-        for (table, prefix) in parts {
-            let nodes = self.staged_nodes.take_under(*table, prefix);
+        for (table, account) in parts {
+            let nodes = self.staged_nodes.take(table, account);
             if nodes.is_empty() {
                 continue;
             }
-            let mut cursor = self.tx.cursor(self.db(*table))?;
+            let mut cursor = self.tx.cursor(self.db(table))?;
             for (key, value) in nodes {
                 match value {
                     Some(value) => cursor.put(&key, &value, WriteFlags::empty())?,
@@ -347,6 +421,85 @@ mod tests {
             rx.get(Table::LogTopics, &[9; 40]).unwrap().as_deref(),
             Some(&[2][..])
         );
+    }
+
+    #[test]
+    fn staged_nodes_stay_in_their_trie_and_are_written_in_key_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        let storage_key = |address: u8, path: &[u8]| [&[address; 32][..], path].concat();
+        // The same path in the account trie and in two storage tries.
+        tx.stage_node(Table::AccountsTrie, &[1, 2], Some(vec![10]))
+            .unwrap();
+        tx.stage_node(
+            Table::StoragesTrie,
+            &storage_key(7, &[1, 2]),
+            Some(vec![11]),
+        )
+        .unwrap();
+        tx.stage_node(
+            Table::StoragesTrie,
+            &storage_key(5, &[1, 2]),
+            Some(vec![12]),
+        )
+        .unwrap();
+        tx.stage_node(Table::StoragesTrie, &storage_key(5, &[0]), None)
+            .unwrap();
+        tx.stage_node(
+            Table::StoragesTrie,
+            &storage_key(5, &[1, 2]),
+            Some(vec![13]),
+        )
+        .unwrap();
+        let nodes = &tx.staged_nodes;
+        assert_eq!(nodes.lock().len, 4);
+        assert_eq!(
+            nodes.get(Table::StoragesTrie, &storage_key(5, &[1, 2])),
+            Some(Some(vec![13]))
+        );
+        assert_eq!(
+            nodes.get(Table::StoragesTrie, &storage_key(5, &[0])),
+            Some(None)
+        );
+        assert_eq!(
+            nodes.get(Table::StoragesTrie, &storage_key(6, &[1, 2])),
+            None
+        );
+        assert!(nodes.contains(Table::AccountsTrie, &[1, 2]));
+        assert!(!nodes.contains(Table::AccountsTrie, &[1]));
+        // The first node from the start of trie 5 skips the deletion; none follows in trie 5,
+        // though trie 7 has one.
+        assert_eq!(
+            nodes.first_after(Table::StoragesTrie, &storage_key(5, &[]), true),
+            Some((storage_key(5, &[1, 2]), vec![13]))
+        );
+        assert_eq!(
+            nodes.first_after(Table::StoragesTrie, &storage_key(5, &[1, 2]), false),
+            None
+        );
+        assert_eq!(
+            nodes.first_after(Table::StoragesTrie, &storage_key(5, &[1, 2]), true),
+            Some((storage_key(5, &[1, 2]), vec![13]))
+        );
+
+        // A storage trie's nodes are written alone; the rest in key order.
+        tx.write_staged_nodes(Some(&B256::repeat_byte(7))).unwrap();
+        assert_eq!(nodes.lock().len, 3);
+        assert_eq!(
+            tx.get(Table::StoragesTrie, &storage_key(7, &[1, 2]))
+                .unwrap()
+                .as_deref(),
+            Some(&[11][..])
+        );
+        assert_eq!(
+            nodes.take(Table::StoragesTrie, None),
+            vec![
+                (storage_key(5, &[0]), None),
+                (storage_key(5, &[1, 2]), Some(vec![13]))
+            ]
+        );
+        assert_eq!(nodes.lock().len, 1);
     }
 
     #[test]

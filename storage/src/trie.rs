@@ -552,7 +552,7 @@ impl StorageTx<RwSync> {
         record_nodes: bool,
     ) -> Result<()> {
         let trie = TrieId::Storage(*account);
-        self.write_staged_nodes(Some((trie.nodes_table(), account.as_slice())))?;
+        self.write_staged_nodes(Some(account))?;
         for entries in [Entries::Leaves, Entries::Nodes] {
             let history = history.filter(|_| entries == Entries::Leaves || record_nodes);
             let mut cursor = self.tx.cursor(self.db(trie.table(entries)))?;
@@ -595,7 +595,7 @@ impl StorageTx<RwSync> {
                 }
             }
         }
-        self.stage_node(table, key, value)
+        self.stage_node(table, &key, value)
     }
 
     /// Sets (or with `None` deletes) the leaf of `trie` under table key `key`, recording its

@@ -196,7 +196,7 @@ fn history_covers(from: Option<u64>, block: u64) -> bool {
 /// first change find their record there already: knowing that spares a B-tree search each.
 /// Only keys of one window are kept, and an unwind, which deletes records, forgets them all.
 #[derive(Default)]
-pub(crate) struct RecordedNodes(std::sync::Mutex<(u64, std::collections::HashSet<Vec<u8>>)>);
+pub(crate) struct RecordedNodes(std::sync::Mutex<(u64, alloy_primitives::map::HashSet<Vec<u8>>)>);
 
 impl RecordedNodes {
     fn contains(&self, window_start: u64, key: &[u8]) -> bool {
