@@ -130,12 +130,21 @@ impl StagedIndexes {
 /// again.
 const STAGED_NODES_LIMIT: usize = 1 << 16;
 
-/// A staged node: its encoding, or `None` when it is deleted.
-type NodeValue = Option<Vec<u8>>;
+/// A node's encoding, or `None` when it is deleted.
+pub(crate) type NodeValue = Option<Vec<u8>>;
+
+/// A staged node write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StagedNode {
+    pub(crate) value: NodeValue,
+    /// The node history window (its first block) known to hold a record of the node, which
+    /// spares the next change in that window a look into the history.
+    pub(crate) recorded_window: Option<u64>,
+}
 
 /// One trie's staged nodes, by path (a nibble per byte, as node table keys hold it after the
 /// trie's prefix).
-type TrieNodes = BTreeMap<Vec<u8>, NodeValue>;
+type TrieNodes = BTreeMap<Vec<u8>, StagedNode>;
 
 /// Branch node writes of a write transaction (`AccountsTrie` and `StoragesTrie`), by trie and
 /// path. The nodes near the root, and those of busy contracts' storage tries, change in nearly
@@ -187,9 +196,8 @@ impl StagedNodes {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The staged value of `key`: `None` when it is not staged, `Some(None)` when it is
-    /// staged deleted.
-    pub(crate) fn get(&self, table: Table, key: &[u8]) -> Option<NodeValue> {
+    /// The staged write of `key`, if it is staged.
+    pub(crate) fn get(&self, table: Table, key: &[u8]) -> Option<StagedNode> {
         let (trie, path) = split_node_key(table, key);
         self.lock().trie(trie)?.get(path).cloned()
     }
@@ -220,13 +228,13 @@ impl StagedNodes {
             .trie(trie)?
             .range::<[u8], _>((start, Bound::Unbounded))
             .find_map(|(path, value)| {
-                let value = value.as_ref()?;
+                let value = value.value.as_ref()?;
                 Some((node_table_key(trie, path), value.clone()))
             })
     }
 
     /// Stages a node; true when enough are staged to write them.
-    fn stage(&self, table: Table, key: &[u8], value: NodeValue) -> bool {
+    fn stage(&self, table: Table, key: &[u8], value: StagedNode) -> bool {
         let (trie, path) = split_node_key(table, key);
         let mut maps = self.lock();
         let nodes = match trie {
@@ -274,8 +282,8 @@ impl StagedNodes {
         drop(maps);
         let mut out = Vec::with_capacity(count);
         for (trie, nodes) in taken {
-            for (path, value) in nodes {
-                out.push((node_table_key(trie, &path), value));
+            for (path, node) in nodes {
+                out.push((node_table_key(trie, &path), node.value));
             }
         }
         out
@@ -283,9 +291,20 @@ impl StagedNodes {
 }
 
 impl StorageTx<RwSync> {
-    /// Stages a branch node write (`None`: its deletion) for `write_staged`.
-    pub(crate) fn stage_node(&self, table: Table, key: &[u8], value: NodeValue) -> Result<()> {
-        if self.staged_nodes.stage(table, key, value) {
+    /// Stages a branch node write (`None`: its deletion) for `write_staged`, with the node
+    /// history window known to hold its record, if any.
+    pub(crate) fn stage_node(
+        &self,
+        table: Table,
+        key: &[u8],
+        value: NodeValue,
+        recorded_window: Option<u64>,
+    ) -> Result<()> {
+        let node = StagedNode {
+            value,
+            recorded_window,
+        };
+        if self.staged_nodes.stage(table, key, node) {
             self.write_staged_nodes(None)?;
         }
         Ok(())
@@ -430,37 +449,46 @@ mod tests {
         let tx = db.writer().unwrap();
         let storage_key = |address: u8, path: &[u8]| [&[address; 32][..], path].concat();
         // The same path in the account trie and in two storage tries.
-        tx.stage_node(Table::AccountsTrie, &[1, 2], Some(vec![10]))
+        tx.stage_node(Table::AccountsTrie, &[1, 2], Some(vec![10]), None)
             .unwrap();
         tx.stage_node(
             Table::StoragesTrie,
             &storage_key(7, &[1, 2]),
             Some(vec![11]),
+            None,
         )
         .unwrap();
         tx.stage_node(
             Table::StoragesTrie,
             &storage_key(5, &[1, 2]),
             Some(vec![12]),
+            None,
         )
         .unwrap();
-        tx.stage_node(Table::StoragesTrie, &storage_key(5, &[0]), None)
+        tx.stage_node(Table::StoragesTrie, &storage_key(5, &[0]), None, Some(0))
             .unwrap();
         tx.stage_node(
             Table::StoragesTrie,
             &storage_key(5, &[1, 2]),
             Some(vec![13]),
+            None,
         )
         .unwrap();
         let nodes = &tx.staged_nodes;
         assert_eq!(nodes.lock().len, 4);
         assert_eq!(
             nodes.get(Table::StoragesTrie, &storage_key(5, &[1, 2])),
-            Some(Some(vec![13]))
+            Some(StagedNode {
+                value: Some(vec![13]),
+                recorded_window: None
+            })
         );
         assert_eq!(
             nodes.get(Table::StoragesTrie, &storage_key(5, &[0])),
-            Some(None)
+            Some(StagedNode {
+                value: None,
+                recorded_window: Some(0)
+            })
         );
         assert_eq!(
             nodes.get(Table::StoragesTrie, &storage_key(6, &[1, 2])),

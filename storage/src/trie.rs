@@ -266,7 +266,7 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
         let key = node_key(&self.trie, path);
         let table = self.trie.nodes_table();
         // A node staged at `path` itself is the first: nothing lies between.
-        if let Some(Some(value)) = self.staged.get(table, &key) {
+        if let Some(Some(value)) = self.staged.get(table, &key).map(|node| node.value) {
             self.last = Some(key.clone());
             self.stored_next = StoredNext::Unknown;
             return self.decode(Some((key, value)));
@@ -582,20 +582,32 @@ impl StorageTx<RwSync> {
         let key = node_key(trie, path);
         let value = node.map(encode_branch);
         let table = trie.nodes_table();
-        if let Some(block) = history {
-            let logical = logical_key(Entries::Nodes, &key[trie.prefix().len()..]);
-            if !self.node_recorded(trie, &logical, block)? {
-                let before = match self.staged_nodes.get(table, &key) {
-                    Some(staged) => staged,
-                    None => self.get(table, &key)?.map(|value| value.into_owned()),
-                };
-                if before != value {
-                    let (before, after) = (before.as_deref(), value.as_deref());
-                    self.record_before(trie, Entries::Nodes, &logical, block, before, after)?;
-                }
+        let Some(block) = history else {
+            return self.stage_node(table, &key, value, None);
+        };
+        let window = block - block % self.node_window()?;
+        let staged = self.staged_nodes.get(table, &key);
+        // Nodes near the root change in every block: all but a window's first change find it
+        // recorded on the staged node.
+        if let Some(staged) = &staged
+            && staged.recorded_window == Some(window)
+        {
+            return self.stage_node(table, &key, value, Some(window));
+        }
+        let logical = logical_key(Entries::Nodes, &key[trie.prefix().len()..]);
+        let mut recorded = self.node_recorded(trie, &logical, block)?;
+        if !recorded {
+            let before = match staged {
+                Some(staged) => staged.value,
+                None => self.get(table, &key)?.map(|value| value.into_owned()),
+            };
+            if before != value {
+                let (before, after) = (before.as_deref(), value.as_deref());
+                self.record_before(trie, Entries::Nodes, &logical, block, before, after)?;
+                recorded = true;
             }
         }
-        self.stage_node(table, &key, value)
+        self.stage_node(table, &key, value, recorded.then_some(window))
     }
 
     /// Sets (or with `None` deletes) the leaf of `trie` under table key `key`, recording its

@@ -799,6 +799,73 @@ mod tests {
     }
 
     #[test]
+    fn a_staged_node_knows_its_window_is_recorded() {
+        use alloy_trie::{BranchNodeCompact, TrieMask};
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Database::open(dir.path()).unwrap();
+        let node = |seed: u8| {
+            BranchNodeCompact::new(
+                TrieMask::new(0b11),
+                TrieMask::new(0),
+                TrieMask::new(0b11),
+                vec![B256::repeat_byte(seed); 2],
+                None,
+            )
+        };
+        let trie = TrieId::Storage(B256::repeat_byte(3));
+        let path = Nibbles::from_nibbles([4]);
+        let key = [&[3u8; 32][..], &[4]].concat();
+        let tx = db.writer().unwrap();
+        tx.start_trie_history(1, 4).unwrap();
+        let recorded_window = || {
+            tx.staged_nodes
+                .get(Table::StoragesTrie, &key)
+                .unwrap()
+                .recorded_window
+        };
+        // Blocks 4 and 5 share a window: one record, the node before block 4 (none).
+        tx.put_trie_node(&trie, &path, Some(&node(1)), Some(4))
+            .unwrap();
+        assert_eq!(recorded_window(), Some(4));
+        tx.put_trie_node(&trie, &path, Some(&node(2)), Some(5))
+            .unwrap();
+        assert_eq!(recorded_window(), Some(4));
+        // Block 9's window records the node as the last one left it.
+        tx.put_trie_node(&trie, &path, Some(&node(3)), Some(9))
+            .unwrap();
+        assert_eq!(recorded_window(), Some(8));
+        // Without history nothing is known recorded.
+        tx.put_trie_node(&trie, &path, Some(&node(4)), None)
+            .unwrap();
+        assert_eq!(recorded_window(), None);
+        tx.commit().unwrap();
+
+        let rx = db.reader().unwrap();
+        let logical = history_path(&path);
+        assert_eq!(
+            table_keys(&rx, Table::StoragesTrieHistory),
+            vec![
+                history_key(&trie, &logical, 4),
+                history_key(&trie, &logical, 8)
+            ]
+        );
+        let record = |window: u64| {
+            rx.get(
+                Table::StoragesTrieHistory,
+                &history_key(&trie, &logical, window),
+            )
+            .unwrap()
+            .unwrap()
+            .into_owned()
+        };
+        assert!(record(4).is_empty());
+        assert_eq!(
+            record(8),
+            [&[FULL][..], &crate::trie::encode_branch(&node(2))].concat()
+        );
+    }
+
+    #[test]
     fn history_paths_sort_in_trie_order_and_round_trip() {
         let paths: Vec<Nibbles> = [
             &[][..],
