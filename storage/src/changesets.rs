@@ -33,7 +33,7 @@ fn storage_changeset_key(block: u64, address: &Address, slot: &B256) -> [u8; 60]
 }
 
 fn encode_account(account: Option<&StoredAccount>) -> Vec<u8> {
-    account.map_or_else(Vec::new, |a| a.encode().to_vec())
+    account.map_or_else(Vec::new, StoredAccount::encode)
 }
 
 fn decode_account(value: &[u8]) -> Result<Option<StoredAccount>> {
@@ -643,7 +643,7 @@ mod tests {
                     Some((_, before)) => *before,
                     None => tx.account(&address).unwrap(),
                 };
-                let value = after.map(|a| a.encode().to_vec()).unwrap_or_default();
+                let value = after.map(|a| a.encode()).unwrap_or_default();
                 let key = history_key(address.as_slice(), *number);
                 tx.put(Table::AccountHistory, &key, &value).unwrap();
             }

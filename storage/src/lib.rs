@@ -500,10 +500,12 @@ impl<K: TransactionKind> StorageTx<K> {
         )? {
             Some(record) if record.is_empty() => Ok(None),
             Some(record) => {
-                let fields = record.get(..StoredAccount::ENCODED_LEN).ok_or_else(|| {
-                    Error::Corrupt(format!("account history record of {} bytes", record.len()))
-                })?;
-                StoredAccount::decode(fields).map(Some)
+                let leaf = trie::decode_trie_account(&record)?;
+                Ok(Some(StoredAccount {
+                    nonce: leaf.nonce,
+                    balance: leaf.balance,
+                    code_hash: leaf.code_hash,
+                }))
             }
             None => self.account(address),
         }

@@ -2,8 +2,10 @@
 
 use crate::{Error, Result};
 use alloy_primitives::{Address, B256, Log, U256};
+use alloy_trie::{EMPTY_ROOT_HASH, KECCAK_EMPTY};
 
-/// An account as stored in `PlainAccounts` and `AccountHistory`: 72 fixed bytes.
+/// An account as stored in `PlainAccounts`, `AccountChangeSets` and `AccountHistory` (see
+/// [`encode_account`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StoredAccount {
     pub nonce: u64,
@@ -12,32 +14,120 @@ pub struct StoredAccount {
 }
 
 impl StoredAccount {
-    pub const ENCODED_LEN: usize = 72;
+    /// The fixed layout older datadirs hold: nonce (8) ‖ balance (32) ‖ code hash (32).
+    pub const FIXED_LEN: usize = 72;
 
-    pub fn encode(&self) -> [u8; Self::ENCODED_LEN] {
-        let mut out = [0u8; Self::ENCODED_LEN];
-        out[..8].copy_from_slice(&self.nonce.to_be_bytes());
-        out[8..40].copy_from_slice(&self.balance.to_be_bytes::<32>());
-        out[40..].copy_from_slice(self.code_hash.as_slice());
-        out
+    pub fn encode(&self) -> Vec<u8> {
+        encode_account(self, None, Self::FIXED_LEN)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self> {
-        if bytes.len() != Self::ENCODED_LEN {
+        let (account, storage_root) = decode_account(bytes, Self::FIXED_LEN)?;
+        if storage_root.is_some() {
             return Err(Error::Corrupt(format!(
-                "account value has {} bytes, expected {}",
-                bytes.len(),
-                Self::ENCODED_LEN
+                "account value of {} bytes holds a storage root",
+                bytes.len()
             )));
         }
-        let mut nonce = [0u8; 8];
-        nonce.copy_from_slice(&bytes[..8]);
-        Ok(Self {
-            nonce: u64::from_be_bytes(nonce),
-            balance: U256::from_be_slice(&bytes[8..40]),
-            code_hash: B256::from_slice(&bytes[40..]),
-        })
+        Ok(account)
     }
+}
+
+/// Header bits of a compact account value: its first byte holds the nonce's length in bytes
+/// (0-8) in the low four bits and these flags.
+const HAS_CODE_HASH: u8 = 0x10;
+const HAS_STORAGE_ROOT: u8 = 0x20;
+
+/// An account value, compact: a header byte (the nonce's length and the flags above), the
+/// balance's length (0-32), then nonce and balance big-endian without leading zeros, the code
+/// hash unless it is the empty code's, and the storage root (trie leaves only) unless it is
+/// the empty trie's. An account without code takes about 12 bytes instead of 72 or 104.
+/// Older datadirs hold a fixed layout of `fixed_len` bytes (the fields in full, in that
+/// order); a compact value of exactly that length gets a zero byte more, so the length tells
+/// the two apart.
+pub(crate) fn encode_account(
+    account: &StoredAccount,
+    storage_root: Option<B256>,
+    fixed_len: usize,
+) -> Vec<u8> {
+    let nonce = account.nonce.to_be_bytes();
+    let nonce = &nonce[nonce.iter().take_while(|b| **b == 0).count()..];
+    let balance = account.balance.to_be_bytes::<32>();
+    let balance = &balance[balance.iter().take_while(|b| **b == 0).count()..];
+    let code_hash = (account.code_hash != KECCAK_EMPTY).then_some(account.code_hash);
+    let storage_root = storage_root.filter(|root| *root != EMPTY_ROOT_HASH);
+    let mut header = nonce.len() as u8;
+    if code_hash.is_some() {
+        header |= HAS_CODE_HASH;
+    }
+    if storage_root.is_some() {
+        header |= HAS_STORAGE_ROOT;
+    }
+    let mut out = Vec::with_capacity(2 + nonce.len() + balance.len() + 65);
+    out.extend_from_slice(&[header, balance.len() as u8]);
+    out.extend_from_slice(nonce);
+    out.extend_from_slice(balance);
+    for hash in [code_hash, storage_root].into_iter().flatten() {
+        out.extend_from_slice(hash.as_slice());
+    }
+    if out.len() == fixed_len {
+        out.push(0);
+    }
+    out
+}
+
+/// Reads an account value of either layout (see [`encode_account`]): the account and the
+/// storage root it holds, if any (`None` in a compact value: the empty trie's).
+pub(crate) fn decode_account(
+    bytes: &[u8],
+    fixed_len: usize,
+) -> Result<(StoredAccount, Option<B256>)> {
+    let corrupt = || Error::Corrupt(format!("malformed account value of {} bytes", bytes.len()));
+    if bytes.len() == fixed_len {
+        let mut nonce = [0u8; 8];
+        nonce.copy_from_slice(bytes.get(..8).ok_or_else(corrupt)?);
+        let account = StoredAccount {
+            nonce: u64::from_be_bytes(nonce),
+            balance: U256::from_be_slice(bytes.get(8..40).ok_or_else(corrupt)?),
+            code_hash: B256::from_slice(bytes.get(40..72).ok_or_else(corrupt)?),
+        };
+        let storage_root = bytes.get(72..).filter(|root| root.len() == 32);
+        return Ok((account, storage_root.map(B256::from_slice)));
+    }
+    let (&header, rest) = bytes.split_first().ok_or_else(corrupt)?;
+    let (&balance_len, rest) = rest.split_first().ok_or_else(corrupt)?;
+    let nonce_len = usize::from(header & 0x0f);
+    if nonce_len > 8 || balance_len > 32 || header & 0xc0 != 0 {
+        return Err(corrupt());
+    }
+    let (nonce, rest) = rest.split_at_checked(nonce_len).ok_or_else(corrupt)?;
+    let (balance, mut rest) = rest
+        .split_at_checked(usize::from(balance_len))
+        .ok_or_else(corrupt)?;
+    let mut take_hash = |present: bool| -> Result<Option<B256>> {
+        if !present {
+            return Ok(None);
+        }
+        let (hash, after) = rest.split_at_checked(32).ok_or_else(corrupt)?;
+        rest = after;
+        Ok(Some(B256::from_slice(hash)))
+    };
+    let code_hash = take_hash(header & HAS_CODE_HASH != 0)?;
+    let storage_root = take_hash(header & HAS_STORAGE_ROOT != 0)?;
+    // Only a value the length of the fixed layout carries a pad byte.
+    match rest {
+        [] if bytes.len() != fixed_len => {}
+        [0] if bytes.len() == fixed_len + 1 => {}
+        _ => return Err(corrupt()),
+    }
+    let mut nonce_bytes = [0u8; 8];
+    nonce_bytes[8 - nonce_len..].copy_from_slice(nonce);
+    let account = StoredAccount {
+        nonce: u64::from_be_bytes(nonce_bytes),
+        balance: U256::from_be_slice(balance),
+        code_hash: code_hash.unwrap_or(KECCAK_EMPTY),
+    };
+    Ok((account, storage_root))
 }
 
 /// What a receipt says about its transaction's outcome.
@@ -113,5 +203,68 @@ mod tests {
         };
         assert_eq!(StoredAccount::decode(&account.encode()).unwrap(), account);
         assert!(StoredAccount::decode(&[0u8; 10]).is_err());
+    }
+
+    /// The fixed layout older datadirs hold.
+    fn fixed(account: &StoredAccount, storage_root: Option<B256>) -> Vec<u8> {
+        let mut out = account.nonce.to_be_bytes().to_vec();
+        out.extend_from_slice(&account.balance.to_be_bytes::<32>());
+        out.extend_from_slice(account.code_hash.as_slice());
+        out.extend(storage_root.iter().flat_map(|root| root.0));
+        out
+    }
+
+    #[test]
+    fn accounts_are_compact_and_older_fixed_values_still_read() {
+        let eoa = StoredAccount {
+            nonce: 0x0102,
+            balance: U256::from(0x0a0b0c_u64),
+            code_hash: KECCAK_EMPTY,
+        };
+        assert_eq!(eoa.encode(), [2, 3, 1, 2, 0x0a, 0x0b, 0x0c]);
+        assert_eq!(StoredAccount::decode(&eoa.encode()).unwrap(), eoa);
+        assert_eq!(StoredAccount::decode(&fixed(&eoa, None)).unwrap(), eoa);
+        assert_eq!(
+            StoredAccount::decode(&StoredAccount::default().encode()).unwrap(),
+            StoredAccount::default()
+        );
+
+        let root = B256::repeat_byte(0x33);
+        for (account, root) in [
+            (eoa, EMPTY_ROOT_HASH),
+            (eoa, root),
+            (StoredAccount::default(), root),
+        ] {
+            let compact = encode_account(&account, Some(root), 104);
+            let read = decode_account(&compact, 104).unwrap();
+            assert_eq!(read, (account, (root != EMPTY_ROOT_HASH).then_some(root)));
+            let read = decode_account(&fixed(&account, Some(root)), 104).unwrap();
+            assert_eq!(read, (account, Some(root)));
+        }
+    }
+
+    #[test]
+    fn a_compact_account_as_long_as_the_fixed_layout_is_padded() {
+        // 2 header bytes, a 6-byte nonce, a 32-byte balance and a code hash: 72 bytes.
+        let account = StoredAccount {
+            nonce: 1 << 40,
+            balance: U256::MAX,
+            code_hash: B256::repeat_byte(0x44),
+        };
+        let encoded = account.encode();
+        assert_eq!(encoded.len(), StoredAccount::FIXED_LEN + 1);
+        assert_eq!(encoded.last(), Some(&0));
+        assert_eq!(StoredAccount::decode(&encoded).unwrap(), account);
+        // Read as the fixed layout, the same bytes without the pad are another account.
+        assert_ne!(StoredAccount::decode(&encoded[..72]).unwrap(), account);
+        // A pad anywhere else, a nonce longer than 8 bytes, unknown flags: all refused.
+        let eoa = StoredAccount::default().encode();
+        assert!(StoredAccount::decode(&[&eoa[..], &[0]].concat()).is_err());
+        assert!(StoredAccount::decode(&[9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9]).is_err());
+        assert!(StoredAccount::decode(&[0x40, 0]).is_err());
+        assert!(StoredAccount::decode(&[0x10, 0, 1]).is_err());
+        // A storage root where an account value has none.
+        let leaf = encode_account(&account, Some(B256::repeat_byte(1)), 104);
+        assert!(StoredAccount::decode(&leaf).is_err());
     }
 }

@@ -4,13 +4,16 @@
 //! extension nodes are not stored: they follow from the hashed state. Unlike reth's, a stored
 //! branch also names the hashes of its leaf children ([`complete_leaf_hashes`]).
 
+use crate::models::{decode_account, encode_account};
 use crate::{
     Error, Result, StorageTx, StoredAccount, Table,
     staged::StagedNodes,
     trie_history::{AsOf, Entries, history_path, logical_key, path_of_history},
 };
 use alloy_primitives::{B256, U256};
-use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask, nodes::LeafNodeRef};
+use alloy_trie::{
+    BranchNodeCompact, EMPTY_ROOT_HASH, Nibbles, TrieAccount, TrieMask, nodes::LeafNodeRef,
+};
 use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
 use std::sync::atomic::Ordering;
 
@@ -59,34 +62,26 @@ pub enum Leaf {
     Slot(U256),
 }
 
-/// `HashedAccounts` value: the account as `PlainAccounts` holds it (`StoredAccount`), then
-/// its storage root.
-const TRIE_ACCOUNT_LEN: usize = StoredAccount::ENCODED_LEN + 32;
+/// `HashedAccounts` value: the account's fields and storage root (see
+/// [`crate::models::encode_account`]; older datadirs: `StoredAccount`'s fixed 72 bytes, then
+/// the storage root).
+const TRIE_ACCOUNT_FIXED_LEN: usize = StoredAccount::FIXED_LEN + 32;
 
-pub(crate) fn encode_trie_account(account: &TrieAccount) -> [u8; TRIE_ACCOUNT_LEN] {
+pub(crate) fn encode_trie_account(account: &TrieAccount) -> Vec<u8> {
     let fields = StoredAccount {
         nonce: account.nonce,
         balance: account.balance,
         code_hash: account.code_hash,
     };
-    let mut out = [0u8; TRIE_ACCOUNT_LEN];
-    out[..StoredAccount::ENCODED_LEN].copy_from_slice(&fields.encode());
-    out[StoredAccount::ENCODED_LEN..].copy_from_slice(account.storage_root.as_slice());
-    out
+    encode_account(&fields, Some(account.storage_root), TRIE_ACCOUNT_FIXED_LEN)
 }
 
 pub(crate) fn decode_trie_account(bytes: &[u8]) -> Result<TrieAccount> {
-    if bytes.len() != TRIE_ACCOUNT_LEN {
-        return Err(Error::Corrupt(format!(
-            "hashed account has {} bytes, expected {TRIE_ACCOUNT_LEN}",
-            bytes.len()
-        )));
-    }
-    let fields = StoredAccount::decode(&bytes[..StoredAccount::ENCODED_LEN])?;
+    let (fields, storage_root) = decode_account(bytes, TRIE_ACCOUNT_FIXED_LEN)?;
     Ok(TrieAccount {
         nonce: fields.nonce,
         balance: fields.balance,
-        storage_root: B256::from_slice(&bytes[StoredAccount::ENCODED_LEN..]),
+        storage_root: storage_root.unwrap_or(EMPTY_ROOT_HASH),
         code_hash: fields.code_hash,
     })
 }
@@ -520,7 +515,7 @@ impl StorageTx<RwSync> {
         self.put_trie_leaf(
             &trie,
             hashed.as_slice(),
-            value.as_ref().map(|v| v.as_slice()),
+            value.as_deref(),
             history,
         )
     }
