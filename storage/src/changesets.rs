@@ -7,7 +7,9 @@
 
 use crate::{
     BlockMark, CHANGESETS_LAYOUT, Error, Result, StorageTx, StoredAccount, Table, b256,
-    history_key, models::be_u64, slot_key,
+    history_key,
+    models::{SlotValue, be_u64},
+    slot_key,
 };
 use alloy_primitives::{Address, B256, U256};
 use signet_libmdbx::{RwSync, TransactionKind};
@@ -197,7 +199,7 @@ impl StorageTx<RwSync> {
         self.append(
             Table::StorageChangeSets,
             &storage_changeset_key(block, address, slot),
-            &before.to_be_bytes::<32>(),
+            SlotValue::new(before).as_slice(),
         )
     }
 
@@ -291,7 +293,11 @@ impl StorageTx<RwSync> {
             if before.is_zero() {
                 self.del(Table::PlainStorage, &plain)?;
             } else {
-                self.put(Table::PlainStorage, &plain, &before.to_be_bytes::<32>())?;
+                self.put(
+                    Table::PlainStorage,
+                    &plain,
+                    SlotValue::new(before).as_slice(),
+                )?;
             }
             self.del(Table::StorageHistory, &history_key(&plain, number))?;
             self.del(

@@ -27,7 +27,7 @@ pub use trie_history::NODE_HISTORY_WINDOW;
 use alloy_consensus::{BlockBody, Header, TxEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_rlp::{Decodable, Encodable};
-use models::be_u64;
+use models::{SlotValue, be_u64};
 use signet_libmdbx::{
     DatabaseFlags, Environment, EnvironmentFlags, Geometry, MdbxError, Mode, RoSync, RwSync,
     SyncMode, TransactionKind, WriteFlags, tx::Tx,
@@ -824,11 +824,11 @@ impl StorageTx<RwSync> {
 
     /// Sets a storage slot in the latest state (zero deletes it) and returns its value before.
     pub fn set_storage(&self, address: &Address, slot: &B256, value: U256) -> Result<U256> {
-        let value = (!value.is_zero()).then(|| value.to_be_bytes::<32>());
+        let value = (!value.is_zero()).then(|| SlotValue::new(value));
         let before = self.replace(
             Table::PlainStorage,
             &slot_key(address, slot),
-            value.as_ref().map(|v| &v[..]),
+            value.as_ref().map(SlotValue::as_slice),
         )?;
         Ok(before.map_or(U256::ZERO, |v| U256::from_be_slice(&v)))
     }

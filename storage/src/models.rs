@@ -33,6 +33,25 @@ impl StoredAccount {
     }
 }
 
+/// A storage value as stored: big-endian without leading zeros (zero: empty). Older datadirs
+/// hold all 32 bytes, which read the same.
+pub(crate) struct SlotValue {
+    bytes: [u8; 32],
+    start: usize,
+}
+
+impl SlotValue {
+    pub(crate) fn new(value: U256) -> Self {
+        let bytes = value.to_be_bytes::<32>();
+        let start = bytes.iter().take_while(|b| **b == 0).count();
+        Self { bytes, start }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.bytes[self.start..]
+    }
+}
+
 /// Header bits of a compact account value: its first byte holds the nonce's length in bytes
 /// (0-8) in the low four bits and these flags.
 const HAS_CODE_HASH: u8 = 0x10;
@@ -241,6 +260,16 @@ mod tests {
             let read = decode_account(&fixed(&account, Some(root)), 104).unwrap();
             assert_eq!(read, (account, Some(root)));
         }
+    }
+
+    #[test]
+    fn slot_values_drop_leading_zeros_and_full_ones_read_the_same() {
+        assert_eq!(SlotValue::new(U256::ZERO).as_slice(), &[] as &[u8]);
+        let value = U256::from(0x0102_u64);
+        assert_eq!(SlotValue::new(value).as_slice(), &[1, 2]);
+        assert_eq!(U256::from_be_slice(SlotValue::new(value).as_slice()), value);
+        assert_eq!(U256::from_be_slice(&value.to_be_bytes::<32>()), value);
+        assert_eq!(SlotValue::new(U256::MAX).as_slice(), &[0xff; 32]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! extension nodes are not stored: they follow from the hashed state. Unlike reth's, a stored
 //! branch also names the hashes of its leaf children ([`complete_leaf_hashes`]).
 
-use crate::models::{decode_account, encode_account};
+use crate::models::{SlotValue, decode_account, encode_account};
 use crate::{
     Error, Result, StorageTx, StoredAccount, Table,
     staged::StagedNodes,
@@ -512,12 +512,7 @@ impl StorageTx<RwSync> {
     ) -> Result<()> {
         let value = account.map(encode_trie_account);
         let trie = TrieId::Accounts;
-        self.put_trie_leaf(
-            &trie,
-            hashed.as_slice(),
-            value.as_deref(),
-            history,
-        )
+        self.put_trie_leaf(&trie, hashed.as_slice(), value.as_deref(), history)
     }
 
     /// Sets a slot's leaf in an account's storage trie; zero deletes it.
@@ -529,11 +524,11 @@ impl StorageTx<RwSync> {
         history: Option<u64>,
     ) -> Result<()> {
         let key = hashed_slot_key(account, slot);
-        let value = (!value.is_zero()).then(|| value.to_be_bytes::<32>());
+        let value = (!value.is_zero()).then(|| SlotValue::new(value));
         self.put_trie_leaf(
             &TrieId::Storage(*account),
             &key,
-            value.as_ref().map(|v| v.as_slice()),
+            value.as_ref().map(SlotValue::as_slice),
             history,
         )
     }
