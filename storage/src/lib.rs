@@ -501,11 +501,7 @@ impl<K: TransactionKind> StorageTx<K> {
             Some(record) if record.is_empty() => Ok(None),
             Some(record) => {
                 let leaf = trie::decode_trie_account(&record)?;
-                Ok(Some(StoredAccount {
-                    nonce: leaf.nonce,
-                    balance: leaf.balance,
-                    code_hash: leaf.code_hash,
-                }))
+                Ok(Some(StoredAccount::from(&leaf)))
             }
             None => self.account(address),
         }

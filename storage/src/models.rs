@@ -2,7 +2,7 @@
 
 use crate::{Error, Result};
 use alloy_primitives::{Address, B256, Log, U256};
-use alloy_trie::{EMPTY_ROOT_HASH, KECCAK_EMPTY};
+use alloy_trie::{EMPTY_ROOT_HASH, KECCAK_EMPTY, TrieAccount};
 
 /// An account as stored in `PlainAccounts`, `AccountChangeSets` and `AccountHistory` (see
 /// [`encode_account`]).
@@ -11,6 +11,17 @@ pub struct StoredAccount {
     pub nonce: u64,
     pub balance: U256,
     pub code_hash: B256,
+}
+
+impl From<&TrieAccount> for StoredAccount {
+    /// A trie leaf's account fields, without its storage root.
+    fn from(account: &TrieAccount) -> Self {
+        Self {
+            nonce: account.nonce,
+            balance: account.balance,
+            code_hash: account.code_hash,
+        }
+    }
 }
 
 impl StoredAccount {
@@ -43,13 +54,19 @@ pub(crate) struct SlotValue {
 impl SlotValue {
     pub(crate) fn new(value: U256) -> Self {
         let bytes = value.to_be_bytes::<32>();
-        let start = bytes.iter().take_while(|b| **b == 0).count();
+        let start = 32 - without_leading_zeros(&bytes).len();
         Self { bytes, start }
     }
 
     pub(crate) fn as_slice(&self) -> &[u8] {
         &self.bytes[self.start..]
     }
+}
+
+/// A big-endian number's bytes from its first non-zero one (none for zero).
+fn without_leading_zeros(bytes: &[u8]) -> &[u8] {
+    let zeros = bytes.iter().take_while(|b| **b == 0).count();
+    &bytes[zeros..]
 }
 
 /// Header bits of a compact account value: its first byte holds the nonce's length in bytes
@@ -70,9 +87,9 @@ pub(crate) fn encode_account(
     fixed_len: usize,
 ) -> Vec<u8> {
     let nonce = account.nonce.to_be_bytes();
-    let nonce = &nonce[nonce.iter().take_while(|b| **b == 0).count()..];
-    let balance = account.balance.to_be_bytes::<32>();
-    let balance = &balance[balance.iter().take_while(|b| **b == 0).count()..];
+    let nonce = without_leading_zeros(&nonce);
+    let balance = SlotValue::new(account.balance);
+    let balance = balance.as_slice();
     let code_hash = (account.code_hash != KECCAK_EMPTY).then_some(account.code_hash);
     let storage_root = storage_root.filter(|root| *root != EMPTY_ROOT_HASH);
     let mut header = nonce.len() as u8;

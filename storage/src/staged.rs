@@ -241,12 +241,16 @@ impl StagedNodes {
             None => &mut maps.accounts,
             Some(address) => maps.storages.entry(address).or_default(),
         };
+        // Replacing in place spares allocating the path for a node staged again.
         let added = match nodes.get_mut(path) {
             Some(staged) => {
                 *staged = value;
                 false
             }
-            None => nodes.insert(path.to_vec(), value).is_none(),
+            None => {
+                nodes.insert(path.to_vec(), value);
+                true
+            }
         };
         maps.len += usize::from(added);
         maps.len >= STAGED_NODES_LIMIT
@@ -254,19 +258,16 @@ impl StagedNodes {
 
     /// Takes the staged nodes of `table`, or of the one storage trie `account` names, in
     /// table key order.
-    fn take(&self, table: Table, account: Option<&[u8]>) -> Vec<(Vec<u8>, NodeValue)> {
+    fn take(&self, table: Table, account: Option<&B256>) -> Vec<(Vec<u8>, NodeValue)> {
         let mut maps = self.lock();
         let taken: Vec<(Option<B256>, TrieNodes)> = match (table, account) {
             (Table::AccountsTrie, _) => vec![(None, std::mem::take(&mut maps.accounts))],
-            (_, Some(account)) => {
-                let (trie, _) = split_node_key(table, account);
-                let address = trie.unwrap_or_default();
-                maps.storages
-                    .remove(&address)
-                    .map(|nodes| (Some(address), nodes))
-                    .into_iter()
-                    .collect()
-            }
+            (_, Some(account)) => maps
+                .storages
+                .remove(account)
+                .map(|nodes| (Some(*account), nodes))
+                .into_iter()
+                .collect(),
             (_, None) => {
                 let mut tries: Vec<(Option<B256>, TrieNodes)> = maps
                     .storages
@@ -278,7 +279,7 @@ impl StagedNodes {
             }
         };
         let count: usize = taken.iter().map(|(_, nodes)| nodes.len()).sum();
-        maps.len -= count.min(maps.len);
+        maps.len = maps.len.saturating_sub(count);
         drop(maps);
         let mut out = Vec::with_capacity(count);
         for (trie, nodes) in taken {
@@ -314,7 +315,7 @@ impl StorageTx<RwSync> {
     /// of both node tables), in key order through one cursor per table.
     pub(crate) fn write_staged_nodes(&self, account: Option<&B256>) -> Result<()> {
         let parts = match account {
-            Some(account) => vec![(Table::StoragesTrie, Some(account.as_slice()))],
+            Some(account) => vec![(Table::StoragesTrie, Some(account))],
             None => vec![(Table::AccountsTrie, None), (Table::StoragesTrie, None)],
         };
         for (table, account) in parts {
@@ -448,32 +449,33 @@ mod tests {
         let db = Database::open(dir.path()).unwrap();
         let tx = db.writer().unwrap();
         let storage_key = |address: u8, path: &[u8]| [&[address; 32][..], path].concat();
-        // The same path in the account trie and in two storage tries.
-        tx.stage_node(Table::AccountsTrie, &[1, 2], Some(vec![10]), None)
-            .unwrap();
-        tx.stage_node(
-            Table::StoragesTrie,
-            &storage_key(7, &[1, 2]),
-            Some(vec![11]),
-            None,
-        )
-        .unwrap();
-        tx.stage_node(
-            Table::StoragesTrie,
-            &storage_key(5, &[1, 2]),
-            Some(vec![12]),
-            None,
-        )
-        .unwrap();
-        tx.stage_node(Table::StoragesTrie, &storage_key(5, &[0]), None, Some(0))
-            .unwrap();
-        tx.stage_node(
-            Table::StoragesTrie,
-            &storage_key(5, &[1, 2]),
-            Some(vec![13]),
-            None,
-        )
-        .unwrap();
+        // The same path in the account trie and in two storage tries; trie 5's node at
+        // [1, 2] is staged twice, the later write replacing the first.
+        let writes = [
+            (Table::AccountsTrie, vec![1, 2], Some(vec![10]), None),
+            (
+                Table::StoragesTrie,
+                storage_key(7, &[1, 2]),
+                Some(vec![11]),
+                None,
+            ),
+            (
+                Table::StoragesTrie,
+                storage_key(5, &[1, 2]),
+                Some(vec![12]),
+                None,
+            ),
+            (Table::StoragesTrie, storage_key(5, &[0]), None, Some(0)),
+            (
+                Table::StoragesTrie,
+                storage_key(5, &[1, 2]),
+                Some(vec![13]),
+                None,
+            ),
+        ];
+        for (table, key, value, recorded_window) in writes {
+            tx.stage_node(table, &key, value, recorded_window).unwrap();
+        }
         let nodes = &tx.staged_nodes;
         assert_eq!(nodes.lock().len, 4);
         assert_eq!(

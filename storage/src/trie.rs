@@ -68,11 +68,7 @@ pub enum Leaf {
 const TRIE_ACCOUNT_FIXED_LEN: usize = StoredAccount::FIXED_LEN + 32;
 
 pub(crate) fn encode_trie_account(account: &TrieAccount) -> Vec<u8> {
-    let fields = StoredAccount {
-        nonce: account.nonce,
-        balance: account.balance,
-        code_hash: account.code_hash,
-    };
+    let fields = StoredAccount::from(account);
     encode_account(&fields, Some(account.storage_root), TRIE_ACCOUNT_FIXED_LEN)
 }
 

@@ -620,6 +620,7 @@ impl StorageTx<RwSync> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloy_trie::{BranchNodeCompact, TrieMask};
 
     /// A node's history record, diffed against the node after its block, gives the node back
     /// (with or without a root hash, children added, removed or rehashed), and a deleted node's
@@ -627,7 +628,6 @@ mod tests {
     #[test]
     fn node_records_give_the_node_before_back() {
         use crate::trie::encode_branch;
-        use alloy_trie::{BranchNodeCompact, TrieMask};
         let node = |hash_mask: u16, seed: u8, root: bool| {
             let hashes = (0..hash_mask.count_ones() as u8)
                 .map(|i| B256::repeat_byte(seed.wrapping_add(i)))
@@ -672,6 +672,17 @@ mod tests {
         assert!(node_before(&node_record(&before, Some(&after)), None).is_err());
     }
 
+    /// A branch node with two hashed children, both hashes `seed` repeated.
+    fn branch(seed: u8) -> BranchNodeCompact {
+        BranchNodeCompact::new(
+            TrieMask::new(0b11),
+            TrieMask::new(0),
+            TrieMask::new(0b11),
+            vec![B256::repeat_byte(seed); 2],
+            None,
+        )
+    }
+
     /// Every key of `table`, in order.
     fn table_keys<K: TransactionKind>(tx: &StorageTx<K>, table: Table) -> Vec<Vec<u8>> {
         let mut cursor = tx.tx.cursor(tx.db(table)).unwrap();
@@ -688,20 +699,10 @@ mod tests {
     /// deleted that record, the window's next change records the node again.
     #[test]
     fn a_window_records_a_node_once_and_again_after_its_record_is_unwound() {
-        use alloy_trie::{BranchNodeCompact, TrieMask};
         let dir = tempfile::tempdir().unwrap();
         let db = crate::Database::open(dir.path()).unwrap();
         let tx = db.writer().unwrap();
         tx.start_trie_history(1, 4).unwrap();
-        let node = |seed: u8| {
-            BranchNodeCompact::new(
-                TrieMask::new(0b11),
-                TrieMask::new(0),
-                TrieMask::new(0b11),
-                vec![B256::repeat_byte(seed); 2],
-                None,
-            )
-        };
         let records = || {
             tx.write_staged().unwrap();
             (
@@ -711,7 +712,7 @@ mod tests {
         };
         let path = Nibbles::from_nibbles([1, 2]);
         let put = |seed: u8, block: u64| {
-            tx.put_trie_node(&TrieId::Accounts, &path, Some(&node(seed)), Some(block))
+            tx.put_trie_node(&TrieId::Accounts, &path, Some(&branch(seed)), Some(block))
                 .unwrap()
         };
         put(1, 4);
@@ -734,21 +735,12 @@ mod tests {
     #[test]
     fn staged_history_keeps_the_first_record_and_indexes_what_it_writes() {
         use crate::trie::{decode_trie_account, encode_trie_account};
-        use alloy_trie::{BranchNodeCompact, TrieAccount, TrieMask};
+        use alloy_trie::TrieAccount;
         let dir = tempfile::tempdir().unwrap();
         let db = crate::Database::open(dir.path()).unwrap();
         let account = |nonce: u64| TrieAccount {
             nonce,
             ..Default::default()
-        };
-        let node = |seed: u8| {
-            BranchNodeCompact::new(
-                TrieMask::new(0b11),
-                TrieMask::new(0),
-                TrieMask::new(0b11),
-                vec![B256::repeat_byte(seed); 2],
-                None,
-            )
         };
         let hashed = B256::repeat_byte(7);
         let path = Nibbles::from_nibbles([1, 2]);
@@ -760,7 +752,7 @@ mod tests {
         tx.put_hashed_account(&hashed, Some(&account(2)), Some(5))
             .unwrap();
         tx.put_hashed_account(&hashed, None, Some(5)).unwrap();
-        tx.put_trie_node(&TrieId::Accounts, &path, Some(&node(1)), Some(4))
+        tx.put_trie_node(&TrieId::Accounts, &path, Some(&branch(1)), Some(4))
             .unwrap();
         assert!(matches!(
             tx.trie_leaves_after(TrieId::Accounts, Some(4)),
@@ -770,7 +762,7 @@ mod tests {
 
         // Block 6 is in block 4's window, which the last commit recorded.
         let tx = db.writer().unwrap();
-        tx.put_trie_node(&TrieId::Accounts, &path, Some(&node(2)), Some(6))
+        tx.put_trie_node(&TrieId::Accounts, &path, Some(&branch(2)), Some(6))
             .unwrap();
         tx.commit().unwrap();
 
@@ -800,18 +792,8 @@ mod tests {
 
     #[test]
     fn a_staged_node_knows_its_window_is_recorded() {
-        use alloy_trie::{BranchNodeCompact, TrieMask};
         let dir = tempfile::tempdir().unwrap();
         let db = crate::Database::open(dir.path()).unwrap();
-        let node = |seed: u8| {
-            BranchNodeCompact::new(
-                TrieMask::new(0b11),
-                TrieMask::new(0),
-                TrieMask::new(0b11),
-                vec![B256::repeat_byte(seed); 2],
-                None,
-            )
-        };
         let trie = TrieId::Storage(B256::repeat_byte(3));
         let path = Nibbles::from_nibbles([4]);
         let key = [&[3u8; 32][..], &[4]].concat();
@@ -824,18 +806,18 @@ mod tests {
                 .recorded_window
         };
         // Blocks 4 and 5 share a window: one record, the node before block 4 (none).
-        tx.put_trie_node(&trie, &path, Some(&node(1)), Some(4))
+        tx.put_trie_node(&trie, &path, Some(&branch(1)), Some(4))
             .unwrap();
         assert_eq!(recorded_window(), Some(4));
-        tx.put_trie_node(&trie, &path, Some(&node(2)), Some(5))
+        tx.put_trie_node(&trie, &path, Some(&branch(2)), Some(5))
             .unwrap();
         assert_eq!(recorded_window(), Some(4));
         // Block 9's window records the node as the last one left it.
-        tx.put_trie_node(&trie, &path, Some(&node(3)), Some(9))
+        tx.put_trie_node(&trie, &path, Some(&branch(3)), Some(9))
             .unwrap();
         assert_eq!(recorded_window(), Some(8));
         // Without history nothing is known recorded.
-        tx.put_trie_node(&trie, &path, Some(&node(4)), None)
+        tx.put_trie_node(&trie, &path, Some(&branch(4)), None)
             .unwrap();
         assert_eq!(recorded_window(), None);
         tx.commit().unwrap();
@@ -861,7 +843,7 @@ mod tests {
         assert!(record(4).is_empty());
         assert_eq!(
             record(8),
-            [&[FULL][..], &crate::trie::encode_branch(&node(2))].concat()
+            [&[FULL][..], &crate::trie::encode_branch(&branch(2))].concat()
         );
     }
 
