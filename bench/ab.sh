@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Ingest A/B: imports a chain with two builds in turn, ROUNDS times each (A, B, A, B, ...),
 # each into a fresh datadir, and prints every run's wall and CPU time (/usr/bin/time), its
-# stages (sender recovery on the decoding thread; execution, state root and write on the
-# executing thread) and the datadir's size. This machine's speed drifts between runs by more
-# than some changes weigh; alternating builds keeps the drift out of the comparison.
+# peak RssAnon, its stages (sender recovery on the decoding thread; execution, state root and
+# write on the executing thread) and the datadir's size. This machine's speed drifts between
+# runs by more than some changes weigh; alternating builds keeps the drift out of the
+# comparison.
 #
 #   bench/ab.sh OLD_BIN NEW_BIN [CHAIN_DIR]     default target/bench/scale-20000x100
 #   ROUNDS=3 bench/ab.sh ...                    (default 2)
@@ -16,26 +17,25 @@ old=$1
 new=$2
 chain=${3:-target/bench/scale-20000x100}
 ROUNDS=${ROUNDS:-2}
+source bench/timed.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for round in $(seq 1 "$ROUNDS"); do
   if [[ -n ${RETH:-} ]]; then
-    /usr/bin/time -f '%e s wall, %U s user + %S s system CPU' -o "$work/time" \
-      "$RETH" import --chain "$chain/genesis.json" --datadir "$work/reth" "$chain/chain.rlp" \
-      >"$work/out" 2>&1
+    times=$(timed "$work/out" "$RETH" import --chain "$chain/genesis.json" \
+      --datadir "$work/reth" "$chain/chain.rlp")
     grep -q 'Import complete' "$work/out" || { tail "$work/out"; exit 1; }
-    echo "round $round reth: $(cat "$work/time"); datadir $(du -sh "$work/reth" | cut -f1)"
+    echo "round $round reth: $times; datadir $(du -sh "$work/reth" | cut -f1)"
     rm -rf "$work/reth"
   fi
   for side in A B; do
     bin=$old
     [ "$side" = B ] && bin=$new
     data=$work/data
-    /usr/bin/time -f '%e s wall, %U s user + %S s system CPU' -o "$work/time" \
-      "$bin" ingest --datadir "$data" --genesis "$chain/genesis.json" "$chain/chain.rlp" \
-      >"$work/out" 2>&1
+    times=$(timed "$work/out" "$bin" ingest --datadir "$data" --genesis "$chain/genesis.json" \
+      "$chain/chain.rlp")
     stages=$(grep '^stages' "$work/out" | sed 's/read [0-9.]*s, decode [0-9.]*s, //')
-    echo "round $round $side: $(cat "$work/time"); $stages; datadir $(du -sh "$data" | cut -f1)"
+    echo "round $round $side: $times; $stages; datadir $(du -sh "$data" | cut -f1)"
     rm -rf "$data"
   done
 done

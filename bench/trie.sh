@@ -25,6 +25,7 @@ RUNS=${RUNS:-5}
 N=${N:-2000}
 N_BACK=${N_BACK:-320}
 source bench/lib.sh
+source bench/timed.sh
 python3 - "$chain/chain.rlp" "$work" <<'PY'
 import sys
 data = open(sys.argv[1], 'rb').read()
@@ -43,23 +44,6 @@ open(f"{sys.argv[2]}/last.rlp", 'wb').write(data[last:])
 PY
 genesis=$chain/genesis.json
 data=$work/data
-
-# timed OUT COMMAND...: runs COMMAND under /usr/bin/time with its output in OUT, sampling the
-# peak RssAnon of the process it starts every 0.1 s; prints the times and that peak.
-timed() {
-  local out=$1 pid child peak=0 anon
-  shift
-  /usr/bin/time -f '%e s wall, %U s user + %S s system CPU' -o "$out.time" "$@" >"$out" 2>&1 &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    child=$(pgrep -P "$pid" | head -1 || true)
-    anon=$(awk '/^RssAnon:/ {print $2}' "/proc/${child:-$pid}/status" 2>/dev/null || echo 0)
-    [ "${anon:-0}" -gt "$peak" ] && peak=$anon
-    sleep 0.1
-  done
-  wait "$pid"
-  echo "$(cat "$out.time"); peak RssAnon: $((peak / 1024)) MB"
-}
 
 if [[ -n ${RETH:-} ]]; then
   echo "== reth import of all blocks but the last ($("$RETH" --version | head -1))"
