@@ -204,6 +204,13 @@ impl StagedNodes {
         self.lock().trie(trie)?.get(path).cloned()
     }
 
+    /// The history window `key`'s staged node is known to be recorded in (`Some(None)`: none
+    /// known), or `None` when it is not staged; unlike [`Self::get`], without copying the node.
+    pub(crate) fn recorded_window(&self, table: Table, key: &[u8]) -> Option<Option<u64>> {
+        let (trie, path) = split_node_key(table, key);
+        Some(self.lock().trie(trie)?.get(path)?.recorded_window)
+    }
+
     pub(crate) fn contains(&self, table: Table, key: &[u8]) -> bool {
         let (trie, path) = split_node_key(table, key);
         self.lock()
@@ -498,6 +505,13 @@ mod tests {
             nodes.get(Table::StoragesTrie, &storage_key(6, &[1, 2])),
             None
         );
+        // The window alone, as the staged writes say it.
+        let window = |address: u8, path: &[u8]| {
+            nodes.recorded_window(Table::StoragesTrie, &storage_key(address, path))
+        };
+        assert_eq!(window(5, &[0]), Some(Some(0)));
+        assert_eq!(window(5, &[1, 2]), Some(None));
+        assert_eq!(window(6, &[1, 2]), None);
         assert!(nodes.contains(Table::AccountsTrie, &[1, 2]));
         assert!(!nodes.contains(Table::AccountsTrie, &[1]));
         // The first node from the start of trie 5 skips the deletion; none follows in trie 5,

@@ -572,17 +572,16 @@ impl StorageTx<RwSync> {
             return self.stage_node(table, &key, value, None);
         };
         let window = block - block % self.node_window()?;
-        let staged = self.staged_nodes.get(table, &key);
         // Nodes near the root change in every block: all but a window's first change find it
-        // recorded on the staged node.
-        if let Some(staged) = &staged
-            && staged.recorded_window == Some(window)
-        {
+        // recorded on the staged node, which they then need not copy.
+        let staged_window = self.staged_nodes.recorded_window(table, &key);
+        if staged_window == Some(Some(window)) {
             return self.stage_node(table, &key, value, Some(window));
         }
         let logical = logical_key(Entries::Nodes, &key[trie.prefix().len()..]);
         let mut recorded = self.node_recorded(trie, &logical, block)?;
         if !recorded {
+            let staged = staged_window.and_then(|_| self.staged_nodes.get(table, &key));
             let before = match staged {
                 Some(staged) => staged.value,
                 None => self.get(table, &key)?.map(|value| value.into_owned()),
