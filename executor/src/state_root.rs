@@ -165,6 +165,9 @@ impl StateTrie {
         tx: Option<&StorageTx<K>>,
     ) -> quarry_storage::Result<B256> {
         let dirty = std::mem::take(&mut self.dirty);
+        // Changed accounts whose storage is as stored: the walk, which reads their stored
+        // leaves anyway, gives them their stored storage root.
+        let mut kept_storage: BTreeMap<B256, TrieAccount> = BTreeMap::new();
         for key in &dirty {
             let Some(entry) = self.accounts.get_mut(key) else {
                 continue;
@@ -172,12 +175,16 @@ impl StateTrie {
             entry.leaf = match entry.fields {
                 Some(fields) => {
                     let storage_root = storage_root(tx, key, entry)?;
-                    Some(TrieAccount {
+                    let account = TrieAccount {
                         nonce: fields.nonce,
                         balance: fields.balance,
-                        storage_root,
+                        storage_root: storage_root.unwrap_or(EMPTY_ROOT_HASH),
                         code_hash: fields.code_hash,
-                    })
+                    };
+                    if storage_root.is_none() {
+                        kept_storage.insert(*key, account);
+                    }
+                    Some(account)
                 }
                 None => None,
             };
@@ -194,9 +201,26 @@ impl StateTrie {
             &leaves,
             &changed,
             None,
-        );
+        )
+        .with_kept_storage(&kept_storage);
         let outcome = walk.run()?;
         outcome.apply_to(&mut self.account_nodes);
+        for (key, storage_root) in &outcome.kept_storage_roots {
+            if let Some(entry) = self.accounts.get_mut(key) {
+                entry.storage_root = Some(*storage_root);
+                if let Some(leaf) = &mut entry.leaf {
+                    leaf.storage_root = *storage_root;
+                }
+            }
+        }
+        if outcome.kept_storage_roots.len() != kept_storage.len() {
+            return Err(quarry_storage::Error::Corrupt(format!(
+                "the state trie walk reached {} of the {} changed accounts whose storage root \
+                 is the stored one",
+                outcome.kept_storage_roots.len(),
+                kept_storage.len()
+            )));
+        }
         Ok(outcome.root)
     }
 
@@ -253,28 +277,25 @@ fn stored_after<K: Access>(
     })
 }
 
-/// The storage root of a pending account, walking its storage trie if slots changed.
+/// The storage root of a pending account, walking its storage trie if slots changed; `None`
+/// when its storage is as stored, so that its root is its stored leaf's.
 fn storage_root<K: Access>(
     tx: Option<&StorageTx<K>>,
     key: &B256,
     entry: &mut PendingAccount,
-) -> quarry_storage::Result<B256> {
+) -> quarry_storage::Result<Option<B256>> {
     if entry.dirty_slots.is_empty()
         && let Some(root) = entry.storage_root
     {
-        return Ok(root);
+        return Ok(Some(root));
     }
     let tx = tx.filter(|_| !entry.wiped);
     if entry.dirty_slots.is_empty() {
-        // Untouched storage: the stored account's root.
-        let root = match tx {
-            Some(tx) => tx
-                .hashed_account(key)?
-                .map_or(EMPTY_ROOT_HASH, |account| account.storage_root),
-            None => EMPTY_ROOT_HASH,
-        };
-        entry.storage_root = Some(root);
-        return Ok(root);
+        if tx.is_some() {
+            return Ok(None);
+        }
+        entry.storage_root = Some(EMPTY_ROOT_HASH);
+        return Ok(Some(EMPTY_ROOT_HASH));
     }
     let leaves = slot_leaves(&entry.slots);
     let changed: Vec<Nibbles> = std::mem::take(&mut entry.dirty_slots)
@@ -291,7 +312,7 @@ fn storage_root<K: Access>(
     let outcome = walk.run()?;
     outcome.apply_to(&mut entry.nodes);
     entry.storage_root = Some(outcome.root);
-    Ok(outcome.root)
+    Ok(Some(outcome.root))
 }
 
 /// Whether some key of `sorted` starts with `prefix`.
@@ -319,6 +340,8 @@ struct WalkOutcome {
     touched: Vec<(Nibbles, BranchNodeCompact)>,
     updates: HashMap<Nibbles, BranchNodeCompact>,
     proof: Vec<(Nibbles, Bytes)>,
+    /// The storage roots the walk gave the accounts of [`Walk::with_kept_storage`].
+    kept_storage_roots: Vec<(B256, B256)>,
 }
 
 impl WalkOutcome {
@@ -367,6 +390,10 @@ struct Walk<'a, 'tx, K: Access> {
     /// Where the last leaf scan left the stored leaf cursor, so that the next scan, which
     /// starts after it (the walk goes in key order), need not seek again.
     leaf_scan: Option<LeafScan>,
+    /// Accounts of the leaf overlay whose storage root is their stored leaf's (the empty
+    /// root without one); the walk fills it in as it passes them.
+    kept_storage: Option<&'a BTreeMap<B256, TrieAccount>>,
+    kept_storage_roots: Vec<(B256, B256)>,
 }
 
 /// The stored leaf cursor after a scan: `next` is the first stored leaf after `last_fed` (or
@@ -419,7 +446,15 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             hb,
             touched: Vec::new(),
             leaf_scan: None,
+            kept_storage: None,
+            kept_storage_roots: Vec::new(),
         }
+    }
+
+    /// Gives the accounts of `kept` (keys of the leaf overlay) their stored storage root.
+    fn with_kept_storage(mut self, kept: &'a BTreeMap<B256, TrieAccount>) -> Self {
+        self.kept_storage = Some(kept);
+        self
     }
 
     fn run(mut self) -> quarry_storage::Result<WalkOutcome> {
@@ -438,6 +473,7 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             touched: self.touched,
             updates,
             proof,
+            kept_storage_roots: self.kept_storage_roots,
         })
     }
 
@@ -594,7 +630,23 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             }
             if from_overlay {
                 if let Some((_, Some(value))) = overlay.next() {
-                    self.add_leaf(&mut lone, nibbles, value.clone());
+                    let value = match self.kept_storage.and_then(|kept| kept.get(&key)) {
+                        Some(account) => {
+                            let storage_root = match &stored {
+                                Some((stored_key, Leaf::Account(before))) if *stored_key == key => {
+                                    before.storage_root
+                                }
+                                _ => EMPTY_ROOT_HASH,
+                            };
+                            self.kept_storage_roots.push((key, storage_root));
+                            encode_account(&TrieAccount {
+                                storage_root,
+                                ..*account
+                            })
+                        }
+                        None => value.clone(),
+                    };
+                    self.add_leaf(&mut lone, nibbles, value);
                 }
                 if stored_key == Some(key) {
                     last_fed = Some(key);
