@@ -456,6 +456,7 @@ impl Importer {
         progress: &mut Progress,
     ) -> Result<ImportStats> {
         let started = Instant::now();
+        let _warm_tail = self.db.warm_tail();
         let spec = self.spec.clone();
         let first_new = self.head.number + 1;
         let highest_read = AtomicU64::new(0);

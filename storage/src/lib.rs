@@ -9,6 +9,7 @@ mod models;
 mod receipts;
 mod staged;
 mod tables;
+mod tail;
 mod trie;
 mod trie_history;
 
@@ -18,6 +19,7 @@ pub use migrate::{CHANGESETS_LAYOUT, SCHEMA_VERSION};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
 pub use tables::Table;
+pub use tail::TailWarmer;
 pub use trie::{
     Leaf, LeafCursor, TrieId, TrieNodeCursor, complete_leaf_hashes, first_key_under,
     leaf_child_hash,
@@ -100,6 +102,8 @@ pub struct Database {
     /// Entries read by whole-table scans and trie walks, by every transaction of this handle
     /// (see `state_entries_scanned`).
     scanned: Arc<std::sync::atomic::AtomicU64>,
+    /// MDBX's data file in the datadir.
+    data_file: Arc<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Database {
@@ -161,7 +165,14 @@ impl Database {
             env,
             dbs: Arc::new(dbs),
             scanned: Arc::default(),
+            data_file: Arc::new(path.join("mdbx.dat")),
         })
+    }
+
+    /// Starts keeping the data file's unused tail in the page cache, for a writer about to
+    /// write much (see [`TailWarmer`]); it stops when the returned guard drops.
+    pub fn warm_tail(&self) -> TailWarmer {
+        TailWarmer::start(self.env.clone(), &self.data_file)
     }
 
     pub fn reader(&self) -> Result<ReadTx> {
