@@ -204,6 +204,14 @@ impl StateTrie {
         )
         .with_kept_storage(&kept_storage);
         let outcome = walk.run()?;
+        if outcome.kept_storage_roots.len() != kept_storage.len() {
+            return Err(quarry_storage::Error::Corrupt(format!(
+                "the state trie walk reached {} of the {} changed accounts whose storage root \
+                 is the stored one",
+                outcome.kept_storage_roots.len(),
+                kept_storage.len()
+            )));
+        }
         outcome.apply_to(&mut self.account_nodes);
         for (key, storage_root) in &outcome.kept_storage_roots {
             if let Some(entry) = self.accounts.get_mut(key) {
@@ -212,14 +220,6 @@ impl StateTrie {
                     leaf.storage_root = *storage_root;
                 }
             }
-        }
-        if outcome.kept_storage_roots.len() != kept_storage.len() {
-            return Err(quarry_storage::Error::Corrupt(format!(
-                "the state trie walk reached {} of the {} changed accounts whose storage root \
-                 is the stored one",
-                outcome.kept_storage_roots.len(),
-                kept_storage.len()
-            )));
         }
         Ok(outcome.root)
     }
