@@ -487,13 +487,6 @@ impl<K: TransactionKind> StorageTx<K> {
             scanned: self.scanned.as_ref(),
         })
     }
-
-    /// An account as the latest state trie holds it (with its storage root), by hashed address.
-    pub fn hashed_account(&self, hashed: &B256) -> Result<Option<TrieAccount>> {
-        self.get(Table::HashedAccounts, hashed.as_slice())?
-            .map(|value| decode_trie_account(&value))
-            .transpose()
-    }
 }
 
 /// Trie writes take `history`: the block whose history records what they change (`None`: not
