@@ -5,9 +5,9 @@
 //! cache: either in MDBX's prefault write (a `pwrite` of zeros, when the page is not resident)
 //! or in a page fault. A [`TailWarmer`] asks the kernel, from a thread of its own, to read the
 //! hole ahead of the writer, which puts it in the page cache (reading a hole zero-fills pages
-//! without I/O, and read-ahead copies nothing to the process), so that the writer finds the pages resident: MDBX skips their prefault, and the writer's
-//! fault only maps a page that is already there. It never writes to the file, so it cannot
-//! change what the database holds.
+//! without I/O, and read-ahead copies nothing to the process), so that the writer finds the
+//! pages resident: MDBX skips their prefault, and the writer's fault only maps a page that is
+//! already there. It never writes to the file, so it cannot change what the database holds.
 
 use signet_libmdbx::Environment;
 use std::{
@@ -133,7 +133,8 @@ mod tests {
         }
         tx.commit().unwrap();
         let file = File::open(dir.path().join("mdbx.dat")).unwrap();
-        let in_use = (db.env.info().unwrap().last_pgno() as u64 + 1) * 4096;
+        let mdbx_page = u64::from(db.env.stat().unwrap().page_size());
+        let in_use = (db.env.info().unwrap().last_pgno() as u64 + 1) * mdbx_page;
         let end = file.metadata().unwrap().len();
         assert!(end > in_use + (1 << 20), "the file has a tail to warm");
         // Drop the file's pages from the page cache first: clean ones go, so the tail's do.
