@@ -456,7 +456,6 @@ impl Importer {
         progress: &mut Progress,
     ) -> Result<ImportStats> {
         let started = Instant::now();
-        let _warm_tail = self.db.warm_tail();
         let spec = self.spec.clone();
         let first_new = self.head.number + 1;
         let highest_read = AtomicU64::new(0);
@@ -483,8 +482,14 @@ impl Importer {
         let mut stats = ImportStats::default();
         let mut pending: Option<Pending> = None;
         let mut announced = false;
+        // A batch of one block (`quarry follow` at the head) writes a few pages: the data
+        // file's tail is warmed only for longer imports, from their first longer batch on.
+        let mut warm_tail = None;
         for batch in batches {
             stats.stages += batch.stages;
+            if warm_tail.is_none() && batch.blocks.len() > 1 {
+                warm_tail = Some(self.db.warm_tail());
+            }
             // An unfinished reorganisation must commit whole: the announcement, a commit of
             // its own, waits until it has.
             let reorganising = pending.as_ref().is_some_and(|p| p.replaced.is_some());
