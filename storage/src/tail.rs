@@ -99,9 +99,15 @@ mod tests {
     use crate::{Database, Table};
     use std::{fs::File, os::fd::AsRawFd};
 
+    /// The operating system's page size, mincore's unit.
+    fn os_page() -> u64 {
+        // SAFETY: sysconf only reads its argument.
+        u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap()
+    }
+
     /// How many of the pages of `file` in `range` (bytes, page-aligned) are in the page cache.
     fn resident_pages(file: &File, range: std::ops::Range<u64>) -> usize {
-        let page = 4096usize;
+        let page = os_page() as usize;
         let len = (range.end - range.start) as usize;
         // SAFETY: a fresh read-only shared mapping of the file's range, unmapped below; mincore
         // writes one byte per page into a vector of that many bytes.
@@ -140,11 +146,11 @@ mod tests {
         // Drop the file's pages from the page cache first: clean ones go, so the tail's do.
         // SAFETY: posix_fadvise only reads its arguments.
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        let tail = in_use.next_multiple_of(4096)..end;
+        let tail = in_use.next_multiple_of(os_page())..end;
         let before = resident_pages(&file, tail.clone());
 
         let warmer = db.warm_tail();
-        let pages = ((tail.end - tail.start) / 4096) as usize;
+        let pages = ((tail.end - tail.start) / os_page()) as usize;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while resident_pages(&file, tail.clone()) < pages && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
