@@ -3,6 +3,7 @@
 //! It knows nothing of RPC or of revm.
 
 mod changesets;
+pub mod keccak;
 mod logs;
 mod migrate;
 mod models;
