@@ -16,6 +16,7 @@ use alloy_rlp::Encodable;
 use alloy_trie::{
     BranchNodeCompact, EMPTY_ROOT_HASH, HashBuilder, Nibbles, TrieAccount, proof::ProofRetainer,
 };
+use quarry_storage::keccak;
 use quarry_storage::{
     Access, Leaf, LeafCursor, RestoredAccount, StorageTx, StoredAccount, TrieId, TrieNodeCursor,
     WriteTx,
@@ -160,7 +161,33 @@ impl StateTrie {
         self.compute_root::<quarry_storage::ReadOnly>(None)
     }
 
+    /// The root after the changes so far. The walks' hashes are deferred and computed together
+    /// at the end, eight at a time (see `quarry_storage::keccak`); then every hash the walks
+    /// left in this trie is given its value.
     fn compute_root<K: Access>(
+        &mut self,
+        tx: Option<&StorageTx<K>>,
+    ) -> quarry_storage::Result<B256> {
+        let (root, resolved) = keccak::deferred(|| self.walk_changes(tx))
+            .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
+        let mut root = root?;
+        resolved.resolve(&mut root);
+        resolve_nodes(&mut self.account_nodes, &resolved);
+        for entry in self.accounts.values_mut() {
+            resolve_nodes(&mut entry.nodes, &resolved);
+            if let Some(storage_root) = &mut entry.storage_root {
+                resolved.resolve(storage_root);
+            }
+            if let Some(leaf) = &mut entry.leaf {
+                resolved.resolve(&mut leaf.storage_root);
+            }
+        }
+        Ok(root)
+    }
+
+    /// [`Self::compute_root`]'s walks, in a deferred keccak scope: the hashes they make are
+    /// placeholders.
+    fn walk_changes<K: Access>(
         &mut self,
         tx: Option<&StorageTx<K>>,
     ) -> quarry_storage::Result<B256> {
@@ -252,6 +279,20 @@ impl StateTrie {
             tx.put_trie_node(&TrieId::Accounts, path, node.as_ref(), node_history)?;
         }
         Ok(())
+    }
+}
+
+/// Gives the hashes in `overlay`'s nodes their values (see [`StateTrie::compute_root`]).
+fn resolve_nodes(overlay: &mut NodeOverlay, resolved: &keccak::Resolved) {
+    for node in overlay.values_mut().flatten() {
+        if node.hashes.iter().any(|hash| resolved.is_placeholder(hash)) {
+            for hash in std::sync::Arc::make_mut(&mut node.hashes) {
+                resolved.resolve(hash);
+            }
+        }
+        if let Some(root) = &mut node.root_hash {
+            resolved.resolve(root);
+        }
     }
 }
 
