@@ -5,6 +5,9 @@
 timed() {
   local out=$1 pid child peak=0 anon
   shift
+  # The run before (and the removal of its datadir) may leave dirty pages the kernel would
+  # write back during this one: flush them first, so that no run pays for the one before it.
+  sync
   /usr/bin/time -f '%e s wall, %U s user + %S s system CPU' -o "$out.time" "$@" >"$out" 2>&1 &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
