@@ -170,8 +170,7 @@ impl StateTrie {
     ) -> quarry_storage::Result<B256> {
         let (root, resolved) = keccak::deferred(|| self.walk_changes(tx))
             .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
-        let mut root = root?;
-        resolved.resolve(&mut root);
+        // Even after a failed walk, nothing in the trie is left a placeholder.
         resolve_nodes(&mut self.account_nodes, &resolved);
         for entry in self.accounts.values_mut() {
             resolve_nodes(&mut entry.nodes, &resolved);
@@ -182,6 +181,8 @@ impl StateTrie {
                 resolved.resolve(&mut leaf.storage_root);
             }
         }
+        let mut root = root?;
+        resolved.resolve(&mut root);
         Ok(root)
     }
 
