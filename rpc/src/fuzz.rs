@@ -70,6 +70,7 @@ impl Methods {
             name: "fuzz".into(),
             hosts: Vec::new(),
             partner_url: None,
+            peers: Vec::new(),
             db,
         };
         let service = Arc::new(Service::new(&config, vec![network]).map_err(|e| e.to_string())?);
@@ -77,7 +78,7 @@ impl Methods {
         let traces = crate::trace::TraceLimits {
             max_bytes: config.max_trace_bytes,
         };
-        let mut module = runtime
+        let registry = runtime
             .block_on(async {
                 crate::methods(
                     Networks(vec![Arc::new(node)]),
@@ -88,6 +89,8 @@ impl Methods {
                 )
             })
             .map_err(|e| e.to_string())?;
+        // Every method is also registered in jsonrpsee's module, which this harness calls.
+        let mut module = registry.module;
         let grant = KeyGrant {
             id: "fuzz".into(),
             hash: Default::default(),
