@@ -155,6 +155,12 @@ pub fn deferred<R>(work: impl FnOnce() -> R) -> Result<(R, Resolved), Nested> {
     Ok((result, Resolved { hashes }))
 }
 
+/// Entry `i`'s range in a list where `ends` gives where each entry ends.
+fn entry(ends: &[usize], i: usize) -> std::ops::Range<usize> {
+    let start = if i == 0 { 0 } else { ends[i - 1] };
+    start..ends[i]
+}
+
 /// Hashes every pending input, placeholders in them replaced by the hashes they stand for.
 fn resolve(pending: &mut Pending) -> Vec<B256> {
     let count = pending.ends.len();
@@ -164,9 +170,9 @@ fn resolve(pending: &mut Pending) -> Vec<B256> {
     let mut refs: Vec<(usize, usize)> = Vec::new();
     let mut refs_end = Vec::with_capacity(count);
     let mut levels = Vec::with_capacity(count);
-    let mut start = 0;
-    for (index, &end) in pending.ends.iter().enumerate() {
-        let input = &pending.bytes[start..end];
+    for index in 0..count {
+        let range = entry(&pending.ends, index);
+        let (start, input) = (range.start, &pending.bytes[range]);
         let mut level = 0u32;
         for at in finder.find_iter(input) {
             // Only earlier inputs' placeholders can be in an input.
@@ -181,17 +187,12 @@ fn resolve(pending: &mut Pending) -> Vec<B256> {
         }
         refs_end.push(refs.len());
         levels.push(level);
-        start = end;
     }
 
     // Inputs by level, and within a level by length, so that the inputs hashed together
     // take about as many permutations.
     let mut order: Vec<usize> = (0..count).collect();
-    let span = |i: usize| {
-        let start = if i == 0 { 0 } else { pending.ends[i - 1] };
-        start..pending.ends[i]
-    };
-    order.sort_unstable_by_key(|&i| (levels[i], span(i).len()));
+    order.sort_unstable_by_key(|&i| (levels[i], entry(&pending.ends, i).len()));
     let mut hashes = vec![B256::ZERO; count];
     let mut at = 0;
     while at < order.len() {
@@ -201,15 +202,14 @@ fn resolve(pending: &mut Pending) -> Vec<B256> {
             .position(|&i| levels[i] != level)
             .map_or(order.len(), |n| at + n);
         for &i in &order[at..level_end] {
-            let refs_start = if i == 0 { 0 } else { refs_end[i - 1] };
-            for &(offset, named) in &refs[refs_start..refs_end[i]] {
+            for &(offset, named) in &refs[entry(&refs_end, i)] {
                 pending.bytes[offset..offset + 32].copy_from_slice(hashes[named].as_slice());
             }
         }
         for chunk in order[at..level_end].chunks(LANES) {
             let mut inputs: [&[u8]; LANES] = [&[]; LANES];
             for (slot, &i) in inputs.iter_mut().zip(chunk) {
-                *slot = &pending.bytes[span(i)];
+                *slot = &pending.bytes[entry(&pending.ends, i)];
             }
             let mut out = [B256::ZERO; LANES];
             keccak256_many(&inputs[..chunk.len()], &mut out);
