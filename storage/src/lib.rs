@@ -204,6 +204,23 @@ impl Database {
         self.scanned.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Each table's entry count and the bytes of its pages (branch, leaf and overflow), in a
+    /// snapshot: what `storage/examples/table_sizes.rs` prints to see where a datadir's size goes.
+    pub fn table_stats(&self) -> Result<Vec<TableStat>> {
+        let tx = self.env.begin_ro_sync()?;
+        let mut stats = Vec::with_capacity(Table::ALL.len());
+        for (table, db) in Table::ALL.iter().zip(self.dbs.iter()) {
+            let stat = tx.db_stat(db)?;
+            let pages = stat.branch_pages() + stat.leaf_pages() + stat.overflow_pages();
+            stats.push(TableStat {
+                table: *table,
+                entries: stat.entries() as u64,
+                bytes: pages as u64 * u64::from(stat.page_size()),
+            });
+        }
+        Ok(stats)
+    }
+
     /// Begins the write transaction; blocks while another writer (in any process) holds it.
     pub fn writer(&self) -> Result<WriteTx> {
         Ok(StorageTx {
@@ -217,6 +234,14 @@ impl Database {
             staged_nodes: Default::default(),
         })
     }
+}
+
+/// One table's size (see [`Database::table_stats`]).
+#[derive(Debug, Clone, Copy)]
+pub struct TableStat {
+    pub table: Table,
+    pub entries: u64,
+    pub bytes: u64,
 }
 
 /// A transaction over quarry's tables.
