@@ -4,6 +4,7 @@ use crate::{
     chain_spec::ChainSpec,
     collision::StorageCollision,
     error::{BlockError, Error, Invalid, Result},
+    receipts::{ReceiptsWithoutBloom, fill_blooms},
     state_db::{StateAt, StateSnapshot},
     state_root::StateTrie,
     verify,
@@ -20,18 +21,19 @@ use alloy_eips::{
 use alloy_evm::{
     EthEvmFactory, Evm, EvmEnv, EvmFactory,
     block::{BlockExecutionError, BlockExecutor},
-    eth::{EthBlockExecutionCtx, EthBlockExecutor, dao_fork, receipt_builder::AlloyReceiptBuilder},
+    eth::{EthBlockExecutionCtx, EthBlockExecutor, dao_fork},
 };
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256, Bloom, Bytes, TxKind, U256};
 use quarry_storage::Access;
+use quarry_storage::keccak::keccak256_each;
 use quarry_storage::{
     AccountChange, ReceiptOutcome, StorageTx, StoredAccount, StoredBody, StoredReceipt,
 };
 use revm::{
     Database as _, DatabaseCommit as _,
     context::Block as _,
-    database::{State, states::bundle_state::BundleRetention},
+    database::{AccountStatus, CacheState, State, states::bundle_state::BundleRetention},
     state::Account,
 };
 use std::{
@@ -62,12 +64,70 @@ pub struct ExecutedBlock {
     pub trie: StateTrie,
 }
 
+/// Accounts and storage slots are kept in an [`ExecutionCache`] up to this many, together; past
+/// it the cache is emptied, so its memory stays bounded whatever the size of the state.
+const EXECUTION_CACHE_ENTRIES: usize = 1 << 18;
+/// How many blocks go between two counts of a cache's entries (a count visits every account).
+const EXECUTION_CACHE_COUNT_EVERY: u32 = 32;
+
+/// The accounts, storage slots and code that revm read or wrote while executing the blocks
+/// before, as they are after the last of them: a child of that block starts from them instead
+/// of reading them from the database again, as reth's executor keeps its state across a range.
+/// The state after a block depends only on the block's hash, so the cache is used only by a
+/// block whose parent hash is the block it follows; any other block (a reorganisation, a retry
+/// after a failure) starts empty.
+#[derive(Debug, Default)]
+pub struct ExecutionCache {
+    /// The block the cached state is the state after.
+    after: Option<B256>,
+    state: CacheState,
+    /// Blocks executed since the entries were last counted.
+    uncounted: u32,
+}
+
+impl ExecutionCache {
+    /// The cached state if it is the state after `parent`, else an empty one.
+    fn take_for(&mut self, parent: B256) -> CacheState {
+        let state = std::mem::take(&mut self.state);
+        match self.after.take() {
+            Some(after) if after == parent => state,
+            _ => CacheState::default(),
+        }
+    }
+
+    /// Keeps `state`, the state after block `hash`, unless it has grown past the bound.
+    fn keep(&mut self, hash: B256, state: CacheState) {
+        self.uncounted += 1;
+        if self.uncounted >= EXECUTION_CACHE_COUNT_EVERY {
+            self.uncounted = 0;
+            if cache_entries(&state) > EXECUTION_CACHE_ENTRIES {
+                *self = Self::default();
+                return;
+            }
+        }
+        self.after = Some(hash);
+        self.state = state;
+    }
+}
+
+/// Accounts and storage slots a cache holds.
+fn cache_entries(state: &CacheState) -> usize {
+    state
+        .accounts
+        .values()
+        .map(|account| 1 + account.account.as_ref().map_or(0, |a| a.storage.len()))
+        .sum()
+}
+
 /// Executes `block` on the state in `tx` (which must be the state after `parent`, with its
 /// state trie stored) and checks it completely. On any failure nothing is returned to store.
+/// `cache` holds what executing the blocks before left in memory; it is used if it is the
+/// state after the block's parent, and then holds the state after this block if it is valid.
 pub fn execute_block<K: Access>(
     spec: &ChainSpec,
     tx: &StorageTx<K>,
     block: &SealedBlock,
+    cache: &mut ExecutionCache,
 ) -> Result<ExecutedBlock> {
     let header = &block.header;
     let reject = |invalid: Invalid| -> Error {
@@ -111,10 +171,16 @@ pub fn execute_block<K: Access>(
                 Ok(())
             })
             .map_err(RunError::Invalid)
-            .and_then(|()| run(spec, tx, block, merged))
-            .and_then(|(executed, outputs)| check_outputs(header, &outputs).map(|()| executed))
+            .and_then(|()| run(spec, tx, block, merged, cache.take_for(header.parent_hash)))
+            .and_then(|(executed, outputs, state)| {
+                check_outputs(header, &outputs).map(|()| (executed, state))
+            })
     });
     let outcome = transactions_root.map_err(RunError::Invalid).and(outcome);
+    let outcome = outcome.map(|(executed, state)| {
+        cache.keep(block.hash, state);
+        executed
+    });
     finish(outcome, parent_td + header.difficulty, reject)
 }
 
@@ -208,21 +274,22 @@ pub fn build_block<K: Access>(
         .into()
     };
     check_body(spec, tx, &block, merged).map_err(reject)?;
-    let outcome = run(spec, tx, &block, merged).and_then(|(executed, outputs)| {
-        let header = &mut block.header;
-        header.gas_used = outputs.gas_used;
-        header.receipts_root = outputs.receipts_root;
-        header.logs_bloom = outputs.logs_bloom;
-        header.state_root = outputs.state_root;
-        if header.blob_gas_used.is_some() {
-            header.blob_gas_used = Some(outputs.blob_gas_used);
-        }
-        if header.requests_hash.is_some() {
-            header.requests_hash = Some(outputs.requests_hash);
-        }
-        verify::check_header(spec, header, &parent, merged).map_err(Invalid::Rule)?;
-        Ok(executed)
-    });
+    let outcome =
+        run(spec, tx, &block, merged, CacheState::default()).and_then(|(executed, outputs, _)| {
+            let header = &mut block.header;
+            header.gas_used = outputs.gas_used;
+            header.receipts_root = outputs.receipts_root;
+            header.logs_bloom = outputs.logs_bloom;
+            header.state_root = outputs.state_root;
+            if header.blob_gas_used.is_some() {
+                header.blob_gas_used = Some(outputs.blob_gas_used);
+            }
+            if header.requests_hash.is_some() {
+                header.requests_hash = Some(outputs.requests_hash);
+            }
+            verify::check_header(spec, header, &parent, merged).map_err(Invalid::Rule)?;
+            Ok(executed)
+        });
     let executed = finish(outcome, parent_td + block.header.difficulty, reject)?;
     block.hash = block.header.hash_slow();
     Ok((block, executed))
@@ -394,12 +461,15 @@ fn check_uncles<K: Access>(
     Ok(())
 }
 
+/// Executes the block from `prestate` (revm's cache of the state before it, or empty) and the
+/// state in `tx`; returns what it produced, its header fields and revm's cache after it.
 fn run<K: Access>(
     spec: &ChainSpec,
     tx: &StorageTx<K>,
     block: &SealedBlock,
     merged: bool,
-) -> std::result::Result<(ExecutedBlock, Outputs), RunError> {
+    prestate: CacheState,
+) -> std::result::Result<(ExecutedBlock, Outputs, CacheState), RunError> {
     let header = &block.header;
     let rules = spec.at_block(merged);
     let byzantium = spec.is_byzantium_active_at_block(header.number);
@@ -410,6 +480,7 @@ fn run<K: Access>(
 
     let mut state = State::builder()
         .with_database_ref(StateSnapshot::new(tx, StateAt::Latest))
+        .with_cached_prestate(prestate)
         .with_bundle_update()
         .build();
     let evm = EthEvmFactory::default().create_evm_with_inspector(
@@ -431,7 +502,7 @@ fn run<K: Access>(
         tx_count_hint: Some(block.body.transactions.len()),
         slot_number: None,
     };
-    let mut executor = EthBlockExecutor::new(evm, ctx, rules, AlloyReceiptBuilder::default());
+    let mut executor = EthBlockExecutor::new(evm, ctx, rules, ReceiptsWithoutBloom);
     executor
         .apply_pre_execution_changes()
         .map_err(execution_error)?;
@@ -499,13 +570,14 @@ fn run<K: Access>(
     }
     let started = Instant::now();
     apply_bundle(&mut trie, &bundle);
-    // The receipts' root, bloom and stored form need only the receipts, and the changes to
-    // store only the bundle: a thread of rayon's pool makes them while this one walks the
-    // state trie, which reads the storage transaction.
+    // The receipts' blooms (left out while executing, see receipts.rs), root and stored form
+    // need only the receipts, and the changes to store only the bundle: a thread of rayon's
+    // pool makes them while this one walks the state trie, which reads the storage transaction.
     let mut side = None;
     let state_root = rayon::in_place_scope(|scope| {
-        let (receipts, bundle, side) = (&receipts, &bundle, &mut side);
+        let (receipts, bundle, side) = (&mut receipts, &bundle, &mut side);
         scope.spawn(move |_| {
+            fill_blooms(receipts);
             *side = Some((
                 calculate_receipt_root(receipts),
                 receipts.iter().fold(Bloom::ZERO, |acc, r| acc | r.bloom()),
@@ -546,7 +618,25 @@ fn run<K: Access>(
         state_root_time,
         trie,
     };
-    Ok((executed, outputs))
+    Ok((executed, outputs, settled(state.cache, &bundle)))
+}
+
+/// revm's cache after a block, as the next block must find it: each account the block changed
+/// with the status a load from the database would give it. A status says what happened in the
+/// block (an account destroyed, one created whose whole storage is in memory); carried into
+/// the next block, the next block's changes would claim it again, and a destruction would wipe
+/// storage written since.
+fn settled(mut cache: CacheState, bundle: &revm::database::BundleState) -> CacheState {
+    for address in bundle.state.keys() {
+        if let Some(account) = cache.accounts.get_mut(address) {
+            account.status = match &account.account {
+                None => AccountStatus::LoadedNotExisting,
+                Some(plain) if plain.info.is_empty() => AccountStatus::LoadedEmptyEIP161,
+                Some(_) => AccountStatus::Loaded,
+            };
+        }
+    }
+    cache
 }
 
 /// The receipts as stored: each with its own gas and what its transaction implies.
@@ -733,15 +823,30 @@ fn stored_account(info: &revm::state::AccountInfo) -> StoredAccount {
 
 /// Brings the trie up to date with every account in `bundle`.
 pub(crate) fn apply_bundle(trie: &mut StateTrie, bundle: &revm::database::BundleState) {
-    for (address, account) in &bundle.state {
-        trie.apply_account(
-            *address,
+    // The trie's keys: every address and slot hashed, eight at a time, before any is applied.
+    let slots: Vec<[u8; 32]> = bundle
+        .state
+        .values()
+        .flat_map(|account| account.storage.keys().map(U256::to_be_bytes::<32>))
+        .collect();
+    let inputs: Vec<&[u8]> = bundle
+        .state
+        .keys()
+        .map(|address| address.as_slice())
+        .chain(slots.iter().map(|slot| slot.as_slice()))
+        .collect();
+    let hashes = keccak256_each(&inputs);
+    let (account_keys, mut slot_keys) = hashes.split_at(bundle.state.len());
+    for ((_, account), key) in bundle.state.iter().zip(account_keys) {
+        let (keys, rest) = slot_keys.split_at(account.storage.len());
+        slot_keys = rest;
+        trie.apply_hashed_account(
+            *key,
             account.info.as_ref().map(stored_account),
             account.was_destroyed(),
-            account
-                .storage
-                .iter()
-                .map(|(slot, value)| (*slot, value.present_value)),
+            keys.iter()
+                .zip(account.storage.values())
+                .map(|(key, value)| (*key, value.present_value)),
         );
     }
 }
@@ -773,4 +878,118 @@ fn bundle_changes(bundle: &revm::database::BundleState) -> Vec<AccountChange> {
         .collect();
     changes.sort_unstable_by_key(|c| c.address);
     changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use revm::state::AccountInfo;
+
+    fn state_with(accounts: usize, slots_each: usize) -> CacheState {
+        let mut state = CacheState::default();
+        for i in 0..accounts {
+            let storage = (0..slots_each)
+                .map(|slot| (U256::from(slot), U256::from(1)))
+                .collect();
+            let address = Address::left_padding_from(&(i as u64).to_be_bytes());
+            state.insert_account_with_storage(address, AccountInfo::default(), storage);
+        }
+        state
+    }
+
+    /// The cache serves only a child of the block it follows, and only once.
+    #[test]
+    fn the_execution_cache_serves_only_the_child_of_its_block() {
+        let (parent, other) = (B256::repeat_byte(1), B256::repeat_byte(2));
+        let mut cache = ExecutionCache::default();
+        assert!(cache.take_for(parent).accounts.is_empty());
+
+        cache.keep(parent, state_with(3, 2));
+        assert!(cache.take_for(other).accounts.is_empty());
+        // A miss empties it: the state it held is no longer the one after any block to come.
+        assert!(cache.take_for(parent).accounts.is_empty());
+
+        cache.keep(parent, state_with(3, 2));
+        assert_eq!(cache.take_for(parent).accounts.len(), 3);
+        assert!(cache.take_for(parent).accounts.is_empty());
+    }
+
+    /// Past its bound, counted every few blocks, the cache is emptied.
+    #[test]
+    fn the_execution_cache_is_emptied_past_its_bound() {
+        assert_eq!(cache_entries(&state_with(3, 2)), 9);
+        let mut cache = ExecutionCache::default();
+        for n in 1..EXECUTION_CACHE_COUNT_EVERY {
+            let hash = B256::with_last_byte(n as u8);
+            cache.keep(hash, state_with(1, 0));
+            assert_eq!(cache.after, Some(hash));
+        }
+        let parent = B256::with_last_byte(0);
+        cache.keep(parent, state_with(EXECUTION_CACHE_ENTRIES / 4 + 1, 3));
+        assert_eq!(cache.after, None);
+        assert!(cache.take_for(parent).accounts.is_empty());
+    }
+
+    /// A block that destroys an account and creates it again with storage leaves it, settled,
+    /// as a plain loaded account: the next block's change to it is no destruction (which
+    /// would wipe the storage the first block wrote), and that storage reads back.
+    #[test]
+    fn a_settled_cache_does_not_carry_a_destruction_into_the_next_block() {
+        use revm::{
+            database::{EmptyDB, states::bundle_state::BundleRetention},
+            primitives::AddressMap,
+            state::{Account, EvmStorageSlot, TransactionId},
+        };
+        let address = Address::repeat_byte(0xaa);
+        let info = |balance: u64| AccountInfo {
+            balance: U256::from(balance),
+            nonce: 1,
+            ..Default::default()
+        };
+        let slot = |value: u64| {
+            EvmStorageSlot::new_changed(U256::ZERO, U256::from(value), TransactionId::ZERO)
+        };
+        let commit = |state: &mut State<EmptyDB>, account: Account| {
+            state.basic(address).unwrap();
+            state.commit(AddressMap::from_iter([(address, account)]));
+        };
+
+        let mut state = State::builder().with_bundle_update().build();
+        let created = |balance, key: u64, value| {
+            Account::default()
+                .with_info(info(balance))
+                .with_storage([(U256::from(key), slot(value))].into_iter())
+                .with_created_mark()
+                .with_touched_mark()
+        };
+        commit(&mut state, created(1, 1, 5));
+        commit(
+            &mut state,
+            Account::default()
+                .with_selfdestruct_mark()
+                .with_touched_mark(),
+        );
+        commit(&mut state, created(2, 2, 7));
+        state.merge_transitions(BundleRetention::PlainState);
+        let first = state.take_bundle();
+        assert!(first.state[&address].was_destroyed());
+
+        let mut state = State::builder()
+            .with_cached_prestate(settled(state.cache, &first))
+            .with_bundle_update()
+            .build();
+        commit(
+            &mut state,
+            Account::default().with_info(info(3)).with_touched_mark(),
+        );
+        state.merge_transitions(BundleRetention::PlainState);
+        let second = state.take_bundle();
+        assert!(!second.state[&address].was_destroyed());
+        assert_eq!(second.state[&address].original_info, Some(info(2)));
+        assert_eq!(
+            state.storage(address, U256::from(2)).unwrap(),
+            U256::from(7)
+        );
+        assert_eq!(state.storage(address, U256::from(1)).unwrap(), U256::ZERO);
+    }
 }

@@ -12,13 +12,16 @@ mod eip1283;
 pub mod error;
 pub mod forks;
 pub mod genesis;
+mod receipts;
 pub mod simulate;
 pub mod state_db;
 pub mod state_root;
 pub mod trace;
 pub mod verify;
 
-pub use block::{BlockTemplate, ExecutedBlock, SealedBlock, build_block, execute_block};
+pub use block::{
+    BlockTemplate, ExecutedBlock, ExecutionCache, SealedBlock, build_block, execute_block,
+};
 pub use call::{
     AccountOverride, BlockOverrides, CallContext, CallError, CallOutcome, CallRequest,
     StateOverrides,

@@ -105,7 +105,21 @@ impl StateTrie {
         wiped: bool,
         slots: impl IntoIterator<Item = (U256, U256)>,
     ) {
-        let key = keccak256(address);
+        let slots = slots
+            .into_iter()
+            .map(|(slot, value)| (keccak256(B256::from(slot)), value));
+        self.apply_hashed_account(keccak256(address), fields, wiped, slots);
+    }
+
+    /// As [`StateTrie::apply_account`], with the address and slots already hashed: `key` is
+    /// keccak256 of the address, `slots` pairs keccak256 of each slot with its value.
+    pub fn apply_hashed_account(
+        &mut self,
+        key: B256,
+        fields: Option<StoredAccount>,
+        wiped: bool,
+        slots: impl IntoIterator<Item = (B256, U256)>,
+    ) {
         let entry = self.accounts.entry(key).or_default();
         if wiped || fields.is_none() {
             entry.wiped = true;
@@ -113,8 +127,7 @@ impl StateTrie {
             entry.nodes.clear();
             entry.storage_root = None;
         }
-        for (slot, value) in slots {
-            let slot_key = keccak256(B256::from(slot));
+        for (slot_key, value) in slots {
             entry.slots.insert(slot_key, value);
             entry.dirty_slots.insert(slot_key);
         }

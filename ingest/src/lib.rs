@@ -17,7 +17,8 @@ use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256};
 use alloy_rlp::Decodable;
 use quarry_executor::{
-    BlockTemplate, ChainSpec, ExecutedBlock, SealedBlock, StateTrie, build_block, execute_block,
+    BlockTemplate, ChainSpec, ExecutedBlock, ExecutionCache, SealedBlock, StateTrie, build_block,
+    execute_block,
     genesis::{GenesisState, genesis_body, genesis_header, genesis_state},
 };
 use quarry_storage::{BlockRecord, Database, SyncTarget, WriteTx};
@@ -218,6 +219,8 @@ pub struct Importer {
     /// Whether staged blocks record the state trie's node history (the datadir has it on; the
     /// leaf history, which is the state history, is always recorded).
     trie_history: bool,
+    /// What executing the last block left in memory, for its child to start from.
+    execution_cache: ExecutionCache,
 }
 
 /// The chain an unwind in the open transaction replaced: what to go back to if the new branch
@@ -332,6 +335,7 @@ impl Importer {
                     head_hash: genesis_hash,
                     reorgs: Reorgs::Refuse,
                     trie_history: true,
+                    execution_cache: ExecutionCache::default(),
                 });
             }
         }
@@ -374,6 +378,7 @@ impl Importer {
             head_hash,
             reorgs: Reorgs::Refuse,
             trie_history,
+            execution_cache: ExecutionCache::default(),
         })
     }
 
@@ -806,7 +811,7 @@ impl Importer {
             }
             let exec_start = Instant::now();
             // Execution only reads `tx`, so a failure here leaves the staged blocks whole.
-            let executed = match execute_block(&self.spec, tx, &block) {
+            let executed = match execute_block(&self.spec, tx, &block, &mut self.execution_cache) {
                 Ok(executed) => executed,
                 Err(source) => {
                     return Ok(Some(Error::Block {

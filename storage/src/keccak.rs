@@ -240,6 +240,17 @@ pub fn keccak256_many(inputs: &[&[u8]], out: &mut [B256; LANES]) {
     }
 }
 
+/// keccak256 of each input, [`LANES`] at a time (see [`keccak256_many`]).
+pub fn keccak256_each(inputs: &[&[u8]]) -> Vec<B256> {
+    let mut hashes = Vec::with_capacity(inputs.len());
+    let mut out = [B256::ZERO; LANES];
+    for chunk in inputs.chunks(LANES) {
+        keccak256_many(chunk, &mut out);
+        hashes.extend_from_slice(&out[..chunk.len()]);
+    }
+    hashes
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x8 {
     //! Keccak-f[1600] on eight states at once: lane `i` of the state is one AVX-512 register
@@ -468,6 +479,17 @@ mod tests {
                     assert_eq!(hash, keccak256_now(data), "{} bytes", data.len());
                 }
             }
+        }
+    }
+
+    /// Any number of inputs, in as many groups as it takes, hash in order as each alone.
+    #[test]
+    fn each_input_of_a_list_hashes_as_alone() {
+        for count in [0, 1, 7, 8, 9, 20] {
+            let inputs: Vec<Vec<u8>> = (0..count).map(|j| input(j as u64, 20 + j)).collect();
+            let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+            let expected: Vec<B256> = inputs.iter().map(|data| keccak256_now(data)).collect();
+            assert_eq!(keccak256_each(&refs), expected);
         }
     }
 
