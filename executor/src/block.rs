@@ -26,7 +26,7 @@ use alloy_evm::{
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256, Bloom, Bytes, TxKind, U256};
 use quarry_storage::Access;
-use quarry_storage::keccak::keccak256_each;
+use quarry_storage::keccak::{self, keccak256_each};
 use quarry_storage::{
     AccountChange, ReceiptOutcome, StorageTx, StoredAccount, StoredBody, StoredReceipt,
 };
@@ -364,7 +364,7 @@ fn check_body<K: Access>(
 
 fn check_transactions_root(block: &SealedBlock) -> std::result::Result<(), Invalid> {
     let expected = block.header.transactions_root;
-    let root = calculate_transaction_root(&block.body.transactions);
+    let root = batched_root(|| calculate_transaction_root(&block.body.transactions));
     if root != expected {
         return Err(Invalid::mismatch("transactionsRoot", expected, root));
     }
@@ -579,7 +579,7 @@ fn run<K: Access>(
         scope.spawn(move |_| {
             fill_blooms(receipts);
             *side = Some((
-                calculate_receipt_root(receipts),
+                batched_root(|| calculate_receipt_root(receipts)),
                 receipts.iter().fold(Bloom::ZERO, |acc, r| acc | r.bloom()),
                 stored_receipts(receipts, meta),
                 bundle_changes(bundle),
@@ -637,6 +637,20 @@ fn settled(mut cache: CacheState, bundle: &revm::database::BundleState) -> Cache
         }
     }
     cache
+}
+
+/// A root that `root` computes with its keccak calls deferred and then hashed eight at a time
+/// (see `quarry_storage::keccak`): alloy-trie's hash builder only copies a node's hash into its
+/// parent's encoding. Inside a deferred scope, computed as any hash there is: a placeholder
+/// until that scope resolves it.
+fn batched_root(root: impl Fn() -> B256) -> B256 {
+    match keccak::deferred(&root) {
+        Ok((mut hash, resolved)) => {
+            resolved.resolve(&mut hash);
+            hash
+        }
+        Err(keccak::Nested) => root(),
+    }
 }
 
 /// The receipts as stored: each with its own gas and what its transaction implies.
@@ -991,5 +1005,37 @@ mod tests {
             U256::from(7)
         );
         assert_eq!(state.storage(address, U256::from(1)).unwrap(), U256::ZERO);
+    }
+
+    /// Receipts roots with the hashing batched equal alloy's, for lists from empty to more
+    /// receipts than hash together, whose encodings span several keccak blocks.
+    #[test]
+    fn batched_receipts_roots_equal_direct_ones() {
+        use alloy_consensus::{Receipt, ReceiptWithBloom};
+        use alloy_primitives::{Log, LogData};
+        let receipt = |i: usize| {
+            let logs = (0..i % 4)
+                .map(|l| Log {
+                    address: Address::with_last_byte(l as u8),
+                    data: LogData::new_unchecked(
+                        vec![B256::with_last_byte(i as u8)],
+                        Bytes::from(vec![i as u8; 40 * l]),
+                    ),
+                })
+                .collect();
+            ReceiptEnvelope::Eip1559(ReceiptWithBloom {
+                receipt: Receipt {
+                    status: Eip658Value::Eip658(!i.is_multiple_of(3)),
+                    cumulative_gas_used: 21_000 * i as u64,
+                    logs,
+                },
+                logs_bloom: Bloom::with_last_byte(i as u8),
+            })
+        };
+        for count in [0, 1, 2, 9, 130] {
+            let receipts: Vec<ReceiptEnvelope> = (0..count).map(receipt).collect();
+            let direct = calculate_receipt_root(&receipts);
+            assert_eq!(batched_root(|| calculate_receipt_root(&receipts)), direct);
+        }
     }
 }

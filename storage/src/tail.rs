@@ -151,7 +151,9 @@ mod tests {
 
         let warmer = db.warm_tail();
         let pages = ((tail.end - tail.start) / os_page()) as usize;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        // A bound for a stuck warmer, not a timing: under a loaded CI machine reading 256 MiB ahead
+        // has taken more than 20 s.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
         while resident_pages(&file, tail.clone()) < pages && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
