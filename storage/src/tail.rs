@@ -151,10 +151,15 @@ mod tests {
 
         let warmer = db.warm_tail();
         let pages = ((tail.end - tail.start) / os_page()) as usize;
-        // A bound for a stuck warmer, not a timing: under a loaded CI machine reading 256 MiB ahead
+        // A bound for a stuck warmer, not a timing: on a loaded CI machine reading 256 MiB ahead
         // has taken more than 20 s.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while resident_pages(&file, tail.clone()) < pages && std::time::Instant::now() < deadline {
+        // The most pages seen resident at once: the kernel may evict clean pages again at any
+        // time on a busy machine (a few dozen went between two looks in one CI run), so what
+        // the warmer must do is bring them all in, not keep them.
+        let mut most = before;
+        while most < pages && std::time::Instant::now() < deadline {
+            most = most.max(resident_pages(&file, tail.clone()));
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         drop(warmer);
@@ -162,7 +167,10 @@ mod tests {
             before < pages,
             "the tail was not resident before: {before} of {pages}"
         );
-        assert_eq!(resident_pages(&file, tail), pages);
+        assert!(
+            most * 100 >= pages * 99,
+            "at most {most} of the tail's {pages} pages were resident at once"
+        );
 
         let tx = db.writer().unwrap();
         for i in 20_000u32..40_000 {
