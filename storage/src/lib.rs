@@ -105,6 +105,10 @@ pub struct Database {
     scanned: Arc<std::sync::atomic::AtomicU64>,
     /// MDBX's data file in the datadir.
     data_file: Arc<std::path::PathBuf>,
+    /// MDBX's page size, read at open: `Environment::stat` from another thread while this
+    /// process holds the write transaction would read that transaction (MDBX_NOTLS) as its
+    /// owner works on it.
+    page_size: u64,
 }
 
 impl std::fmt::Debug for Database {
@@ -162,18 +166,20 @@ impl Database {
             dbs.push(tx.create_db(Some(table.name()), DatabaseFlags::empty())?);
         }
         tx.commit()?;
+        let page_size = u64::from(env.stat()?.page_size());
         Ok(Self {
             env,
             dbs: Arc::new(dbs),
             scanned: Arc::default(),
             data_file: Arc::new(path.join("mdbx.dat")),
+            page_size,
         })
     }
 
     /// Starts keeping the data file's unused tail in the page cache, for a writer about to
     /// write much (see [`TailWarmer`]); it stops when the returned guard drops.
     pub fn warm_tail(&self) -> TailWarmer {
-        TailWarmer::start(self.env.clone(), &self.data_file)
+        TailWarmer::start(self.env.clone(), &self.data_file, self.page_size)
     }
 
     pub fn reader(&self) -> Result<ReadTx> {

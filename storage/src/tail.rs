@@ -36,14 +36,16 @@ pub struct TailWarmer {
 }
 
 impl TailWarmer {
-    pub(crate) fn start(env: Environment, data_file: &Path) -> Self {
+    /// `page_size` is MDBX's: the warmer must not ask the environment for it, which with a write
+    /// transaction open in this process reads that transaction from this thread.
+    pub(crate) fn start(env: Environment, data_file: &Path, page_size: u64) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let file = File::open(data_file);
         let thread = file.ok().and_then(|file| {
             let stop = stop.clone();
             std::thread::Builder::new()
                 .name("warm-tail".into())
-                .spawn(move || warm(&env, &file, &stop))
+                .spawn(move || warm(&env, &file, &stop, page_size))
                 .ok()
         });
         Self { stop, thread }
@@ -63,10 +65,7 @@ impl Drop for TailWarmer {
 /// Reads ahead every byte of the file past the last commit's pages that it has not read ahead
 /// yet, each time the file grows. Failures only mean the writer warms its own pages, as it
 /// would without this thread, so they end the thread quietly.
-fn warm(env: &Environment, file: &File, stop: &AtomicBool) {
-    let Ok(page_size) = env.stat().map(|stat| u64::from(stat.page_size())) else {
-        return;
-    };
+fn warm(env: &Environment, file: &File, stop: &AtomicBool, page_size: u64) {
     let mut warmed = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let (Ok(info), Ok(meta)) = (env.info(), file.metadata()) else {
