@@ -204,6 +204,19 @@ impl StagedNodes {
         self.lock().trie(trie)?.get(path).cloned()
     }
 
+    /// The staged node at `key`, decoded from where it is staged: `Some(None)` when its
+    /// deletion is staged, `None` when nothing is.
+    pub(crate) fn get_decoded(
+        &self,
+        table: Table,
+        key: &[u8],
+    ) -> Option<Option<Result<alloy_trie::BranchNodeCompact>>> {
+        let (trie, path) = split_node_key(table, key);
+        let maps = self.lock();
+        let staged = maps.trie(trie)?.get(path)?;
+        Some(staged.value.as_deref().map(crate::trie::decode_branch))
+    }
+
     /// The history window `key`'s staged node is known to be recorded in (`Some(None)`: none
     /// known), or `None` when it is not staged; unlike [`Self::get`], without copying the node.
     pub(crate) fn recorded_window(&self, table: Table, key: &[u8]) -> Option<Option<u64>> {

@@ -257,10 +257,11 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
         let key = node_key(&self.trie, path);
         let table = self.trie.nodes_table();
         // A node staged at `path` itself is the first: nothing lies between.
-        if let Some(Some(value)) = self.staged.get(table, &key).map(|node| node.value) {
-            self.last = Some(key.clone());
+        if let Some(Some(node)) = self.staged.get_decoded(table, &key) {
+            self.scanned.fetch_add(1, Ordering::Relaxed);
+            self.last = Some(key);
             self.stored_next = StoredNext::Unknown;
-            return self.decode(Some((key, value)));
+            return Ok(Some((*path, node?)));
         }
         let entry = self.cursor.set_range::<Vec<u8>, Vec<u8>>(&key)?;
         self.stored_next = StoredNext::Found(self.not_staged(entry)?);
