@@ -25,7 +25,7 @@ for round in $(seq 1 "$ROUNDS"); do
     times=$(timed "$work/out" "$RETH" import --chain "$chain/genesis.json" \
       --datadir "$work/reth" "$chain/chain.rlp")
     grep -q 'Import complete' "$work/out" || { tail "$work/out"; exit 1; }
-    echo "round $round reth: $times; datadir $(du -sh "$work/reth" | cut -f1)"
+    echo "round $round reth: $times; datadir $(du -sh "$work/reth" | cut -f1)" | tee -a "$work/log"
     rm -rf "$work/reth"
   fi
   for side in A B; do
@@ -35,7 +35,16 @@ for round in $(seq 1 "$ROUNDS"); do
     times=$(timed "$work/out" "$bin" ingest --datadir "$data" --genesis "$chain/genesis.json" \
       "$chain/chain.rlp")
     stages=$(grep '^stages' "$work/out" | sed 's/read [0-9.]*s, decode [0-9.]*s, //')
-    echo "round $round $side: $times; $stages; datadir $(du -sh "$data" | cut -f1)"
+    echo "round $round $side: $times; $stages; datadir $(du -sh "$data" | cut -f1)" |
+      tee -a "$work/log"
     rm -rf "$data"
   done
+done
+# The median wall time of each side over the rounds: one line to compare, since single rounds
+# move with the machine.
+for side in reth A B; do
+  awk -v side="$side" '$3 == side":" {print $4}' "$work/log" | sort -n |
+    awk -v side="$side" '{w[NR] = $1} END {
+      if (NR) printf "median %s: %.2f s wall over %d rounds\n", side,
+        (NR % 2 ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2), NR }'
 done
