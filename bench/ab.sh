@@ -42,9 +42,12 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 # The median wall time of each side over the rounds: one line to compare, since single rounds
 # move with the machine.
-for side in reth A B; do
-  awk -v side="$side" '$3 == side":" {print $4}' "$work/log" | sort -n |
-    awk -v side="$side" '{w[NR] = $1} END {
-      if (NR) printf "median %s: %.2f s wall over %d rounds\n", side,
-        (NR % 2 ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2), NR }'
-done
+python3 - "$work/log" <<'PY'
+import statistics, sys
+walls = {}
+for line in open(sys.argv[1]):
+    fields = line.split()
+    walls.setdefault(fields[2].rstrip(":"), []).append(float(fields[3]))
+for side, runs in walls.items():
+    print(f"median {side}: {statistics.median(runs):.2f} s wall over {len(runs)} rounds")
+PY
