@@ -4,6 +4,7 @@
 
 use crate::{
     chain_spec::ChainSpec,
+    overrides::StateOverrides,
     state_db::{StateAt, StateCache, StateError, StateSnapshot},
 };
 use alloy_consensus::Header;
@@ -59,22 +60,6 @@ pub struct CallRequest {
     pub blob_versioned_hashes: Option<Vec<B256>>,
     pub authorization_list: Option<Vec<SignedAuthorization>>,
 }
-
-/// What a call overrides in one account before it runs (geth's state override set).
-#[derive(Debug, Clone, Default)]
-pub struct AccountOverride {
-    pub balance: Option<U256>,
-    pub nonce: Option<u64>,
-    pub code: Option<Bytes>,
-    /// Replaces the whole storage.
-    pub state: Option<HashMap<B256, B256>>,
-    /// Changes these slots only.
-    pub state_diff: Option<HashMap<B256, B256>>,
-    /// Moves the precompile at this address there (geth's `movePrecompileToAddress`).
-    pub move_precompile_to: Option<Address>,
-}
-
-pub type StateOverrides = HashMap<Address, AccountOverride>;
 
 /// How a call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -427,7 +412,7 @@ impl CallContext<'_> {
                 .into_inner();
             crate::call_clock::install(inner.instruction.instruction_table_mut());
             let mut evm = EthEvm::new(inner, inspected);
-            crate::simulate::move_precompiles(
+            crate::overrides::move_precompiles(
                 evm.components_mut().2,
                 self.overrides,
                 env.cfg_env.spec,

@@ -12,6 +12,7 @@ mod eip1283;
 pub mod error;
 pub mod forks;
 pub mod genesis;
+pub mod overrides;
 mod receipts;
 pub mod simulate;
 pub mod state_db;
@@ -22,10 +23,8 @@ pub mod verify;
 pub use block::{
     BlockTemplate, ExecutedBlock, ExecutionCache, SealedBlock, build_block, execute_block,
 };
-pub use call::{
-    AccountOverride, BlockOverrides, CallContext, CallError, CallOutcome, CallRequest,
-    StateOverrides,
-};
+pub use call::{BlockOverrides, CallContext, CallError, CallOutcome, CallRequest};
+pub use overrides::{AccountOverride, StateOverrides};
 pub use chain_spec::ChainSpec;
 pub use error::{BlockError, Error, Invalid, Result};
 pub use state_db::{StateAt, StateCache, StateSnapshot};

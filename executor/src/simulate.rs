@@ -7,7 +7,8 @@
 
 use crate::{
     block::apply_bundle,
-    call::{BlockOverrides, CallRequest, StateOverrides, invalid_message},
+    call::{BlockOverrides, CallRequest, invalid_message},
+    overrides::{StateOverrides, move_precompiles},
     chain_spec::ChainSpec,
     collision::StorageCollision,
     state_db::{StateAt, StateCache, StateError, StateSnapshot},
@@ -25,7 +26,6 @@ use alloy_evm::{
     eth::{
         EthBlockExecutionCtx, EthBlockExecutor, EthTxResult, receipt_builder::AlloyReceiptBuilder,
     },
-    precompiles::{DynPrecompile, PrecompileInput, PrecompilesMap},
 };
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256, Bloom, Bytes, Log, Signature, TxKind, U256, keccak256};
@@ -43,13 +43,11 @@ use revm::{
         CallInputs, CallOutcome, CallScheme, CreateInputs, CreateOutcome, InstructionResult,
         Interpreter, interpreter::EthInterpreter,
     },
-    precompile::{PrecompileSpecId, Precompiles},
-    primitives::{KECCAK_EMPTY, hardfork::SpecId},
+    primitives::KECCAK_EMPTY,
     state::{Account, EvmState, EvmStorageSlot, TransactionId},
 };
 use std::{
     borrow::Cow,
-    collections::{BTreeMap, HashSet},
     time::Instant,
 };
 
@@ -452,7 +450,8 @@ fn run_block(
         slot_number: None,
     };
     let mut executor = EthBlockExecutor::new(evm, ctx, rules, AlloyReceiptBuilder::default());
-    let replaced = move_precompiles(executor.evm_mut().components_mut().2, &block.state, spec_id)?;
+    let replaced = move_precompiles(executor.evm_mut().components_mut().2, &block.state, spec_id)
+        .map_err(|e| rejected(codes::SERVER, e.0))?;
     // geth warms the fork's precompile addresses whatever the overrides made of them.
     executor.evm_mut().inspector_mut().0.warm = replaced;
     executor
@@ -938,72 +937,6 @@ fn apply_state_overrides(
     state.commit(destroyed);
     state.commit(changes);
     Ok(())
-}
-
-/// geth's precompile side of the overrides: an overridden precompile address is a precompile
-/// no more (its override, code included, applies), and `movePrecompileToAddress` moves one.
-/// Returns the precompile addresses that are precompiles no more.
-pub(crate) fn move_precompiles(
-    precompiles: &mut PrecompilesMap,
-    overrides: &StateOverrides,
-    spec: SpecId,
-) -> Result<Vec<Address>, SimulateError> {
-    let mut addresses: Vec<&Address> = overrides.keys().collect();
-    addresses.sort();
-    let mut moved_to = HashSet::new();
-    let mut moves = BTreeMap::new();
-    let mut replaced = Vec::new();
-    for address in addresses {
-        if moved_to.contains(address) {
-            return Err(rejected(
-                codes::SERVER,
-                format!("account {address} has already been overridden by a precompile"),
-            ));
-        }
-        let is_precompile = precompiles.get(address).is_some();
-        if let Some(target) = overrides[address].move_precompile_to {
-            if !is_precompile {
-                return Err(rejected(
-                    codes::SERVER,
-                    format!("account {address} is not a precompile"),
-                ));
-            }
-            if overrides.contains_key(&target) {
-                return Err(rejected(
-                    codes::SERVER,
-                    format!("account {target} is already overridden"),
-                ));
-            }
-            moved_to.insert(target);
-            moves.insert(*address, target);
-        }
-        if is_precompile {
-            replaced.push(*address);
-            precompiles.apply_precompile(address, |_| None);
-        }
-    }
-    let builtins = Precompiles::new(PrecompileSpecId::from_spec_id(spec));
-    for (from, to) in moves {
-        let Some(builtin) = builtins.get(&from).cloned() else {
-            continue;
-        };
-        // Served by the dynamic lookup, not the static map: geth warms only the fork's own
-        // precompile addresses, so the moved one is cold at its new address until accessed.
-        precompiles.map_precompile_lookup(move |address, previous| {
-            if *address != to {
-                return previous.and_then(|lookup| lookup.lookup(address));
-            }
-            let builtin = builtin.clone();
-            let id = builtin.id().clone();
-            Some(DynPrecompile::from((
-                id,
-                move |input: PrecompileInput<'_>| {
-                    builtin.execute(input.data, input.gas, input.reservoir)
-                },
-            )))
-        });
-    }
-    Ok(replaced)
 }
 
 /// geth's simulation tracer: each call's logs, frame by frame so that a failed frame's logs

@@ -280,7 +280,7 @@ impl CallContext<'_> {
         let guard = Guard::new(Some(Tracer::new(trace.options)?), deadline, trace.max_bytes);
         let inspector = (guard, CallCollision::default());
         let mut evm = EthEvmFactory::default().create_evm_with_inspector(db, env, inspector);
-        crate::simulate::move_precompiles(evm.components_mut().2, self.overrides, spec)
+        crate::overrides::move_precompiles(evm.components_mut().2, self.overrides, spec)
             .map_err(|e| TraceError::Invalid(e.to_string()))?;
         let result = evm.transact(tx.clone());
         let (db, inspector, _) = evm.components_mut();

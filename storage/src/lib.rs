@@ -19,10 +19,10 @@ pub use logs::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use migrate::{CHANGESETS_LAYOUT, SCHEMA_VERSION};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
-pub use tables::Table;
+pub use tables::{Table, TrieId};
 pub use tail::TailWarmer;
 pub use trie::{
-    Leaf, LeafCursor, TrieId, TrieNodeCursor, complete_leaf_hashes, first_key_under,
+    Leaf, LeafCursor, TrieNodeCursor, complete_leaf_hashes, first_key_under,
     leaf_child_hash,
 };
 pub use trie_history::NODE_HISTORY_WINDOW;
@@ -543,7 +543,7 @@ impl<K: TransactionKind> StorageTx<K> {
         )? {
             Some(record) if record.is_empty() => Ok(None),
             Some(record) => {
-                let leaf = trie::decode_trie_account(&record)?;
+                let leaf = models::decode_trie_account(&record)?;
                 Ok(Some(StoredAccount::from(&leaf)))
             }
             None => self.account(address),

@@ -214,7 +214,7 @@ impl StagedNodes {
         let (trie, path) = split_node_key(table, key);
         let maps = self.lock();
         let staged = maps.trie(trie)?.get(path)?;
-        Some(staged.value.as_deref().map(crate::trie::decode_branch))
+        Some(staged.value.as_deref().map(crate::models::decode_branch))
     }
 
     /// The history window `key`'s staged node is known to be recorded in (`Some(None)`: none

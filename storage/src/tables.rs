@@ -1,7 +1,9 @@
-//! Every MDBX table quarry uses, declared once.
+//! Every MDBX table quarry uses, declared once, and which tables hold a trie's entries (`TrieId`).
 //!
 //! Integers in keys are big-endian so that MDBX's byte order is numeric order, which is what
 //! makes "the last entry at or before block N" a single cursor seek.
+
+use alloy_primitives::B256;
 
 macro_rules! tables {
     ($( $(#[$doc:meta])* $name:ident = $label:literal; )*) => {
@@ -135,4 +137,58 @@ tables! {
     /// Key: keccak256 of the address (32), of the slot (32), then the block number (u64 BE).
     /// Value: the value as in `HashedStorages`, or empty when it was unset.
     HashedStoragesHistory = "hashed_storages_history";
+}
+
+/// Which of a trie's two kinds of entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entries {
+    Nodes,
+    Leaves,
+}
+
+/// Which trie: the accounts trie, or the storage trie of the account with this hashed address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TrieId {
+    Accounts,
+    Storage(B256),
+}
+
+impl TrieId {
+    /// The bytes every key of this trie starts with, in `HashedStorages` and `StoragesTrie`.
+    pub(crate) fn prefix(&self) -> &[u8] {
+        match self {
+            TrieId::Accounts => &[],
+            TrieId::Storage(account) => account.as_slice(),
+        }
+    }
+
+    pub(crate) fn nodes_table(&self) -> Table {
+        match self {
+            TrieId::Accounts => Table::AccountsTrie,
+            TrieId::Storage(_) => Table::StoragesTrie,
+        }
+    }
+
+    pub(crate) fn leaves_table(&self) -> Table {
+        match self {
+            TrieId::Accounts => Table::HashedAccounts,
+            TrieId::Storage(_) => Table::HashedStorages,
+        }
+    }
+
+    pub(crate) fn table(&self, entries: Entries) -> Table {
+        match entries {
+            Entries::Nodes => self.nodes_table(),
+            Entries::Leaves => self.leaves_table(),
+        }
+    }
+
+    pub(crate) fn history_table(&self, entries: Entries) -> Table {
+        match (self, entries) {
+            (TrieId::Accounts, Entries::Nodes) => Table::AccountsTrieHistory,
+            (TrieId::Storage(_), Entries::Nodes) => Table::StoragesTrieHistory,
+            (TrieId::Accounts, Entries::Leaves) => Table::HashedAccountsHistory,
+            (TrieId::Storage(_), Entries::Leaves) => Table::HashedStoragesHistory,
+        }
+    }
 }

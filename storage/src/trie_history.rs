@@ -13,7 +13,10 @@
 //! from `trie_history_from` on, unless `--no-trie-history` stopped it; proofs at blocks it does
 //! not cover undo the changesets in memory instead.
 
-use crate::{Error, Result, StorageTx, StoredAccount, Table, TrieId};
+use crate::{
+    Error, Result, StorageTx, StoredAccount, Table,
+    tables::{Entries, TrieId},
+};
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::Nibbles;
 use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
@@ -127,24 +130,6 @@ pub(crate) fn node_before(record: &[u8], after: Option<&[u8]>) -> Result<Option<
             Ok(Some(out))
         }
         Some(_) => Err(corrupt_record(record)),
-    }
-}
-
-/// Which of a trie's two kinds of entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Entries {
-    Nodes,
-    Leaves,
-}
-
-impl TrieId {
-    pub(crate) fn history_table(&self, entries: Entries) -> Table {
-        match (self, entries) {
-            (TrieId::Accounts, Entries::Nodes) => Table::AccountsTrieHistory,
-            (TrieId::Storage(_), Entries::Nodes) => Table::StoragesTrieHistory,
-            (TrieId::Accounts, Entries::Leaves) => Table::HashedAccountsHistory,
-            (TrieId::Storage(_), Entries::Leaves) => Table::HashedStoragesHistory,
-        }
     }
 }
 
@@ -627,7 +612,7 @@ mod tests {
     /// record holds it whole.
     #[test]
     fn node_records_give_the_node_before_back() {
-        use crate::trie::encode_branch;
+        use crate::models::encode_branch;
         let node = |hash_mask: u16, seed: u8, root: bool| {
             let hashes = (0..hash_mask.count_ones() as u8)
                 .map(|i| B256::repeat_byte(seed.wrapping_add(i)))
@@ -734,7 +719,7 @@ mod tests {
     /// some is staged.
     #[test]
     fn staged_history_keeps_the_first_record_and_indexes_what_it_writes() {
-        use crate::trie::{decode_trie_account, encode_trie_account};
+        use crate::models::{decode_trie_account, encode_trie_account};
         use alloy_trie::TrieAccount;
         let dir = tempfile::tempdir().unwrap();
         let db = crate::Database::open(dir.path()).unwrap();
@@ -843,7 +828,7 @@ mod tests {
         assert!(record(4).is_empty());
         assert_eq!(
             record(8),
-            [&[FULL][..], &crate::trie::encode_branch(&branch(2))].concat()
+            [&[FULL][..], &crate::models::encode_branch(&branch(2))].concat()
         );
     }
 
