@@ -25,7 +25,7 @@ BLOCKS=${BLOCKS:-300}
 TXS=${TXS:-100}
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
-cargo build --release --quiet -p quarry-rpc --example subscribe_bench
+cargo build --release --quiet -p quarry-gateway --example subscribe_bench
 client=./target/release/examples/subscribe_bench
 source bench/lib.sh
 

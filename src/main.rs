@@ -25,7 +25,7 @@ enum KeysAction {
     /// Issue a new key and print it (it is shown only this once; only its hash is stored).
     Add {
         #[arg(long)]
-        plan: quarry_rpc::Plan,
+        plan: quarry_gateway::Plan,
         /// Who the key is for.
         #[arg(long, default_value = "")]
         name: String,
@@ -234,7 +234,7 @@ fn spawn_memory_purger() -> std::io::Result<()> {
 }
 
 fn main() -> Result<()> {
-    // RUST_LOG picks what is logged (default: info); `quarry_rpc=debug` logs every call.
+    // RUST_LOG picks what is logged (default: info); `quarry_gateway=debug` logs every call.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
@@ -450,7 +450,7 @@ fn serve(
     config: PathBuf,
     listen: Option<std::net::SocketAddr>,
 ) -> Result<()> {
-    let mut config = quarry_rpc::Config::load(&config)?;
+    let mut config = quarry_gateway::Config::load(&config)?;
     if let Some(listen) = listen {
         config.listen = listen;
     }
@@ -479,7 +479,7 @@ fn serve(
 /// listens on the address it is given.
 fn run_server(
     db: Option<Database>,
-    config: &quarry_rpc::Config,
+    config: &quarry_gateway::Config,
     welcome: Option<&dyn Fn(std::net::SocketAddr) -> String>,
 ) -> Result<()> {
     let head = match &db {
@@ -490,7 +490,7 @@ fn run_server(
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let server = quarry_rpc::start(config, db).await?;
+        let server = quarry_gateway::start(config, db).await?;
         match head {
             Some((number, hash)) => eprintln!("serving block 0 to {number} (head {hash})"),
             None if config.networks.is_empty() => eprintln!("serving an empty database"),
@@ -523,7 +523,7 @@ fn dev(
     config_path: PathBuf,
     listen: Option<std::net::SocketAddr>,
 ) -> Result<()> {
-    let mut config = quarry_rpc::Config::load(&config_path)?;
+    let mut config = quarry_gateway::Config::load(&config_path)?;
     if let Some(listen) = listen {
         config.listen = listen;
     }
@@ -553,7 +553,7 @@ fn dev(
 }
 
 fn keys(store: &str, action: KeysAction) -> Result<()> {
-    let store = quarry_rpc::keys::KeySource::parse(store)?;
+    let store = quarry_gateway::keys::KeySource::parse(store)?;
     match action {
         KeysAction::Add {
             plan,

@@ -18,5 +18,5 @@ fuzz_target!(|data: &[u8]| {
             Err(_) => return,
         }
     };
-    quarry_rpc::fuzz::logs_filter(&value);
+    quarry_gateway::fuzz::logs_filter(&value);
 });

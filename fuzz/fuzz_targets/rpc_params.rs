@@ -2,7 +2,7 @@
 //! empty database: every method parses its parameters before it reads anything).
 #![no_main]
 use libfuzzer_sys::{arbitrary::Unstructured, fuzz_target};
-use quarry_rpc::fuzz::Methods;
+use quarry_gateway::fuzz::Methods;
 use std::sync::OnceLock;
 
 fn methods() -> &'static Methods {

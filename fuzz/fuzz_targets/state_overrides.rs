@@ -35,11 +35,11 @@ fuzz_target!(|data: &[u8]| {
             Err(_) => return,
         }
     };
-    quarry_rpc::fuzz::state_overrides(&value);
+    quarry_gateway::fuzz::state_overrides(&value);
     if let Value::Object(set) = &value {
         for account in set.values() {
-            quarry_rpc::fuzz::call_object(account);
+            quarry_gateway::fuzz::call_object(account);
         }
     }
-    quarry_rpc::fuzz::call_object(&value);
+    quarry_gateway::fuzz::call_object(&value);
 });

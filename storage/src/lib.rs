@@ -22,8 +22,7 @@ pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
 pub use tables::{Table, TrieId};
 pub use tail::TailWarmer;
 pub use trie::{
-    Leaf, LeafCursor, TrieNodeCursor, complete_leaf_hashes, first_key_under,
-    leaf_child_hash,
+    Leaf, LeafCursor, TrieNodeCursor, complete_leaf_hashes, first_key_under, leaf_child_hash,
 };
 pub use trie_history::NODE_HISTORY_WINDOW;
 

@@ -1,0 +1,625 @@
+//! The method table: every method a node answers, with its parameters' names, what answering it
+//! costs (which decides where the service runs it) and its handler. The service registers the
+//! table as it is; it never names a method itself.
+
+use crate::{
+    call_params::{Call, Overrides},
+    node::{BlockAt, Node, RawPart, Reads, Snapshot},
+    params::{self, Args, BlockId, BlockTag, Index, ProofKeys, SlotRequests, StorageKey},
+    rpc_error::{Result, RpcError},
+    simulate_params::SimulateRequest,
+    trace_params::{RawBlock, TraceCallConfig, trace_options},
+};
+use quarry_executor::StateOverrides;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use std::{sync::Arc, time::Duration};
+
+/// Where and how a method is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cost {
+    /// From what the node holds for good (its chain id, the client version): on the async
+    /// thread, never reading the database.
+    Inline,
+    /// From memory when the caches hold the answer (asked with `Reads::Cache` on the async
+    /// thread), else from a snapshot on the read pool.
+    Cached,
+    /// Always from a snapshot on the read pool.
+    Snapshot,
+    /// From a snapshot on `pool`, as a heavy job of the caller's key: shared fairly between
+    /// keys, and answered with `limit`'s error, unrun, when it waits past `limit`'s time.
+    Heavy { pool: Pool, limit: Limit },
+}
+
+/// Which of the service's two thread pools a heavy method runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pool {
+    /// The read pool (eth_getLogs, eth_getProof).
+    Read,
+    /// The calls' own pool: a flood of calls queues there and never delays reads.
+    Call,
+}
+
+/// Which time limit a heavy method has, and which error says it ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// eth_call's: `call_timeout_ms`, "execution aborted (timeout = ...)".
+    Call,
+    /// eth_getLogs': `logs_timeout_ms`, "query timeout exceeded".
+    Logs,
+}
+
+impl Limit {
+    /// The node's time limit of this kind.
+    pub fn timeout(self, node: &Node) -> Duration {
+        match self {
+            Self::Call => node.call_timeout(),
+            Self::Logs => node.logs_timeout(),
+        }
+    }
+
+    /// The error of a job that ran out of `timeout`.
+    pub fn expired(self, timeout: Duration) -> RpcError {
+        match self {
+            Self::Call => quarry_executor::CallError::Timeout(timeout).into(),
+            Self::Logs => RpcError::LogsTimeout,
+        }
+    }
+}
+
+/// A method's answer, serialized where it was found: `None` when asked with `Reads::Cache` and
+/// memory does not hold it (a snapshot always answers).
+pub type Answer = Result<Option<Box<RawValue>>>;
+
+/// A method that reads nothing, not even its network's node.
+pub type ConstantFn = dyn Fn(&Args) -> Result<Box<RawValue>> + Send + Sync;
+
+/// A method that answers from a node through `Reads`.
+pub type NodeFn = dyn Fn(&Node, &Reads<'_>, &Args) -> Answer + Send + Sync;
+
+/// How a method answers.
+#[derive(Clone)]
+pub enum Handler {
+    /// web3_clientVersion.
+    Constant(Arc<ConstantFn>),
+    Node(Arc<NodeFn>),
+}
+
+/// One served method.
+#[derive(Clone)]
+pub struct MethodSpec {
+    pub name: &'static str,
+    /// Its positional parameters' names, for errors that name them.
+    pub params: &'static [&'static str],
+    /// How many of them are mandatory.
+    pub required: usize,
+    pub cost: Cost,
+    pub handler: Handler,
+}
+
+impl std::fmt::Debug for MethodSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MethodSpec")
+            .field("name", &self.name)
+            .field("params", &self.params)
+            .field("cost", &self.cost)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Serializes an answer on the thread that produced it.
+pub fn to_raw(method: &str, value: &impl Serialize) -> Result<Box<RawValue>> {
+    serde_json::value::to_raw_value(value)
+        .map_err(|e| RpcError::Internal(format!("{method}: cannot serialize the answer: {e}")))
+}
+
+/// Every method a node answers.
+pub fn methods() -> Vec<MethodSpec> {
+    let mut all = blocks();
+    all.extend(transactions());
+    all.extend(state());
+    all.extend(calls());
+    all.extend(traces());
+    all.extend(chain());
+    all
+}
+
+/// A method answered from memory or else a snapshot (`Cost::Cached`).
+fn cached<R, F>(
+    name: &'static str,
+    params: &'static [&'static str],
+    required: usize,
+    handler: F,
+) -> MethodSpec
+where
+    R: Serialize,
+    F: Fn(&Node, &Reads<'_>, &Args) -> Result<Option<R>> + Send + Sync + 'static,
+{
+    MethodSpec {
+        name,
+        params,
+        required,
+        cost: Cost::Cached,
+        handler: Handler::Node(Arc::new(move |node, reads, args| {
+            handler(node, reads, args)?
+                .map(|answer| to_raw(name, &answer))
+                .transpose()
+        })),
+    }
+}
+
+/// A method answered from a snapshot only, at `cost` (`Snapshot` or `Heavy`).
+fn from_snapshot<R, F>(
+    name: &'static str,
+    params: &'static [&'static str],
+    required: usize,
+    cost: Cost,
+    handler: F,
+) -> MethodSpec
+where
+    R: Serialize,
+    F: Fn(&Node, &Snapshot, &Args) -> Result<R> + Send + Sync + 'static,
+{
+    MethodSpec {
+        name,
+        params,
+        required,
+        cost,
+        handler: Handler::Node(Arc::new(move |node, reads, args| match reads {
+            Reads::Cache => Ok(None),
+            Reads::Snapshot(tx) => to_raw(name, &handler(node, tx, args)?).map(Some),
+        })),
+    }
+}
+
+/// A method that always reads a snapshot (state, the head).
+fn snapshot<R, F>(
+    name: &'static str,
+    params: &'static [&'static str],
+    required: usize,
+    handler: F,
+) -> MethodSpec
+where
+    R: Serialize,
+    F: Fn(&Node, &Snapshot, &Args) -> Result<R> + Send + Sync + 'static,
+{
+    from_snapshot(name, params, required, Cost::Snapshot, handler)
+}
+
+/// A heavy method on `pool` within `limit`'s time.
+fn heavy<R, F>(
+    name: &'static str,
+    params: &'static [&'static str],
+    required: usize,
+    (pool, limit): (Pool, Limit),
+    handler: F,
+) -> MethodSpec
+where
+    R: Serialize,
+    F: Fn(&Node, &Snapshot, &Args) -> Result<R> + Send + Sync + 'static,
+{
+    from_snapshot(name, params, required, Cost::Heavy { pool, limit }, handler)
+}
+
+/// A method answered from what the node holds for good.
+fn inline<R, F>(name: &'static str, handler: F) -> MethodSpec
+where
+    R: Serialize,
+    F: Fn(&Node) -> Result<R> + Send + Sync + 'static,
+{
+    MethodSpec {
+        name,
+        params: &[],
+        required: 0,
+        cost: Cost::Inline,
+        handler: Handler::Node(Arc::new(move |node, _, _| {
+            to_raw(name, &handler(node)?).map(Some)
+        })),
+    }
+}
+
+/// The by-number and by-hash twins of a method: all parameters required, the first naming the
+/// block (`names[0]` by number or tag, `names[1]` by hash).
+fn by_block<R, F>(
+    names: [(&'static str, &'static [&'static str]); 2],
+    handler: F,
+) -> [MethodSpec; 2]
+where
+    R: Serialize,
+    F: Fn(&Node, &Reads<'_>, BlockAt, &Args) -> Result<Option<R>> + Clone + Send + Sync + 'static,
+{
+    let [(by_number, number_params), (by_hash, hash_params)] = names;
+    let by_tag = handler.clone();
+    [
+        cached(
+            by_number,
+            number_params,
+            number_params.len(),
+            move |node, reads, args| by_tag(node, reads, BlockAt::Tag(args.required(0)?), args),
+        ),
+        cached(
+            by_hash,
+            hash_params,
+            hash_params.len(),
+            move |node, reads, args| handler(node, reads, BlockAt::Hash(args.required(0)?), args),
+        ),
+    ]
+}
+
+/// An optional block parameter of a state method: omitted means latest.
+fn block_or_latest(args: &Args, position: usize) -> Result<BlockId> {
+    Ok(args
+        .optional::<BlockId>(position)?
+        .unwrap_or(BlockId::Tag(BlockTag::Latest)))
+}
+
+/// A block named by number, tag or hash, for methods that read a block (not state).
+fn block_at(id: BlockId) -> BlockAt {
+    match id {
+        BlockId::Tag(tag) => BlockAt::Tag(tag),
+        BlockId::Hash { hash, .. } => BlockAt::Hash(hash),
+    }
+}
+
+fn index(args: &Args, position: usize) -> Result<u64> {
+    args.required::<Index>(position).map(|Index(index)| index)
+}
+
+/// eth_call's and eth_estimateGas's parameters: the call, the block (default latest), and the
+/// optional state overrides.
+fn call_args(args: &Args) -> Result<(Call, BlockId, StateOverrides)> {
+    let at = block_or_latest(args, 1)?;
+    let overrides = args
+        .optional::<Overrides>(2)?
+        .map(|o| o.0)
+        .unwrap_or_default();
+    Ok((args.required(0)?, at, overrides))
+}
+
+/// Blocks, uncles and their counts, and raw blocks.
+fn blocks() -> Vec<MethodSpec> {
+    let mut specs = Vec::new();
+    specs.extend(by_block(
+        [
+            ("eth_getBlockByNumber", &["blockNumber", "fullTransactions"]),
+            ("eth_getBlockByHash", &["blockHash", "fullTransactions"]),
+        ],
+        |node, reads, at, args| node.block(reads, at, args.required(1)?),
+    ));
+    specs.extend(by_block(
+        [
+            (
+                "eth_getUncleByBlockNumberAndIndex",
+                &["blockNumber", "uncleIndex"],
+            ),
+            (
+                "eth_getUncleByBlockHashAndIndex",
+                &["blockHash", "uncleIndex"],
+            ),
+        ],
+        |node, reads, at, args| node.uncle(reads, at, index(args, 1)?),
+    ));
+    specs.extend(by_block(
+        [
+            ("eth_getBlockTransactionCountByNumber", &["blockNumber"]),
+            ("eth_getBlockTransactionCountByHash", &["blockHash"]),
+        ],
+        |node, reads, at, _| node.block_transaction_count(reads, at),
+    ));
+    specs.extend(by_block(
+        [
+            ("eth_getUncleCountByBlockNumber", &["blockNumber"]),
+            ("eth_getUncleCountByBlockHash", &["blockHash"]),
+        ],
+        |node, reads, at, _| node.uncle_count(reads, at),
+    ));
+    for (name, part) in [
+        ("debug_getRawHeader", RawPart::Header),
+        ("debug_getRawBlock", RawPart::Block),
+        ("debug_getRawReceipts", RawPart::Receipts),
+    ] {
+        specs.push(cached(name, &["block"], 1, move |node, reads, args| {
+            node.raw_block(reads, block_at(args.required(0)?), part)
+        }));
+    }
+    specs
+}
+
+/// Transactions, receipts and logs.
+fn transactions() -> Vec<MethodSpec> {
+    let mut specs = Vec::new();
+    specs.extend(by_block(
+        [
+            (
+                "eth_getTransactionByBlockNumberAndIndex",
+                &["blockNumber", "transactionIndex"],
+            ),
+            (
+                "eth_getTransactionByBlockHashAndIndex",
+                &["blockHash", "transactionIndex"],
+            ),
+        ],
+        |node, reads, at, args| node.transaction(reads, at, index(args, 1)?),
+    ));
+    specs.extend([
+        cached(
+            "eth_getTransactionByHash",
+            &["transactionHash"],
+            1,
+            |node, reads, args| node.transaction_by_hash(reads, args.required(0)?),
+        ),
+        cached(
+            "eth_getTransactionReceipt",
+            &["transactionHash"],
+            1,
+            |node, reads, args| node.transaction_receipt(reads, args.required(0)?),
+        ),
+        cached(
+            "eth_getBlockReceipts",
+            &["block"],
+            1,
+            |node, reads, args| node.block_receipts(reads, block_at(args.required(0)?)),
+        ),
+        snapshot(
+            "debug_getRawTransaction",
+            &["transactionHash"],
+            1,
+            |node, tx, args| node.raw_transaction(tx, args.required(0)?),
+        ),
+        heavy(
+            "eth_getLogs",
+            &["filter"],
+            1,
+            (Pool::Read, Limit::Logs),
+            |node, tx, args| node.logs(tx, &args.required(0)?),
+        ),
+    ]);
+    specs
+}
+
+/// Accounts, storage and proofs.
+fn state() -> Vec<MethodSpec> {
+    const ACCOUNT: &[&str] = &["address", "block"];
+    vec![
+        cached(
+            "eth_getStorageAt",
+            &["address", "storageSlot", "block"],
+            2,
+            |node, reads, args| {
+                // Parsed in geth's order: the slot and the block before the address.
+                let StorageKey(slot) = args.required(1)?;
+                let at = block_or_latest(args, 2)?;
+                node.storage_at(reads, args.required(0)?, slot, at)
+            },
+        ),
+        snapshot(
+            "eth_getStorageValues",
+            &["requests", "block"],
+            1,
+            |node, tx, args| {
+                let SlotRequests(requests) = args.required(0)?;
+                node.storage_values(tx, &requests, block_or_latest(args, 1)?)
+            },
+        ),
+        snapshot("eth_getBalance", ACCOUNT, 1, |node, tx, args| {
+            node.balance(tx, args.required(0)?, block_or_latest(args, 1)?)
+        }),
+        snapshot("eth_getCode", ACCOUNT, 1, |node, tx, args| {
+            node.code(tx, args.required(0)?, block_or_latest(args, 1)?)
+        }),
+        snapshot("eth_getTransactionCount", ACCOUNT, 1, |node, tx, args| {
+            node.transaction_count(tx, args.required(0)?, block_or_latest(args, 1)?)
+        }),
+        // Proofs at older blocks cost what changed since; they take fair turns like calls.
+        heavy(
+            "eth_getProof",
+            &["address", "storageKeys", "block"],
+            2,
+            (Pool::Read, Limit::Call),
+            |node, tx, args| {
+                let ProofKeys(keys) = args.required(1)?;
+                let at = block_or_latest(args, 2)?;
+                node.proof(tx, args.required(0)?, &keys, at)
+            },
+        ),
+    ]
+}
+
+/// eth_call, eth_estimateGas, eth_createAccessList and eth_simulateV1, on the calls' pool.
+fn calls() -> Vec<MethodSpec> {
+    const CALL: &[&str] = &["transaction", "block", "stateOverrides"];
+    let cost = (Pool::Call, Limit::Call);
+    vec![
+        heavy("eth_call", CALL, 1, cost, |node, tx, args| {
+            let (call, at, overrides) = call_args(args)?;
+            node.call(tx, &call, at, &overrides)
+        }),
+        heavy("eth_estimateGas", CALL, 1, cost, |node, tx, args| {
+            let (call, at, overrides) = call_args(args)?;
+            node.estimate_gas(tx, &call, at, &overrides)
+        }),
+        heavy("eth_createAccessList", CALL, 1, cost, |node, tx, args| {
+            let (call, at, overrides) = call_args(args)?;
+            node.create_access_list(tx, &call, at, &overrides)
+        }),
+        heavy(
+            "eth_simulateV1",
+            &["payload", "block"],
+            1,
+            cost,
+            |node, tx, args| {
+                let request: SimulateRequest = args.required(0)?;
+                request.check()?;
+                node.simulate(tx, request, block_or_latest(args, 1)?)
+            },
+        ),
+    ]
+}
+
+/// The debug_trace* methods: they execute like calls, on the calls' pool.
+fn traces() -> Vec<MethodSpec> {
+    let cost = (Pool::Call, Limit::Call);
+    vec![
+        heavy(
+            "debug_traceTransaction",
+            &["transactionHash", "config"],
+            1,
+            cost,
+            |node, tx, args| {
+                node.trace_transaction(tx, args.required(0)?, &trace_options(args, 1)?)
+            },
+        ),
+        heavy(
+            "debug_traceBlockByNumber",
+            &["blockNumber", "config"],
+            1,
+            cost,
+            |node, tx, args| {
+                let at = match args.required(0)? {
+                    // quarry has no pending block: its head stands in, as elsewhere.
+                    BlockTag::Pending => BlockTag::Latest,
+                    tag => tag,
+                };
+                node.trace_block(tx, BlockAt::Tag(at), &trace_options(args, 1)?)
+            },
+        ),
+        heavy(
+            "debug_traceBlockByHash",
+            &["blockHash", "config"],
+            1,
+            cost,
+            |node, tx, args| {
+                node.trace_block(
+                    tx,
+                    BlockAt::Hash(args.required(0)?),
+                    &trace_options(args, 1)?,
+                )
+            },
+        ),
+        heavy(
+            "debug_traceBlock",
+            &["blockRlp", "config"],
+            1,
+            cost,
+            |node, tx, args| {
+                let RawBlock(rlp) = args.required(0)?;
+                node.trace_raw_block(tx, &rlp, &trace_options(args, 1)?)
+            },
+        ),
+        heavy(
+            "debug_traceCall",
+            &["transaction", "block", "config"],
+            1,
+            cost,
+            |node, tx, args| {
+                let call: Call = args.required(0)?;
+                let at = block_or_latest(args, 1)?;
+                let (options, state, block) = match args.optional::<TraceCallConfig>(2)? {
+                    Some(config) => (config.options.with_timeout()?, config.state, config.block),
+                    None => Default::default(),
+                };
+                node.trace_call(tx, &call, at, &state, &block, &options)
+            },
+        ),
+    ]
+}
+
+/// Chain facts, fees and sync status.
+fn chain() -> Vec<MethodSpec> {
+    const FEES: &[&str] = &["blockCount", "newestBlock", "rewardPercentiles"];
+    vec![
+        snapshot("eth_blockNumber", &[], 0, |node, tx, _| {
+            node.block_number(tx)
+        }),
+        snapshot("eth_feeHistory", FEES, 2, |node, tx, args| {
+            let params::BlockCount(count) = args.required(0)?;
+            let percentiles = args
+                .optional::<params::Percentiles>(2)?
+                .map(|p| p.0)
+                .unwrap_or_default();
+            node.fee_history(tx, count, args.required(1)?, &percentiles)
+        }),
+        snapshot("eth_maxPriorityFeePerGas", &[], 0, |node, tx, _| {
+            node.suggest_tip(tx)
+        }),
+        snapshot("eth_gasPrice", &[], 0, |node, tx, _| node.gas_price(tx)),
+        snapshot("eth_blobBaseFee", &[], 0, |node, tx, _| {
+            node.blob_base_fee(tx)
+        }),
+        snapshot("eth_baseFee", &[], 0, |node, tx, _| node.next_base_fee(tx)),
+        snapshot("eth_syncing", &[], 0, |node, tx, _| node.syncing(tx)),
+        snapshot("eth_config", &[], 0, |node, tx, _| node.eth_config(tx)),
+        snapshot("eth_capabilities", &[], 0, |node, tx, _| {
+            node.capabilities(tx)
+        }),
+        snapshot("rollup_getInfo", &[], 0, |node, tx, _| node.rollup_info(tx)),
+        // The chain id is fixed for the database.
+        inline("eth_chainId", |node| node.chain_id()),
+        inline("net_version", |node| {
+            Ok(node.chain_id()?.to::<u64>().to_string())
+        }),
+        // Reads nothing: the cheapest call, the benchmarks' ceiling.
+        MethodSpec {
+            name: "web3_clientVersion",
+            params: &[],
+            required: 0,
+            cost: Cost::Inline,
+            handler: Handler::Constant(Arc::new(|_| {
+                to_raw(
+                    "web3_clientVersion",
+                    &concat!("quarry/v", env!("CARGO_PKG_VERSION")),
+                )
+            })),
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn every_method_is_declared_once_with_its_mandatory_parameters_named() {
+        let specs = methods();
+        let mut names = HashSet::new();
+        for spec in &specs {
+            assert!(names.insert(spec.name), "{} declared twice", spec.name);
+            assert!(spec.required <= spec.params.len(), "{}", spec.name);
+        }
+        assert_eq!(specs.len(), 46);
+    }
+
+    #[test]
+    fn heavy_methods_run_on_the_pool_their_cost_names() {
+        let cost = |name: &str| {
+            methods()
+                .into_iter()
+                .find(|spec| spec.name == name)
+                .map(|spec| spec.cost)
+        };
+        let calls = Cost::Heavy {
+            pool: Pool::Call,
+            limit: Limit::Call,
+        };
+        assert_eq!(cost("eth_call"), Some(calls));
+        assert_eq!(cost("debug_traceCall"), Some(calls));
+        assert_eq!(
+            cost("eth_getLogs"),
+            Some(Cost::Heavy {
+                pool: Pool::Read,
+                limit: Limit::Logs
+            })
+        );
+        assert_eq!(
+            cost("eth_getProof"),
+            Some(Cost::Heavy {
+                pool: Pool::Read,
+                limit: Limit::Call
+            })
+        );
+        assert_eq!(cost("eth_getBlockByNumber"), Some(Cost::Cached));
+        assert_eq!(cost("eth_getBalance"), Some(Cost::Snapshot));
+        assert_eq!(cost("eth_chainId"), Some(Cost::Inline));
+    }
+}

@@ -1,0 +1,48 @@
+//! Who is calling on which network: the served networks as the service sees them, the
+//! `Caller` the gate attaches to each request, and the nodes the methods answer from, found by
+//! the caller's network.
+
+use crate::keys::KeyGrant;
+use jsonrpsee::{Extensions, types::ErrorObjectOwned};
+use quarry_eth::{Node, RpcError};
+use quarry_storage::Database;
+use std::sync::Arc;
+
+/// One served network, as the service layer sees it.
+#[derive(Debug)]
+pub struct Network {
+    pub name: String,
+    /// Lowercase host names; empty: any host (the single `--datadir` network).
+    pub hosts: Vec<String>,
+    pub partner_url: Option<String>,
+    /// JSON-RPC endpoints of the same chain whose heads `/ready` compares with.
+    pub peers: Vec<String>,
+    pub db: Database,
+}
+
+/// Who is calling on which network: attached to a request by the gate, read by the call layer
+/// and the methods (for WebSocket calls it comes from the upgrade request).
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub grant: KeyGrant,
+    pub network: usize,
+}
+
+/// The nodes of the served networks: the methods' context.
+#[derive(Debug, Clone)]
+pub struct Networks(pub Vec<Arc<Node>>);
+
+impl Networks {
+    /// The node of the network the call came in on.
+    pub fn of(&self, extensions: &Extensions) -> Result<Arc<Node>, ErrorObjectOwned> {
+        extensions
+            .get::<Caller>()
+            .and_then(|caller| self.0.get(caller.network))
+            .cloned()
+            .ok_or_else(|| {
+                ErrorObjectOwned::from(RpcError::Internal(
+                    "a call reached a method without a network".into(),
+                ))
+            })
+    }
+}

@@ -1,0 +1,307 @@
+//! The call layer, run for every JSON-RPC call (each call of a batch on its own): a key
+//! revoked while its WebSocket is open is refused, the key's plan limits are applied, the
+//! three forwardable methods go to the network's partner when this node cannot answer them,
+//! and every call is counted and logged (key id, never the key).
+
+use crate::{caller::Caller, metrics::Outcome, reply::Reply, service::Service, verdict::Refusal};
+use jsonrpsee::{
+    BatchResponseBuilder, MethodResponse,
+    core::middleware::{Batch, BatchEntry, Notification, RpcServiceT},
+    types::{ErrorObject, ErrorObjectOwned, Request},
+};
+use std::{
+    sync::{Arc, atomic::Ordering},
+    time::{Duration, Instant},
+};
+
+/// The methods the spec allows to be forwarded to a partner.
+const FORWARDABLE: [&str; 3] = [
+    "eth_getUncleByBlockHashAndIndex",
+    "eth_getBlockByNumber",
+    "eth_getTransactionReceipt",
+];
+
+/// The code quarry answers with when it cannot answer (storage, internal, overload).
+const OUTAGE_CODE: i32 = -32603;
+const LIMIT_CODE: i32 = -32005;
+
+/// Marks a response that carries a rate or quota refusal: the gate makes it an HTTP 429.
+#[derive(Debug, Clone)]
+pub struct RateLimited {
+    pub retry_after: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct CallLayer {
+    service: Arc<Service>,
+    /// The served methods' names: metrics count others as "unknown".
+    methods: Arc<[&'static str]>,
+}
+
+impl CallLayer {
+    pub fn new(service: Arc<Service>, methods: Vec<&'static str>) -> Self {
+        Self {
+            service,
+            methods: methods.into(),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for CallLayer {
+    type Service = Calls<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Calls {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Calls<S> {
+    inner: S,
+    layer: CallLayer,
+}
+
+/// The -32005 answer to a call of `method`, weighing `weight` units, refused for `refusal`:
+/// limits are in weight units, and the answer says so.
+fn refusal_error(refusal: &Refusal, method: &str, weight: u32) -> ErrorObjectOwned {
+    let retry = refusal.retry_after().as_secs_f64();
+    match refusal {
+        Refusal::Rate {
+            allowed_per_second, ..
+        } => ErrorObject::owned(
+            LIMIT_CODE,
+            format!(
+                "request rate exceeded: this key may use {allowed_per_second} weight units per second, and {method} weighs {weight}"
+            ),
+            Some(serde_json::json!({
+                "allowed_units_per_second": allowed_per_second,
+                "method": method,
+                "weight": weight,
+                "backoff_seconds": retry,
+            })),
+        ),
+        Refusal::Daily {
+            allowed_per_day,
+            used,
+            ..
+        } => ErrorObject::owned(
+            LIMIT_CODE,
+            format!(
+                "daily quota exceeded: this key may use {allowed_per_day} weight units a day and has used {used}, and {method} weighs {weight}"
+            ),
+            Some(serde_json::json!({
+                "allowed_units_per_day": allowed_per_day,
+                "used_today": used,
+                "method": method,
+                "weight": weight,
+                "backoff_seconds": retry,
+            })),
+        ),
+        Refusal::Unavailable => ErrorObject::owned(
+            -32603,
+            "rate limiter unavailable: the shared limits store cannot be reached; try again shortly",
+            Some(serde_json::json!({ "backoff_seconds": retry })),
+        ),
+    }
+}
+
+/// How a call that quarry answered itself ended.
+fn own_outcome(response: &Reply) -> Outcome {
+    if response.is_error() {
+        Outcome::Error
+    } else {
+        Outcome::Ok
+    }
+}
+
+/// Why quarry could not answer a call itself: an error of the outage kind, or `null` for a
+/// block or transaction while the network is still syncing towards it.
+fn needs_partner(response: &Reply, syncing: bool) -> bool {
+    match response.error_code() {
+        Some(code) => code == OUTAGE_CODE,
+        None => syncing && response.json().ends_with(r#""result":null}"#),
+    }
+}
+
+impl<S> Calls<S>
+where
+    S: RpcServiceT<MethodResponse = Reply> + Send + Sync + Clone + 'static,
+{
+    fn method_label(&self, method: &str) -> &'static str {
+        self.layer
+            .methods
+            .iter()
+            .find(|m| **m == method)
+            .copied()
+            .unwrap_or("unknown")
+    }
+
+    async fn answer(&self, request: Request<'_>) -> Reply {
+        let service = &self.layer.service;
+        let Some(caller) = request.extensions().get::<Caller>().cloned() else {
+            return self.inner.call(request).await;
+        };
+        let started = Instant::now();
+        let method = self.method_label(request.method_name());
+        let id = request.id().into_owned();
+        let network = caller.network;
+        let finish = |response: Reply, outcome: Outcome| {
+            let took = started.elapsed();
+            service.metrics.call(network, method, outcome, took);
+            tracing::debug!(
+                network = %service.networks[network].name,
+                method,
+                key = %caller.grant.id,
+                outcome = ?outcome,
+                micros = took.as_micros() as u64,
+                "call"
+            );
+            response
+        };
+        // A WebSocket outlives the check at its upgrade.
+        if !service.keys.is_live(&caller.grant) {
+            let error = ErrorObject::owned(-32600, "invalid API key: revoked", None::<()>);
+            return finish(Reply::error(id, error), Outcome::Revoked);
+        }
+        let limits = service.plans.limits(caller.grant.plan);
+        let head = service.metrics.status[network].head.load(Ordering::Relaxed);
+        let weight =
+            service
+                .weights
+                .of_call(request.method_name(), request.params.as_deref(), head);
+        if let Err(refusal) = service
+            .limiter
+            .admit(&caller.grant.id, limits, weight)
+            .await
+        {
+            if refusal == Refusal::Unavailable {
+                let error = refusal_error(&refusal, request.method_name(), weight);
+                return finish(Reply::error(id, error), Outcome::Error);
+            }
+            service
+                .metrics
+                .refusal(network, matches!(refusal, Refusal::Daily { .. }));
+            tracing::info!(key = %caller.grant.id, reason = refusal.reason(), "call refused by the key's plan limits");
+            let error = refusal_error(&refusal, request.method_name(), weight);
+            let mut response = Reply::error(id, error);
+            response.extensions_mut().insert(RateLimited {
+                retry_after: refusal.retry_after(),
+            });
+            return finish(response, Outcome::RateLimited);
+        }
+        let partner = service.networks[network]
+            .partner_url
+            .clone()
+            .filter(|_| caller.grant.plan.may_forward() && FORWARDABLE.contains(&method));
+        let params = partner
+            .as_ref()
+            .and_then(|_| request.params.as_ref().map(|p| p.clone().into_owned()));
+        let response = self.inner.call(request).await;
+        let Some(url) = partner else {
+            let outcome = own_outcome(&response);
+            return finish(response, outcome);
+        };
+        let syncing = service.metrics.status[network]
+            .syncing
+            .load(Ordering::Relaxed);
+        if !needs_partner(&response, syncing) {
+            let outcome = own_outcome(&response);
+            return finish(response, outcome);
+        }
+        let timeout = service.forward_timeout;
+        let asked = tokio::task::spawn_blocking(move || {
+            crate::partner::ask_partner(&url, timeout, method, params.as_deref())
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|answer| answer);
+        service.metrics.forward(network, method, asked.is_ok());
+        let max = service.max_response_bytes as usize;
+        match asked {
+            Ok(answer) => {
+                tracing::info!(network = %service.networks[network].name, method, key = %caller.grant.id, "answered by the partner");
+                let forwarded = match answer {
+                    Ok(result) => Reply::result(id, &result, max),
+                    Err(error) => Reply::error(id, error),
+                };
+                finish(forwarded, Outcome::Forwarded)
+            }
+            Err(why) => {
+                tracing::warn!(network = %service.networks[network].name, method, "the partner did not answer: {why}");
+                let outcome = own_outcome(&response);
+                finish(response, outcome)
+            }
+        }
+    }
+}
+
+impl<S> RpcServiceT for Calls<S>
+where
+    S: RpcServiceT<
+            MethodResponse = Reply,
+            BatchResponse = MethodResponse,
+            NotificationResponse = MethodResponse,
+        > + Send
+        + Sync
+        + Clone
+        + 'static,
+{
+    type MethodResponse = Reply;
+    type NotificationResponse = MethodResponse;
+    type BatchResponse = MethodResponse;
+
+    fn call<'a>(&self, request: Request<'a>) -> impl Future<Output = Reply> + Send + 'a {
+        let this = self.clone();
+        async move { this.answer(request).await }
+    }
+
+    /// Each call of a batch goes through `answer`, as a single call would.
+    fn batch<'a>(&self, batch: Batch<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
+        let this = self.clone();
+        async move {
+            let mut responses = BatchResponseBuilder::new_with_limit(
+                this.layer.service.max_response_bytes as usize,
+            );
+            let mut limited = None;
+            let mut got_notification = false;
+            for entry in batch {
+                let response = match entry {
+                    Ok(BatchEntry::Call(request)) => this.answer(request).await.into_jsonrpsee(),
+                    Ok(BatchEntry::Notification(notification)) => {
+                        got_notification = true;
+                        this.inner.notification(notification).await;
+                        continue;
+                    }
+                    Err(error) => {
+                        let (error, id) = error.into_parts();
+                        MethodResponse::error(id, error)
+                    }
+                };
+                if let Some(refusal) = response.extensions().get::<RateLimited>() {
+                    limited = Some(refusal.clone());
+                }
+                if let Err(too_big) = responses.append(response) {
+                    return too_big;
+                }
+            }
+            if responses.is_empty() && got_notification {
+                return MethodResponse::notification();
+            }
+            let mut response = MethodResponse::from_batch(responses.finish());
+            if let Some(limited) = limited {
+                response.extensions_mut().insert(limited);
+            }
+            response
+        }
+    }
+
+    fn notification<'a>(
+        &self,
+        notification: Notification<'a>,
+    ) -> impl Future<Output = MethodResponse> + Send + 'a {
+        self.inner.notification(notification)
+    }
+}

@@ -1,0 +1,277 @@
+//! Where an HTTP request goes: `/health`, `/ready` and `/metrics`; the network chosen by the
+//! Host header; JSON-RPC only on `POST /v3/<KEY>` and WebSocket `/ws/v3/<KEY>`, with a live
+//! key allowed on that network. Anything else is refused here with an HTTP status and a
+//! JSON-RPC error body (or jsonrpsee's answer to a wrong method or content type). A JSON-RPC
+//! body is answered through `answer`; a call refused for its rate turns the response into an
+//! HTTP 429. An admitted WebSocket upgrade goes to quarry's own transport (`ws`).
+
+use crate::{
+    answer::{self, BodyLimits},
+    caller::Caller,
+    calls::Calls,
+    dispatch::Dispatch,
+    http_reply::HttpReply,
+    service::Service,
+};
+use jsonrpsee::server::{
+    HttpBody, HttpRequest, HttpResponse,
+    http::{self as http_transport, response},
+};
+use std::sync::Arc;
+
+/// Where a request goes.
+#[derive(Debug)]
+pub enum Route {
+    /// Answered here, whatever the body: operations, refusals, wrong methods.
+    Answer(HttpResponse),
+    /// An admitted WebSocket upgrade, for `ws`.
+    WebSocket(Caller),
+    /// An admitted JSON-RPC body, for `json_rpc`.
+    JsonRpc(Caller),
+}
+
+#[derive(Clone)]
+pub struct Gate {
+    service: Arc<Service>,
+    rpc: Calls<Dispatch>,
+    limits: BodyLimits,
+}
+
+/// Why a request was refused.
+#[derive(Debug, PartialEq, Eq)]
+enum Rejection {
+    WrongPath,
+    MissingKey,
+    InvalidKey,
+    UnknownHost(String),
+    KeyNotForNetwork(String),
+}
+
+fn json_response(status: http::StatusCode, body: String) -> HttpResponse {
+    let mut response = HttpResponse::new(HttpBody::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+impl Rejection {
+    fn response(&self, service: &Service) -> HttpResponse {
+        let (status, message) = match self {
+            Self::WrongPath => (
+                http::StatusCode::NOT_FOUND,
+                "unknown path: send JSON-RPC as POST /v3/<API_KEY>, or over a WebSocket at /ws/v3/<API_KEY>".to_string(),
+            ),
+            Self::MissingKey => (
+                http::StatusCode::UNAUTHORIZED,
+                "missing API key: put it in the path, /v3/<API_KEY> or /ws/v3/<API_KEY>"
+                    .to_string(),
+            ),
+            Self::InvalidKey => (http::StatusCode::UNAUTHORIZED, "invalid API key".to_string()),
+            Self::UnknownHost(host) => {
+                let known: Vec<&str> = service
+                    .networks
+                    .iter()
+                    .flat_map(|n| n.hosts.iter().map(String::as_str))
+                    .collect();
+                (
+                    http::StatusCode::NOT_FOUND,
+                    format!(
+                        "unknown host {host:?}: this server answers for {}",
+                        known.join(", ")
+                    ),
+                )
+            }
+            Self::KeyNotForNetwork(network) => (
+                http::StatusCode::FORBIDDEN,
+                format!("this API key may not use network {network:?}"),
+            ),
+        };
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":{}}}}}"#,
+            serde_json::Value::from(message)
+        );
+        json_response(status, body)
+    }
+}
+
+/// The key in `path`, given whether the request is a WebSocket upgrade.
+fn key_in_path(path: &str, websocket: bool) -> Result<&str, Rejection> {
+    let prefix = if websocket { "/ws/v3" } else { "/v3" };
+    let rest = path.strip_prefix(prefix).ok_or(Rejection::WrongPath)?;
+    let key = match rest {
+        "" | "/" => return Err(Rejection::MissingKey),
+        rest => rest.strip_prefix('/').ok_or(Rejection::WrongPath)?,
+    };
+    let key = key.strip_suffix('/').unwrap_or(key);
+    if key.contains('/') {
+        return Err(Rejection::WrongPath);
+    }
+    Ok(key)
+}
+
+/// The request's host name, lowercase and without the port (HTTP/1 Host header, or the
+/// authority of an HTTP/2 request).
+fn host_of<B>(request: &HttpRequest<B>) -> String {
+    let authority = request
+        .headers()
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()))
+        .unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        // [v6]:port
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => authority.split(':').next().unwrap_or(authority),
+    };
+    host.to_ascii_lowercase()
+}
+
+fn is_websocket_upgrade<B>(request: &HttpRequest<B>) -> bool {
+    request
+        .headers()
+        .get(http::header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+impl Gate {
+    pub fn new(service: Arc<Service>, rpc: Calls<Dispatch>, limits: BodyLimits) -> Self {
+        Self {
+            service,
+            rpc,
+            limits,
+        }
+    }
+
+    /// Where `request` goes, from its head alone.
+    pub fn route(&self, request: &HttpRequest<()>) -> Route {
+        if let Some(response) = self.operations(request.uri().path()) {
+            return Route::Answer(response);
+        }
+        match self.admit(request) {
+            // An admitted WebSocket is quarry's own (see `ws`).
+            Ok(caller) if is_websocket_upgrade(request) => Route::WebSocket(caller),
+            Ok(caller)
+                if request.method() == http::Method::POST
+                    && http_transport::is_json(
+                        request.headers().get(http::header::CONTENT_TYPE),
+                    ) =>
+            {
+                Route::JsonRpc(caller)
+            }
+            // jsonrpsee's answers to the wrong method or content type.
+            Ok(_) if request.method() == http::Method::POST => {
+                Route::Answer(response::unsupported_content_type())
+            }
+            Ok(_) => Route::Answer(response::method_not_allowed()),
+            Err(refusal) => Route::Answer(refusal.response(&self.service)),
+        }
+    }
+
+    /// The answer to an admitted JSON-RPC body. A call refused for its rate makes the whole
+    /// response an HTTP 429 with Retry-After.
+    pub async fn json_rpc(&self, body: &[u8], caller: Caller) -> HttpReply {
+        let mut extensions = jsonrpsee::Extensions::new();
+        extensions.insert(caller);
+        let answer = answer::answer(&self.rpc, self.limits, body, extensions).await;
+        let mut reply = HttpReply::json(answer.status, answer.text.into());
+        if let Some(limited) = answer.rate_limited {
+            reply.status = http::StatusCode::TOO_MANY_REQUESTS;
+            let seconds = limited.retry_after.as_secs_f64().ceil().max(1.0) as u64;
+            reply
+                .headers
+                .insert(http::header::RETRY_AFTER, http::HeaderValue::from(seconds));
+        }
+        reply
+    }
+
+    /// The caller a JSON-RPC request comes from, or why it is refused.
+    fn admit<B>(&self, request: &HttpRequest<B>) -> Result<Caller, Rejection> {
+        let host = host_of(request);
+        let network = self
+            .service
+            .network_for_host(&host)
+            .ok_or(Rejection::UnknownHost(host))?;
+        let key = key_in_path(request.uri().path(), is_websocket_upgrade(request))?;
+        let Some(grant) = self.service.keys.grant(key) else {
+            tracing::debug!(key = %crate::config::redact(key), "refused an unknown API key");
+            return Err(Rejection::InvalidKey);
+        };
+        let name = &self.service.networks[network].name;
+        if !grant.allows(name) {
+            return Err(Rejection::KeyNotForNetwork(name.clone()));
+        }
+        Ok(Caller { grant, network })
+    }
+
+    /// `/health`, `/ready` and `/metrics`, answered without a key.
+    fn operations(&self, path: &str) -> Option<HttpResponse> {
+        let service = &self.service;
+        match path {
+            "/health" => Some(json_response(
+                http::StatusCode::OK,
+                r#"{"status":"ok"}"#.into(),
+            )),
+            "/ready" => {
+                let (ready, networks) = service.readiness();
+                let status = if ready {
+                    http::StatusCode::OK
+                } else {
+                    http::StatusCode::SERVICE_UNAVAILABLE
+                };
+                let body = serde_json::json!({"ready": ready, "networks": networks});
+                Some(json_response(status, body.to_string()))
+            }
+            "/metrics" => {
+                let mut response = HttpResponse::new(HttpBody::from(service.metrics.render()));
+                response.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("text/plain; version=0.0.4"),
+                );
+                Some(response)
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert_eq!(key_in_path("/v3/abc", false), Ok("abc"));
+        assert_eq!(key_in_path("/v3/abc/", false), Ok("abc"));
+        assert_eq!(key_in_path("/ws/v3/abc", true), Ok("abc"));
+        assert_eq!(key_in_path("/v3", false), Err(Rejection::MissingKey));
+        assert_eq!(key_in_path("/v3/", false), Err(Rejection::MissingKey));
+        assert_eq!(key_in_path("/ws/v3/", true), Err(Rejection::MissingKey));
+        assert_eq!(key_in_path("/", false), Err(Rejection::WrongPath));
+        assert_eq!(key_in_path("/v3abc", false), Err(Rejection::WrongPath));
+        assert_eq!(key_in_path("/v3/a/b", false), Err(Rejection::WrongPath));
+        // A WebSocket must use /ws/v3 and plain HTTP must not.
+        assert_eq!(key_in_path("/v3/abc", true), Err(Rejection::WrongPath));
+        assert_eq!(key_in_path("/ws/v3/abc", false), Err(Rejection::WrongPath));
+    }
+
+    #[test]
+    fn hosts_lose_their_port_and_case() {
+        let with_host = |host: &str| {
+            http::Request::builder()
+                .uri("/v3/k")
+                .header(http::header::HOST, host)
+                .body(())
+                .unwrap()
+        };
+        assert_eq!(
+            host_of(&with_host("Mainnet.Example:8545")),
+            "mainnet.example"
+        );
+        assert_eq!(host_of(&with_host("localhost")), "localhost");
+        assert_eq!(host_of(&with_host("[::1]:8545")), "::1");
+    }
+}
