@@ -405,24 +405,7 @@ fn run_block(
 ) -> Result<BlockOutput, SimulateError> {
     let spec = base.spec;
     let rules = spec.at_block(merged);
-    let mut env = EvmEnv::for_eth_block(
-        &*header,
-        rules,
-        spec.chain_id,
-        spec.blob_params_at(header.timestamp),
-    );
-    let cfg = &mut env.cfg_env;
-    cfg.disable_eip3607 = true;
-    cfg.tx_gas_limit_cap = Some(u64::MAX);
-    if !options.validation {
-        cfg.disable_nonce_check = true;
-        cfg.disable_base_fee = true;
-    }
-    if let Some(price) = block.overrides.blob_base_fee
-        && let Some(blob) = env.block_env.blob_excess_gas_and_price.as_mut()
-    {
-        blob.blob_gasprice = price;
-    }
+    let env = sim_env(spec, header, block, merged, options);
     apply_state_overrides(state, &block.state)?;
     let spec_id = env.cfg_env.spec;
     let tracer = SimTracer {
@@ -462,57 +445,19 @@ fn run_block(
         let from = call.request.from.unwrap_or_default();
         let (db, inspector, _) = executor.evm_mut().components_mut();
         let state_nonce = db.basic(from)?.map_or(0, |info| info.nonce);
-        let nonce = call.request.nonce.unwrap_or(state_nonce);
         let remaining = header.gas_limit.saturating_sub(gas_used);
-        let wanted = call.request.gas.unwrap_or(remaining);
-        if remaining < wanted {
-            return Err(rejected(
-                codes::BLOCK_GAS_LIMIT_REACHED,
-                format!("block gas limit reached: remaining: {remaining}, required: {wanted}"),
-            ));
-        }
-        let gas = wanted.min(*budget);
-        let capped = gas < wanted;
-        if let Some(chain_id) = call.chain_id.filter(|&id| id != spec.chain_id) {
-            return Err(rejected(
-                codes::SERVER,
-                format!(
-                    "chainId does not match node's (have={chain_id}, want={})",
-                    spec.chain_id
-                ),
-            ));
-        }
-        // geth checks the nonce before the fees (revm after): with validation a call whose
-        // nonce is wrong, or whose sender's nonce cannot grow, fails for that first.
-        if options.validation
-            && let Some((code, message)) = nonce_error(from, nonce, state_nonce)
-        {
-            return Err(rejected(
-                code,
-                format!("err: {message} (supplied gas {gas})"),
-            ));
-        }
+        let (nonce, gas, capped) = call_nonce_and_gas(
+            call,
+            spec.chain_id,
+            remaining,
+            *budget,
+            state_nonce,
+            options,
+        )?;
         let transaction = unsigned_transaction(&call.request, nonce, gas, spec.chain_id)?;
         let hash = *transaction.tx_hash();
         inspector.0.begin(hash, index as u64);
-        let mut tx_env = TxEnv::from_recovered_tx(&transaction, from);
-        // geth's message keeps the access list even when a gas price makes the transaction
-        // legacy (which has none).
-        if let Some(list) = &call.request.access_list
-            && transaction.is_legacy()
-        {
-            // revm reads access lists from typed transactions only: this one runs as EIP-2930.
-            tx_env.tx_type = 1;
-            tx_env.chain_id = Some(spec.chain_id);
-            tx_env.access_list = list.clone();
-        }
-        // Without nonce checks geth lets a nonce of 2^64-1 wrap to zero; revm refuses it.
-        let wraps = !options.validation
-            && nonce == u64::MAX
-            && alloy_consensus::Transaction::kind(&transaction).is_call();
-        if wraps {
-            tx_env.nonce = 0;
-        }
+        let (tx_env, wraps) = call_tx_env(call, &transaction, from, spec.chain_id, options);
         let outcome = executor.evm_mut().transact(tx_env);
         let (_, inspector, _) = executor.evm_mut().components_mut();
         if inspector.0.expired {
@@ -583,6 +528,104 @@ fn run_block(
         outcome.receipts,
         requests_hash,
     ))
+}
+
+/// The EVM environment of a simulated block, with geth's call rules: no EIP-3607 and no EIP-7825
+/// gas cap, no nonce or base-fee checks without validation, and the block's blob base fee
+/// override.
+fn sim_env(
+    spec: &ChainSpec,
+    header: &Header,
+    block: &Planned,
+    merged: bool,
+    options: SimOptions,
+) -> EvmEnv {
+    let mut env = EvmEnv::for_eth_block(
+        header,
+        spec.at_block(merged),
+        spec.chain_id,
+        spec.blob_params_at(header.timestamp),
+    );
+    let cfg = &mut env.cfg_env;
+    cfg.disable_eip3607 = true;
+    cfg.tx_gas_limit_cap = Some(u64::MAX);
+    if !options.validation {
+        cfg.disable_nonce_check = true;
+        cfg.disable_base_fee = true;
+    }
+    if let Some(price) = block.overrides.blob_base_fee
+        && let Some(blob) = env.block_env.blob_excess_gas_and_price.as_mut()
+    {
+        blob.blob_gasprice = price;
+    }
+    env
+}
+
+/// A call's nonce (its own, or its sender's `state_nonce`), its gas and whether the request's
+/// gas cap cut it, with geth's refusals before it runs: more gas than the block has left
+/// (`remaining`), another chain's id, and with validation a nonce that is wrong or cannot grow
+/// (geth checks it before the fees, revm after).
+fn call_nonce_and_gas(
+    call: &SimCall,
+    chain_id: u64,
+    remaining: u64,
+    budget: u64,
+    state_nonce: u64,
+    options: SimOptions,
+) -> Result<(u64, u64, bool), SimulateError> {
+    let from = call.request.from.unwrap_or_default();
+    let nonce = call.request.nonce.unwrap_or(state_nonce);
+    let wanted = call.request.gas.unwrap_or(remaining);
+    if remaining < wanted {
+        return Err(rejected(
+            codes::BLOCK_GAS_LIMIT_REACHED,
+            format!("block gas limit reached: remaining: {remaining}, required: {wanted}"),
+        ));
+    }
+    let gas = wanted.min(budget);
+    if let Some(other) = call.chain_id.filter(|&id| id != chain_id) {
+        return Err(rejected(
+            codes::SERVER,
+            format!("chainId does not match node's (have={other}, want={chain_id})"),
+        ));
+    }
+    if options.validation
+        && let Some((code, message)) = nonce_error(from, nonce, state_nonce)
+    {
+        return Err(rejected(
+            code,
+            format!("err: {message} (supplied gas {gas})"),
+        ));
+    }
+    Ok((nonce, gas, gas < wanted))
+}
+
+/// The transaction environment a call runs with, and whether its nonce wraps: geth's message
+/// keeps the access list even when a gas price makes the transaction legacy (which has none),
+/// and without nonce checks lets a nonce of 2^64-1 wrap to zero, which revm refuses.
+fn call_tx_env(
+    call: &SimCall,
+    transaction: &TxEnvelope,
+    from: Address,
+    chain_id: u64,
+    options: SimOptions,
+) -> (TxEnv, bool) {
+    let mut tx_env = TxEnv::from_recovered_tx(transaction, from);
+    if let Some(list) = &call.request.access_list
+        && transaction.is_legacy()
+    {
+        // revm reads access lists from typed transactions only: this one runs as EIP-2930.
+        tx_env.tx_type = 1;
+        tx_env.chain_id = Some(chain_id);
+        tx_env.access_list = list.clone();
+    }
+    let wraps = !options.validation
+        && tx_env.nonce == u64::MAX
+        && alloy_consensus::Transaction::kind(transaction).is_call();
+    if wraps {
+        tx_env.nonce = 0;
+    }
+    (tx_env, wraps)
 }
 
 /// geth's result of one call: a revert carries code 3, the reason and the payload; another

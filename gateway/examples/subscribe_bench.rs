@@ -157,57 +157,7 @@ async fn main() {
         (0..args.connections).map(|_| Arc::default()).collect();
     let subscribed = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let mut tasks = Vec::new();
-    let gate = Arc::new(tokio::sync::Semaphore::new(32));
-    for (i, slot) in received.iter().enumerate() {
-        let filter = match args.addresses.len() {
-            0 => serde_json::json!({}),
-            n => match i % (n + 1) {
-                k if k < n => serde_json::json!({"address": args.addresses[k]}),
-                _ => serde_json::json!({"address": args.addresses}),
-            },
-        };
-        let (url, slot, subscribed, stop, gate) = (
-            args.url.clone(),
-            slot.clone(),
-            subscribed.clone(),
-            stop.clone(),
-            gate.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            let permit = gate.acquire_owned().await.unwrap();
-            let (mut socket, _) = tokio_tungstenite::connect_async(url.as_str()).await.unwrap();
-            for (id, params) in [
-                (1, serde_json::json!(["newHeads"])),
-                (2, serde_json::json!(["logs", filter])),
-            ] {
-                let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "eth_subscribe", "params": params});
-                socket
-                    .send(Message::text(request.to_string()))
-                    .await
-                    .unwrap();
-                let answer = socket.next().await.unwrap().unwrap();
-                assert!(answer.to_text().unwrap().contains("result"), "{answer}");
-            }
-            drop(permit);
-            subscribed.fetch_add(1, Ordering::SeqCst);
-            while let Some(Ok(message)) = socket.next().await {
-                let now = Instant::now();
-                let Message::Text(text) = message else {
-                    continue;
-                };
-                let mut slot = slot.lock().unwrap();
-                if let Some(number) = quantity_after(&text, r#""blockNumber":"0x"#) {
-                    slot.logs.push((number, now));
-                } else if let Some(number) = quantity_after(&text, r#""number":"0x"#) {
-                    slot.heads.push((number, now));
-                }
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-            }
-        }));
-    }
+    let tasks = connect(&args, &received, &subscribed, &stop);
     while subscribed.load(Ordering::SeqCst) < args.connections {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -294,10 +244,102 @@ async fn main() {
     let rss_end = rss(args.pid);
 
     let commits = commits.lock().unwrap().clone();
+    let rss = Rss {
+        start: rss_start,
+        subscribed: rss_subscribed,
+        peak: peak.load(Ordering::Relaxed),
+        end: rss_end,
+    };
+    report(&args, &received, &commits, appending, rss);
+    for task in tasks {
+        task.abort();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Opens a connection per slot of `received`, each subscribed to newHeads and to logs (of one
+/// of the addresses, all of them, or any), recording what arrives when until `stop`.
+fn connect(
+    args: &Args,
+    received: &[Arc<Mutex<Received>>],
+    subscribed: &Arc<AtomicUsize>,
+    stop: &Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    let gate = Arc::new(tokio::sync::Semaphore::new(32));
+    for (i, slot) in received.iter().enumerate() {
+        let filter = match args.addresses.len() {
+            0 => serde_json::json!({}),
+            n => match i % (n + 1) {
+                k if k < n => serde_json::json!({"address": args.addresses[k]}),
+                _ => serde_json::json!({"address": args.addresses}),
+            },
+        };
+        let (url, slot, subscribed, stop, gate) = (
+            args.url.clone(),
+            slot.clone(),
+            subscribed.clone(),
+            stop.clone(),
+            gate.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let permit = gate.acquire_owned().await.unwrap();
+            let (mut socket, _) = tokio_tungstenite::connect_async(url.as_str()).await.unwrap();
+            for (id, params) in [
+                (1, serde_json::json!(["newHeads"])),
+                (2, serde_json::json!(["logs", filter])),
+            ] {
+                let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "eth_subscribe", "params": params});
+                socket
+                    .send(Message::text(request.to_string()))
+                    .await
+                    .unwrap();
+                let answer = socket.next().await.unwrap().unwrap();
+                assert!(answer.to_text().unwrap().contains("result"), "{answer}");
+            }
+            drop(permit);
+            subscribed.fetch_add(1, Ordering::SeqCst);
+            while let Some(Ok(message)) = socket.next().await {
+                let now = Instant::now();
+                let Message::Text(text) = message else {
+                    continue;
+                };
+                let mut slot = slot.lock().unwrap();
+                if let Some(number) = quantity_after(&text, r#""blockNumber":"0x"#) {
+                    slot.logs.push((number, now));
+                } else if let Some(number) = quantity_after(&text, r#""number":"0x"#) {
+                    slot.heads.push((number, now));
+                }
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+        }));
+    }
+    tasks
+}
+
+/// The server's anonymous memory at the run's stages.
+struct Rss {
+    start: u64,
+    subscribed: u64,
+    peak: u64,
+    end: u64,
+}
+
+/// Prints commit-to-arrival latencies of both kinds of notification, their order, and memory.
+fn report(
+    args: &Args,
+    received: &[Arc<Mutex<Received>>],
+    commits: &[(Instant, u64)],
+    appending: Duration,
+    rss: Rss,
+) {
+    let last = args.from + args.steps * args.per_step;
     // A block's commit: the first one whose head reached it.
     let committed = |block: u64| commits.iter().find(|(_, head)| *head >= block).map(|c| c.0);
     let (mut heads, mut logs, mut missing, mut out_of_order) = (Vec::new(), Vec::new(), 0, 0);
-    for slot in &received {
+    for slot in received {
         let slot = slot.lock().unwrap();
         let numbers: Vec<u64> = slot.heads.iter().map(|h| h.0).collect();
         if numbers != (args.from + 1..=last).collect::<Vec<_>>() {
@@ -345,16 +387,12 @@ async fn main() {
     );
     println!(
         "server heap (RssAnon): {} MB before connecting, {} MB subscribed, peak {} MB, {} MB at the end: growth while appending {} MB",
-        rss_start >> 20,
-        rss_subscribed >> 20,
-        peak.load(Ordering::Relaxed) >> 20,
-        rss_end >> 20,
-        peak.load(Ordering::Relaxed).saturating_sub(rss_subscribed) >> 20
+        rss.start >> 20,
+        rss.subscribed >> 20,
+        rss.peak >> 20,
+        rss.end >> 20,
+        rss.peak.saturating_sub(rss.subscribed) >> 20
     );
-    for task in tasks {
-        task.abort();
-    }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn tempdir() -> PathBuf {
