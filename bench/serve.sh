@@ -7,10 +7,12 @@
 #   bench/serve.sh                   (needs wrk: apt-get install wrk)
 #   DURATION=2 ROUNDS=3 CONNECTIONS="1 16 64" ONLY=getStorageAt bench/serve.sh
 #   RETH=/path/to/reth CONNECTIONS=64 bench/serve.sh
+#   BEFORE=/path/to/older/quarry bench/serve.sh   # another build beside this one
 #
 # With RETH set, the same chain is imported with `reth import` and served by `reth node` (no
 # peers), and every row is measured on both servers in the same round, each paired with its own
-# server's ceiling run; the table then compares requests/s.
+# server's ceiling run; the table then compares requests/s. BEFORE (another quarry build, e.g.
+# the commit before a change) is served the same way, from the same datadir, and compared alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-2}
@@ -18,6 +20,7 @@ ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-"1 16 64"}
 ONLY=${ONLY:-}  # a pattern: only the methods whose row name matches it
 RETH=${RETH:-}  # a reth binary: measure reth serving the same chain beside quarry
+BEFORE=${BEFORE:-}  # another quarry binary: measure it serving the same datadir beside this one
 FIXTURES=${FIXTURES:-../shared/fixtures/rpc-compat}
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
 
@@ -29,6 +32,11 @@ addr=$(address main)
 url="http://$addr/v3/bench-key"
 servers=("quarry|$url")
 declare -A server_pid=([quarry]=${pids[-1]})
+if [[ -n $BEFORE ]]; then
+  quarry=$BEFORE serve before "$work/data" $'[[keys]]\nkey = "bench-key"'
+  servers+=("before|http://$(address before)/v3/bench-key")
+  server_pid[before]=${pids[-1]}
+fi
 if [[ -n $RETH ]]; then
   "$RETH" import --chain "$FIXTURES/genesis.json" --datadir "$work/reth" "$FIXTURES/chain.rlp" \
     >"$work/reth-import.log" 2>&1 || { tail "$work/reth-import.log" >&2; exit 1; }
@@ -220,14 +228,14 @@ for server in servers:
             p99 = statistics.median(micros(r[4]) for r in mine)
             line += f"{rps:>11.0f} ({share:4.0f}%) {show(p50):>8} {show(p99):>8} {cpu:>6.1f}us"
         print(line)
-if "reth" in servers:
+for peer in [p for p in ("reth", "before") if p in servers]:
     for c in conns:
-        print(f"\nc={c}: {'method':<42} {'reth req/s':>11} {'share':>6} {'CPU/req':>8} {'quarry req/s':>13} {'share':>6} {'CPU/req':>8} {'quarry/reth':>12}")
+        print(f"\nc={c}: {'method':<42} {peer + ' req/s':>13} {'share':>6} {'CPU/req':>8} {'quarry req/s':>13} {'share':>6} {'CPU/req':>8} {'quarry/' + peer:>14}")
         for name in ["web3_clientVersion (ceiling)"] + names:
-            if ("reth", name, c) not in summary:
-                continue  # a method reth does not have
-            reth, quarry = summary[("reth", name, c)], summary[("quarry", name, c)]
-            print(f"      {name:<42} {reth[0]:>11.0f} {reth[1]:>5.0f}% {reth[2]:>6.1f}us {quarry[0]:>13.0f} {quarry[1]:>5.0f}% {quarry[2]:>6.1f}us {quarry[0] / reth[0]:>11.2f}x")
+            if (peer, name, c) not in summary:
+                continue  # a method the peer does not have
+            other, quarry = summary[(peer, name, c)], summary[("quarry", name, c)]
+            print(f"      {name:<42} {other[0]:>13.0f} {other[1]:>5.0f}% {other[2]:>6.1f}us {quarry[0]:>13.0f} {quarry[1]:>5.0f}% {quarry[2]:>6.1f}us {quarry[0] / other[0]:>13.3f}x")
 rounds = len({r[5] for r in rows})
 print(f"\nmedians of {rounds} rounds; each share pairs a method's run with its server's ceiling run just before it;")
 print("CPU/req: the server process's CPU time (user + system, every thread) per answered request")

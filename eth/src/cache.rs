@@ -175,7 +175,7 @@ impl Receipts {
     }
 }
 
-/// Entries that go oldest first once their sizes add up past a bound; an entry that alone would
+/// JsonEntries that go oldest first once their sizes add up past a bound; an entry that alone would
 /// take more than an eighth of it is not kept.
 #[derive(Debug)]
 struct Bounded<K, V> {
@@ -360,11 +360,11 @@ impl JsonCache {
 #[derive(Debug)]
 pub struct BlockCache {
     max_bytes: usize,
-    entries: Mutex<Entries>,
+    entries: Mutex<JsonEntries>,
 }
 
 #[derive(Debug, Default)]
-struct Entries {
+struct JsonEntries {
     by_number: HashMap<u64, Arc<CachedBlock>>,
     by_hash: HashMap<B256, u64>,
     /// Transaction hash to (block number, index).
@@ -381,7 +381,7 @@ impl BlockCache {
         }
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, JsonEntries> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

@@ -19,7 +19,7 @@ pub mod types;
 mod watcher;
 
 pub use methods::{
-    Answer, ConstantFn, Cost, Handler, Limit, MethodSpec, NodeFn, Pool, methods, to_raw,
+    ConstantFn, Cost, Handler, Limit, MethodAnswer, MethodSpec, NodeFn, Pool, methods, to_raw,
 };
 pub use node::process_alive;
 pub use node::{

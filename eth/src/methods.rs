@@ -8,7 +8,7 @@ use crate::{
     params::{self, Args, BlockId, BlockTag, Index, ProofKeys, SlotRequests, StorageKey},
     rpc_error::{Result, RpcError},
     simulate_params::SimulateRequest,
-    trace_params::{RawBlock, TraceCallConfig, trace_options},
+    trace_params::{BlockRlp, TraceCallConfig, trace_options},
 };
 use quarry_executor::StateOverrides;
 use serde::Serialize;
@@ -69,13 +69,13 @@ impl Limit {
 
 /// A method's answer, serialized where it was found: `None` when asked with `Reads::Cache` and
 /// memory does not hold it (a snapshot always answers).
-pub type Answer = Result<Option<Box<RawValue>>>;
+pub type MethodAnswer = Result<Option<Box<RawValue>>>;
 
 /// A method that reads nothing, not even its network's node.
 pub type ConstantFn = dyn Fn(&Args) -> Result<Box<RawValue>> + Send + Sync;
 
 /// A method that answers from a node through `Reads`.
-pub type NodeFn = dyn Fn(&Node, &Reads<'_>, &Args) -> Answer + Send + Sync;
+pub type NodeFn = dyn Fn(&Node, &Reads<'_>, &Args) -> MethodAnswer + Send + Sync;
 
 /// How a method answers.
 #[derive(Clone)]
@@ -502,7 +502,7 @@ fn traces() -> Vec<MethodSpec> {
             1,
             cost,
             |node, tx, args| {
-                let RawBlock(rlp) = args.required(0)?;
+                let BlockRlp(rlp) = args.required(0)?;
                 node.trace_raw_block(tx, &rlp, &trace_options(args, 1)?)
             },
         ),

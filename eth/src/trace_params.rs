@@ -197,12 +197,12 @@ pub(crate) fn trace_options(args: &Args, position: usize) -> crate::Result<Trace
 }
 
 /// debug_traceBlock's block: its RLP as 0x-prefixed hex.
-pub(crate) struct RawBlock(pub Bytes);
+pub(crate) struct BlockRlp(pub Bytes);
 
-impl FromArg for RawBlock {
+impl FromArg for BlockRlp {
     fn from_arg(value: &Value) -> Result<Self, String> {
         serde_json::from_value::<Bytes>(value.clone())
-            .map(RawBlock)
+            .map(BlockRlp)
             .map_err(|e| e.to_string())
     }
 }

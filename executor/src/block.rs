@@ -4,7 +4,7 @@ use crate::{
     chain_spec::ChainSpec,
     collision::StorageCollision,
     error::{BlockError, Error, Invalid, Result},
-    receipts::{ReceiptsWithoutBloom, fill_blooms},
+    receipt_builder::{ReceiptsWithoutBloom, fill_blooms},
     state_db::{StateAt, StateSnapshot},
     state_root::StateTrie,
     verify,

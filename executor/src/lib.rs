@@ -13,7 +13,7 @@ pub mod error;
 pub mod forks;
 pub mod genesis;
 pub mod overrides;
-mod receipts;
+mod receipt_builder;
 pub mod simulate;
 pub mod state_db;
 pub mod state_root;

@@ -2,17 +2,17 @@
 //! empty database: every method parses its parameters before it reads anything).
 #![no_main]
 use libfuzzer_sys::{arbitrary::Unstructured, fuzz_target};
-use quarry_gateway::fuzz::Methods;
+use quarry_gateway::fuzz::Harness;
 use std::sync::OnceLock;
 
-fn methods() -> &'static Methods {
-    static METHODS: OnceLock<Methods> = OnceLock::new();
+fn methods() -> &'static Harness {
+    static METHODS: OnceLock<Harness> = OnceLock::new();
     METHODS.get_or_init(|| {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let db = quarry_storage::Database::open(dir.path()).expect("an empty database");
         // The directory lives as long as the process.
         std::mem::forget(dir);
-        Methods::new(db).expect("the methods")
+        Harness::new(db).expect("the methods")
     })
 }
 

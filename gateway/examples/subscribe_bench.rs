@@ -25,7 +25,7 @@ use std::{
 };
 use tokio_tungstenite::tungstenite::Message;
 
-struct Args {
+struct BenchArgs {
     url: String,
     pid: u32,
     quarry: PathBuf,
@@ -67,7 +67,7 @@ fn write_blocks(path: &std::path::Path, blocks: &[Block<TxEnvelope>]) {
     std::fs::write(path, bytes).unwrap();
 }
 
-fn args() -> Args {
+fn args() -> BenchArgs {
     let map = options();
     let get = |name: &str| {
         map.get(name)
@@ -75,7 +75,7 @@ fn args() -> Args {
             .unwrap_or_else(|| panic!("missing --{name}"))
     };
     let or = |name: &str, default: &str| map.get(name).cloned().unwrap_or(default.to_string());
-    Args {
+    BenchArgs {
         url: get("url"),
         pid: get("pid").parse().unwrap(),
         quarry: get("quarry").into(),
@@ -260,7 +260,7 @@ async fn main() {
 /// Opens a connection per slot of `received`, each subscribed to newHeads and to logs (of one
 /// of the addresses, all of them, or any), recording what arrives when until `stop`.
 fn connect(
-    args: &Args,
+    args: &BenchArgs,
     received: &[Arc<Mutex<Received>>],
     subscribed: &Arc<AtomicUsize>,
     stop: &Arc<AtomicBool>,
@@ -329,7 +329,7 @@ struct Rss {
 
 /// Prints commit-to-arrival latencies of both kinds of notification, their order, and memory.
 fn report(
-    args: &Args,
+    args: &BenchArgs,
     received: &[Arc<Mutex<Received>>],
     commits: &[(Instant, u64)],
     appending: Duration,

@@ -4,9 +4,9 @@
 //! call) goes through jsonrpsee's own handling of a body, so errors keep jsonrpsee's shape.
 
 use crate::{
-    calls::{Calls, RateLimited},
+    call_layer::{Calls, RateLimited},
     dispatch::Dispatch,
-    envelope::{self, Plan},
+    envelope::{self, BodyPlan},
 };
 use http_body_util::BodyExt;
 use jsonrpsee::{
@@ -18,7 +18,7 @@ use jsonrpsee::{
 
 /// What a body is answered with.
 #[derive(Debug)]
-pub struct Answer {
+pub struct BodyAnswer {
     /// 200, or jsonrpsee's status for a body it cannot read (400) or one too large (413).
     pub status: http::StatusCode,
     /// The JSON answer; empty when there is nothing to answer (only notifications).
@@ -50,26 +50,26 @@ pub async fn answer(
     limits: BodyLimits,
     body: &[u8],
     extensions: Extensions,
-) -> Answer {
+) -> BodyAnswer {
     if let Some(mut request) = envelope::call(body) {
         request.extensions = extensions;
         let (text, extensions) = rpc.call(request).await.into_parts();
-        return Answer {
+        return BodyAnswer {
             status: http::StatusCode::OK,
             text,
             rate_limited: extensions.get::<RateLimited>().cloned(),
         };
     }
     match envelope::inspect(body, limits.max_batch_requests as usize) {
-        Plan::Answer(text) => Answer {
+        BodyPlan::BodyAnswer(text) => BodyAnswer {
             status: http::StatusCode::OK,
             text,
             rate_limited: None,
         },
-        Plan::Unchanged => run(rpc, limits, body, extensions).await,
-        Plan::Rewrite(rewrite) => {
+        BodyPlan::Unchanged => run(rpc, limits, body, extensions).await,
+        BodyPlan::Rewrite(rewrite) => {
             let answer = run(rpc, limits, rewrite.body.as_bytes(), extensions).await;
-            Answer {
+            BodyAnswer {
                 text: rewrite.finish(&answer.text),
                 ..answer
             }
@@ -82,7 +82,7 @@ async fn run(
     limits: BodyLimits,
     body: &[u8],
     extensions: Extensions,
-) -> Answer {
+) -> BodyAnswer {
     let mut request = HttpRequest::new(HttpBody::from(body.to_vec()));
     *request.method_mut() = http::Method::POST;
     request.headers_mut().insert(
@@ -103,7 +103,7 @@ async fn run(
         Ok(collected) => String::from_utf8_lossy(&collected.to_bytes()).into_owned(),
         Err(_) => String::new(),
     };
-    Answer {
+    BodyAnswer {
         status,
         text,
         rate_limited,

@@ -26,11 +26,11 @@ pub const INVALID_REQUEST: &str =
 
 /// What to do with a body.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Plan {
+pub enum BodyPlan {
     /// jsonrpsee reads it as geth does: pass it on as it is.
     Unchanged,
-    /// Answer with this body (empty: nothing to answer) without running anything.
-    Answer(String),
+    /// BodyAnswer with this body (empty: nothing to answer) without running anything.
+    BodyAnswer(String),
     /// Pass this body on instead, and `finish` jsonrpsee's answer.
     Rewrite(Rewrite),
 }
@@ -158,7 +158,7 @@ pub fn call(body: &[u8]) -> Option<Request<'_>> {
 
 /// What to do with `body`, given the most requests a batch may hold (a longer batch is left to
 /// jsonrpsee, which refuses it whole).
-pub fn inspect(body: &[u8], max_batch: usize) -> Plan {
+pub fn inspect(body: &[u8], max_batch: usize) -> BodyPlan {
     let start = body
         .iter()
         .position(|b| !b.is_ascii_whitespace())
@@ -166,41 +166,41 @@ pub fn inspect(body: &[u8], max_batch: usize) -> Plan {
     match body.get(start) {
         Some(b'{') => single(body),
         Some(b'[') => batch(body, max_batch),
-        _ => Plan::Unchanged,
+        _ => BodyPlan::Unchanged,
     }
 }
 
-fn single(body: &[u8]) -> Plan {
+fn single(body: &[u8]) -> BodyPlan {
     let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(body) else {
-        return Plan::Unchanged;
+        return BodyPlan::Unchanged;
     };
     match kind(&envelope) {
-        Kind::Keep => Plan::Unchanged,
-        Kind::Notification => Plan::Answer(String::new()),
-        Kind::Invalid => Plan::Answer(INVALID_REQUEST.to_string()),
+        Kind::Keep => BodyPlan::Unchanged,
+        Kind::Notification => BodyPlan::BodyAnswer(String::new()),
+        Kind::Invalid => BodyPlan::BodyAnswer(INVALID_REQUEST.to_string()),
         Kind::OddId => {
             let Ok(text) = std::str::from_utf8(body) else {
-                return Plan::Unchanged;
+                return BodyPlan::Unchanged;
             };
             let mut placeholders = Placeholders::new(body);
             match placeholders.replace_id(text) {
-                Some(body) => Plan::Rewrite(Rewrite {
+                Some(body) => BodyPlan::Rewrite(Rewrite {
                     body,
                     ids: placeholders.ids,
                     slots: None,
                 }),
-                None => Plan::Unchanged,
+                None => BodyPlan::Unchanged,
             }
         }
     }
 }
 
-fn batch(body: &[u8], max_batch: usize) -> Plan {
+fn batch(body: &[u8], max_batch: usize) -> BodyPlan {
     let Ok(entries) = serde_json::from_slice::<Vec<&RawValue>>(body) else {
-        return Plan::Unchanged;
+        return BodyPlan::Unchanged;
     };
     if entries.is_empty() || entries.len() > max_batch {
-        return Plan::Unchanged;
+        return BodyPlan::Unchanged;
     }
     let kinds: Vec<Kind> = entries
         .iter()
@@ -213,7 +213,7 @@ fn batch(body: &[u8], max_batch: usize) -> Plan {
         )
         .collect();
     if kinds.iter().all(|k| *k == Kind::Keep) {
-        return Plan::Unchanged;
+        return BodyPlan::Unchanged;
     }
     let mut placeholders = Placeholders::new(body);
     let mut forwarded = Vec::new();
@@ -223,7 +223,7 @@ fn batch(body: &[u8], max_batch: usize) -> Plan {
             Kind::Keep => forwarded.push(entry.get().to_string()),
             Kind::OddId => match placeholders.replace_id(entry.get()) {
                 Some(rewritten) => forwarded.push(rewritten),
-                None => return Plan::Unchanged,
+                None => return BodyPlan::Unchanged,
             },
             Kind::Invalid => {
                 slots.push(false);
@@ -234,14 +234,14 @@ fn batch(body: &[u8], max_batch: usize) -> Plan {
         slots.push(true);
     }
     if forwarded.is_empty() {
-        return Plan::Answer(if slots.is_empty() {
+        return BodyPlan::BodyAnswer(if slots.is_empty() {
             String::new()
         } else {
             format!("[{}]", vec![INVALID_REQUEST; slots.len()].join(","))
         });
     }
     let answered_here = slots.iter().any(|forwarded| !forwarded);
-    Plan::Rewrite(Rewrite {
+    BodyPlan::Rewrite(Rewrite {
         body: format!("[{}]", forwarded.join(",")),
         ids: placeholders.ids,
         slots: answered_here.then_some(slots),
@@ -300,7 +300,7 @@ impl Placeholders {
 mod tests {
     use super::*;
 
-    fn plan(body: &str) -> Plan {
+    fn plan(body: &str) -> BodyPlan {
         inspect(body.as_bytes(), 100)
     }
 
@@ -316,13 +316,13 @@ mod tests {
             "  x",
             "",
         ] {
-            assert_eq!(plan(body), Plan::Unchanged, "{body}");
+            assert_eq!(plan(body), BodyPlan::Unchanged, "{body}");
         }
     }
 
     #[test]
     fn notifications_get_nothing_and_object_ids_are_invalid() {
-        let answer = |s: &str| Plan::Answer(s.to_string());
+        let answer = |s: &str| BodyPlan::BodyAnswer(s.to_string());
         assert_eq!(
             plan(r#" {"jsonrpc":"2.0","method":"eth_chainId"}"#),
             answer("")
@@ -350,7 +350,7 @@ mod tests {
     #[test]
     fn odd_ids_are_echoed_and_answers_keep_their_places() {
         let body = r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"},{"jsonrpc":"2.0","id":{},"method":"c"},{"jsonrpc":"2.0","id":true,"method":"d"},{"jsonrpc":"2.0","id":-1.5e3,"method":"e"}]"#;
-        let Plan::Rewrite(rewrite) = plan(body) else {
+        let BodyPlan::Rewrite(rewrite) = plan(body) else {
             panic!("not rewritten")
         };
         assert_eq!(
@@ -368,7 +368,7 @@ mod tests {
         let refused = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32010,"message":"x"}}"#;
         assert_eq!(rewrite.finish(refused), refused);
         // A placeholder never collides with what the body holds.
-        let Plan::Rewrite(rewrite) =
+        let BodyPlan::Rewrite(rewrite) =
             plan(r#"{"jsonrpc":"2.0","id":false,"method":"quarry-id-0-"}"#)
         else {
             panic!("not rewritten")

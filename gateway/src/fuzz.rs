@@ -34,7 +34,7 @@ pub fn call_object(value: &Value) {
 
 /// The JSON-RPC envelope of an HTTP body or WebSocket message, and the rewriting of an answer.
 pub fn envelope(body: &[u8], answer: &str) {
-    if let crate::envelope::Plan::Rewrite(rewrite) = crate::envelope::inspect(body, 100) {
+    if let crate::envelope::BodyPlan::Rewrite(rewrite) = crate::envelope::inspect(body, 100) {
         let _ = rewrite.finish(answer);
     }
 }
@@ -42,13 +42,13 @@ pub fn envelope(body: &[u8], answer: &str) {
 /// Every method quarry serves, registered as `quarry serve` registers them, over one database
 /// (an empty one will do: every method parses its parameters before it reads anything), and
 /// called in-process as a custom-plan key.
-pub struct Methods {
+pub struct Harness {
     module: RpcModule<Networks>,
     names: Vec<&'static str>,
     runtime: tokio::runtime::Runtime,
 }
 
-impl Methods {
+impl Harness {
     pub fn new(db: Database) -> Result<Self, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

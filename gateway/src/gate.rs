@@ -7,8 +7,8 @@
 
 use crate::{
     answer::{self, BodyLimits},
+    call_layer::Calls,
     caller::Caller,
-    calls::Calls,
     dispatch::Dispatch,
     http_reply::HttpReply,
     service::Service,
@@ -23,7 +23,7 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub enum Route {
     /// Answered here, whatever the body: operations, refusals, wrong methods.
-    Answer(HttpResponse),
+    BodyAnswer(HttpResponse),
     /// An admitted WebSocket upgrade, for `ws`.
     WebSocket(Caller),
     /// An admitted JSON-RPC body, for `json_rpc`.
@@ -149,7 +149,7 @@ impl Gate {
     /// Where `request` goes, from its head alone.
     pub fn route(&self, request: &HttpRequest<()>) -> Route {
         if let Some(response) = self.operations(request.uri().path()) {
-            return Route::Answer(response);
+            return Route::BodyAnswer(response);
         }
         match self.admit(request) {
             // An admitted WebSocket is quarry's own (see `ws`).
@@ -164,10 +164,10 @@ impl Gate {
             }
             // jsonrpsee's answers to the wrong method or content type.
             Ok(_) if request.method() == http::Method::POST => {
-                Route::Answer(response::unsupported_content_type())
+                Route::BodyAnswer(response::unsupported_content_type())
             }
-            Ok(_) => Route::Answer(response::method_not_allowed()),
-            Err(refusal) => Route::Answer(refusal.response(&self.service)),
+            Ok(_) => Route::BodyAnswer(response::method_not_allowed()),
+            Err(refusal) => Route::BodyAnswer(refusal.response(&self.service)),
         }
     }
 

@@ -112,7 +112,7 @@ pub async fn serve(listener: TcpListener, transport: Arc<HttpTransport>, stop: S
 
 /// Why a request could not be read.
 #[derive(Debug)]
-enum ReadError {
+enum RequestError {
     /// The connection closed, failed or timed out: nothing to answer.
     Gone,
     /// The head is larger than `MAX_HEAD_BYTES` or has more than `MAX_HEADERS` lines.
@@ -179,8 +179,8 @@ impl HttpTransport {
                     // A refusal stands as it is, whatever the body; a body to run that is too
                     // large gets jsonrpsee's 413.
                     let reply = match (route, error) {
-                        (_, ReadError::Gone) => None,
-                        (Route::Answer(response), ReadError::BodyTooLarge) => {
+                        (_, RequestError::Gone) => None,
+                        (Route::BodyAnswer(response), RequestError::BodyTooLarge) => {
                             Some(HttpReply::from_response(response).await)
                         }
                         (_, error) => error_reply(error, self.max_request_bytes).await,
@@ -192,7 +192,7 @@ impl HttpTransport {
                 }
             };
             let reply = match route {
-                Route::Answer(response) => HttpReply::from_response(response).await,
+                Route::BodyAnswer(response) => HttpReply::from_response(response).await,
                 Route::JsonRpc(caller) => self.gate.json_rpc(&body, caller).await,
                 Route::WebSocket(_) => return,
             };
@@ -249,13 +249,16 @@ impl HttpTransport {
 
 /// Reads the next request head from `stream` into `buf` (which may already hold some or all
 /// of it): `None` when the connection closed cleanly before a new request began.
-async fn read_head(stream: &mut TcpStream, buf: &mut BytesMut) -> Result<Option<Head>, ReadError> {
+async fn read_head(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+) -> Result<Option<Head>, RequestError> {
     // Idle until the request's first byte, then `READ_TIMEOUT` for all of it.
     if buf.is_empty() {
         match tokio::time::timeout(IDLE_TIMEOUT, stream.read_buf(buf)).await {
             Ok(Ok(0)) => return Ok(None),
             Ok(Ok(_)) => {}
-            Ok(Err(_)) | Err(_) => return Err(ReadError::Gone),
+            Ok(Err(_)) | Err(_) => return Err(RequestError::Gone),
         }
     }
     let deadline = Instant::now() + READ_TIMEOUT;
@@ -264,7 +267,7 @@ async fn read_head(stream: &mut TcpStream, buf: &mut BytesMut) -> Result<Option<
         let mut parsed = httparse::Request::new(&mut headers);
         match parsed.parse(buf) {
             Ok(httparse::Status::Complete(length)) if length > MAX_HEAD_BYTES => {
-                return Err(ReadError::HeadTooLarge);
+                return Err(RequestError::HeadTooLarge);
             }
             Ok(httparse::Status::Complete(length)) => {
                 let head = head_of(&parsed, deadline)?;
@@ -272,11 +275,11 @@ async fn read_head(stream: &mut TcpStream, buf: &mut BytesMut) -> Result<Option<
                 return Ok(Some(head));
             }
             Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD_BYTES => {
-                return Err(ReadError::HeadTooLarge);
+                return Err(RequestError::HeadTooLarge);
             }
             Ok(httparse::Status::Partial) => {}
-            Err(httparse::Error::TooManyHeaders) => return Err(ReadError::HeadTooLarge),
-            Err(e) => return Err(ReadError::Malformed(format!("bad request head: {e}"))),
+            Err(httparse::Error::TooManyHeaders) => return Err(RequestError::HeadTooLarge),
+            Err(e) => return Err(RequestError::Malformed(format!("bad request head: {e}"))),
         }
         let wanted = buf.len() + 1;
         fill(stream, buf, wanted, deadline).await?;
@@ -284,8 +287,8 @@ async fn read_head(stream: &mut TcpStream, buf: &mut BytesMut) -> Result<Option<
 }
 
 /// The head of a parsed request, with the `http` types the gate reads.
-fn head_of(parsed: &httparse::Request<'_, '_>, deadline: Instant) -> Result<Head, ReadError> {
-    let malformed = |what: &str| ReadError::Malformed(what.to_string());
+fn head_of(parsed: &httparse::Request<'_, '_>, deadline: Instant) -> Result<Head, RequestError> {
+    let malformed = |what: &str| RequestError::Malformed(what.to_string());
     let method = http::Method::from_bytes(parsed.method.unwrap_or_default().as_bytes())
         .map_err(|_| malformed("bad method"))?;
     let uri: http::Uri = parsed
@@ -353,8 +356,8 @@ fn head_of(parsed: &httparse::Request<'_, '_>, deadline: Instant) -> Result<Head
 
 /// How the body is delimited (RFC 9112 section 6.3): chunked when Transfer-Encoding ends with
 /// it, else Content-Length (every copy the same), else none.
-fn body_length(headers: &http::HeaderMap) -> Result<BodyLength, ReadError> {
-    let malformed = |what: &str| ReadError::Malformed(what.to_string());
+fn body_length(headers: &http::HeaderMap) -> Result<BodyLength, RequestError> {
+    let malformed = |what: &str| RequestError::Malformed(what.to_string());
     let mut codings = headers
         .get_all(http::header::TRANSFER_ENCODING)
         .iter()
@@ -395,11 +398,11 @@ async fn fill(
     buf: &mut BytesMut,
     wanted: usize,
     deadline: Instant,
-) -> Result<(), ReadError> {
+) -> Result<(), RequestError> {
     while buf.len() < wanted {
         buf.reserve(wanted - buf.len());
         match tokio::time::timeout_at(deadline, stream.read_buf(buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Err(ReadError::Gone),
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Err(RequestError::Gone),
             Ok(Ok(_)) => {}
         }
     }
@@ -412,7 +415,7 @@ async fn read_line(
     stream: &mut TcpStream,
     buf: &mut BytesMut,
     deadline: Instant,
-) -> Result<Bytes, ReadError> {
+) -> Result<Bytes, RequestError> {
     let mut searched = 0;
     loop {
         if let Some(at) = buf[searched..].windows(2).position(|w| w == b"\r\n") {
@@ -421,7 +424,7 @@ async fn read_line(
             return Ok(line);
         }
         if buf.len() > MAX_HEAD_BYTES {
-            return Err(ReadError::Malformed("chunk line too long".into()));
+            return Err(RequestError::Malformed("chunk line too long".into()));
         }
         searched = buf.len().saturating_sub(1);
         let wanted = buf.len() + 1;
@@ -435,7 +438,7 @@ async fn read_body(
     buf: &mut BytesMut,
     head: &Head,
     max: u32,
-) -> Result<Bytes, ReadError> {
+) -> Result<Bytes, RequestError> {
     let max = u64::from(max);
     if head.body == BodyLength::Length(0) {
         return Ok(Bytes::new());
@@ -443,7 +446,7 @@ async fn read_body(
     if let BodyLength::Length(length) = head.body
         && length > max
     {
-        return Err(ReadError::BodyTooLarge);
+        return Err(RequestError::BodyTooLarge);
     }
     if head.expects_continue
         && stream
@@ -451,7 +454,7 @@ async fn read_body(
             .await
             .is_err()
     {
-        return Err(ReadError::Gone);
+        return Err(RequestError::Gone);
     }
     match head.body {
         BodyLength::Length(length) => {
@@ -467,20 +470,20 @@ async fn read_body(
                     .ok()
                     .map(|line| line.split(';').next().unwrap_or("").trim())
                     .and_then(|hex| u64::from_str_radix(hex, 16).ok())
-                    .ok_or_else(|| ReadError::Malformed("bad chunk size".into()))?;
+                    .ok_or_else(|| RequestError::Malformed("bad chunk size".into()))?;
                 if size == 0 {
                     // Trailers, then the empty line.
                     while !read_line(stream, buf, head.deadline).await?.is_empty() {}
                     return Ok(body.freeze());
                 }
                 if body.len() as u64 + size > max {
-                    return Err(ReadError::BodyTooLarge);
+                    return Err(RequestError::BodyTooLarge);
                 }
                 let size = size as usize;
                 fill(stream, buf, size + 2, head.deadline).await?;
                 body.extend_from_slice(&buf[..size]);
                 if &buf[size..size + 2] != b"\r\n" {
-                    return Err(ReadError::Malformed("chunk not followed by CRLF".into()));
+                    return Err(RequestError::Malformed("chunk not followed by CRLF".into()));
                 }
                 buf.advance(size + 2);
             }
@@ -489,10 +492,10 @@ async fn read_body(
 }
 
 /// The answer to a request that could not be read (`None`: the client is gone).
-async fn error_reply(error: ReadError, max: u32) -> Option<HttpReply> {
+async fn error_reply(error: RequestError, max: u32) -> Option<HttpReply> {
     Some(match error {
-        ReadError::Gone => return None,
-        ReadError::HeadTooLarge => HttpReply {
+        RequestError::Gone => return None,
+        RequestError::HeadTooLarge => HttpReply {
             status: http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             content_type: Some(http::HeaderValue::from_static("text/plain")),
             headers: http::HeaderMap::new(),
@@ -500,8 +503,8 @@ async fn error_reply(error: ReadError, max: u32) -> Option<HttpReply> {
                 "request head too large: at most {MAX_HEAD_BYTES} bytes and {MAX_HEADERS} headers\n"
             )),
         },
-        ReadError::BodyTooLarge => HttpReply::from_response(response::too_large(max)).await,
-        ReadError::Malformed(reason) => HttpReply {
+        RequestError::BodyTooLarge => HttpReply::from_response(response::too_large(max)).await,
+        RequestError::Malformed(reason) => HttpReply {
             status: http::StatusCode::BAD_REQUEST,
             content_type: Some(http::HeaderValue::from_static("text/plain")),
             headers: http::HeaderMap::new(),

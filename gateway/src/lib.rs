@@ -5,8 +5,8 @@
 //! themselves come from quarry-eth's method table.
 
 mod answer;
+mod call_layer;
 mod caller;
-mod calls;
 mod config;
 mod connections;
 mod dispatch;
@@ -224,7 +224,7 @@ pub async fn start(
     }
     let (module, answered) = register_methods(nodes, &service, &pools)?.into_parts();
     let method_names: Vec<&'static str> = module.method_names().collect();
-    let call_layer = calls::CallLayer::new(service.clone(), method_names);
+    let call_layer = call_layer::CallLayer::new(service.clone(), method_names);
     // HTTP and WebSockets are quarry's own transports (see `http` and `ws`), both answering
     // through the same call layer over the methods.
     let rpc = tower::Layer::layer(

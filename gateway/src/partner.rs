@@ -26,7 +26,7 @@ pub fn ask_partner(
     params: Option<&RawValue>,
 ) -> Result<Result<Box<RawValue>, ErrorObjectOwned>, String> {
     #[derive(serde::Deserialize)]
-    struct Reply {
+    struct PartnerReply {
         result: Option<Box<RawValue>>,
         error: Option<ErrorObjectOwned>,
     }
@@ -51,7 +51,7 @@ pub fn ask_partner(
         .body_mut()
         .read_to_string()
         .map_err(|e| e.to_string())?;
-    let reply: Reply = serde_json::from_str(&text)
+    let reply: PartnerReply = serde_json::from_str(&text)
         .map_err(|e| format!("HTTP {status}, not a JSON-RPC answer: {e}"))?;
     match (reply.result, reply.error) {
         (_, Some(error)) => Ok(Err(error)),

@@ -79,16 +79,16 @@ impl Ticket {
 
 /// One key's heavy jobs.
 #[derive(Default)]
-struct Lane {
+struct KeyLane {
     waiting: VecDeque<(Ticket, Job)>,
     running: usize,
 }
 
-struct State {
+struct PoolState {
     /// Cheap jobs, first come first served.
     light: VecDeque<Job>,
     /// Heavy jobs by key; a key is here while it has heavy jobs waiting or running.
-    lanes: HashMap<Arc<str>, Lane>,
+    lanes: HashMap<Arc<str>, KeyLane>,
     /// The keys with heavy jobs waiting, in the order of their next turn.
     turns: VecDeque<Arc<str>>,
     heavy_waiting: usize,
@@ -98,7 +98,7 @@ struct State {
     heavy_micros: u64,
 }
 
-impl Default for State {
+impl Default for PoolState {
     fn default() -> Self {
         Self {
             light: VecDeque::new(),
@@ -111,7 +111,7 @@ impl Default for State {
     }
 }
 
-impl State {
+impl PoolState {
     fn queued(&self) -> usize {
         self.light.len() + self.heavy_waiting
     }
@@ -191,8 +191,8 @@ impl State {
 }
 
 #[derive(Default)]
-struct Queue {
-    state: Mutex<State>,
+struct JobQueue {
+    state: Mutex<PoolState>,
     ready: Condvar,
     /// The threads, as the watcher of long jobs sees them.
     workers: Mutex<Vec<Arc<Worker>>>,
@@ -209,8 +209,8 @@ struct Queue {
     replace: Mutex<Vec<String>>,
 }
 
-impl Queue {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl JobQueue {
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -245,7 +245,7 @@ impl Worker {
 
 /// Every `LONG_JOB / 2`: threads whose heavy job has run for `LONG_JOB` get a lower priority,
 /// and threads that ended after such a job are started again.
-fn watch_long_jobs(queue: &Arc<Queue>, limits: Limits) {
+fn watch_long_jobs(queue: &Arc<JobQueue>, limits: Limits) {
     // A heavy job was running at the last wake-up.
     let mut busy = false;
     loop {
@@ -360,7 +360,7 @@ impl Limits {
 
 #[derive(Clone)]
 pub struct ReadPool {
-    queue: Arc<Queue>,
+    queue: Arc<JobQueue>,
     limits: Limits,
 }
 
@@ -383,7 +383,7 @@ impl ReadPool {
         (max_heavy, reserve): (usize, usize),
         max_heavy_per_key: usize,
     ) -> std::io::Result<Self> {
-        let queue = Arc::new(Queue::default());
+        let queue = Arc::new(JobQueue::default());
         let limits = Limits {
             max_queued,
             max_heavy_per_key: max_heavy_per_key.max(1),
@@ -503,7 +503,7 @@ enum Work {
     Heavy(Arc<str>, Job),
 }
 
-fn next(queue: &Queue, limits: Limits) -> Work {
+fn next(queue: &JobQueue, limits: Limits) -> Work {
     let mut state = queue.lock();
     loop {
         if let Some(job) = state.light.pop_front() {
@@ -520,7 +520,7 @@ fn next(queue: &Queue, limits: Limits) -> Work {
 }
 
 /// Starts a pool thread named `name`.
-fn spawn_worker(queue: &Arc<Queue>, limits: Limits, name: String) -> std::io::Result<()> {
+fn spawn_worker(queue: &Arc<JobQueue>, limits: Limits, name: String) -> std::io::Result<()> {
     let worker = Arc::new(Worker::default());
     queue.workers().push(worker.clone());
     let (queue_of_thread, worker_of_thread) = (queue.clone(), worker.clone());
@@ -534,7 +534,7 @@ fn spawn_worker(queue: &Arc<Queue>, limits: Limits, name: String) -> std::io::Re
     spawned.map(|_| ())
 }
 
-fn work(queue: &Arc<Queue>, limits: Limits, worker: &Arc<Worker>, name: String) {
+fn work(queue: &Arc<JobQueue>, limits: Limits, worker: &Arc<Worker>, name: String) {
     worker.tid.store(current_tid(), Ordering::Release);
     loop {
         // A panicking handler drops its reply sender, which the caller reports as an

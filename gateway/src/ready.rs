@@ -12,11 +12,11 @@ use std::{
 
 #[derive(Debug, Default)]
 pub struct Readiness {
-    state: Mutex<State>,
+    state: Mutex<ReadyState>,
 }
 
 #[derive(Debug, Default)]
-struct State {
+struct ReadyState {
     head: Option<u64>,
     /// When the head last changed (or was first read).
     head_since: Option<Instant>,

@@ -14,7 +14,7 @@ use crate::{
 };
 use jsonrpsee::{RpcModule, types::ErrorObjectOwned};
 use quarry_eth::{
-    Answer, Cost, Handler, MethodSpec, Node, NodeFn, Pool, Reads, RpcError, params::Args,
+    Cost, Handler, MethodAnswer, MethodSpec, Node, NodeFn, Pool, Reads, RpcError, params::Args,
 };
 use serde_json::value::RawValue;
 use std::sync::Arc;
@@ -123,7 +123,7 @@ impl Registry {
 }
 
 /// A snapshot's answer, which a method must give.
-fn answered(method: &str, answer: Answer) -> quarry_eth::Result<Box<RawValue>> {
+fn answered(method: &str, answer: MethodAnswer) -> quarry_eth::Result<Box<RawValue>> {
     answer?.ok_or_else(|| RpcError::Internal(format!("{method}: no answer from a snapshot")))
 }
 

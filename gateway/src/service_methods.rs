@@ -85,7 +85,7 @@ pub fn register_filters(
     use crate::service::Service;
     use jsonrpsee::types::ErrorObjectOwned;
     use quarry_eth::params::Args;
-    type Answer<T> = std::result::Result<T, ErrorObjectOwned>;
+    type Answered<T> = std::result::Result<T, ErrorObjectOwned>;
     let failed = |method: &str| crate::ServeError::Register(method.to_string());
 
     let with = |service: &Arc<Service>| service.clone();
@@ -93,7 +93,7 @@ pub fn register_filters(
     module
         .register_method(
             "eth_newFilter",
-            move |params, networks, extensions| -> Answer<String> {
+            move |params, networks, extensions| -> Answered<String> {
                 let caller = caller(extensions)?;
                 let node = networks.of(extensions)?;
                 let args = Args::parse(&params, &["filter"], 1)?;
@@ -115,7 +115,7 @@ pub fn register_filters(
     module
         .register_method(
             "eth_newBlockFilter",
-            move |params, _, extensions| -> Answer<String> {
+            move |params, _, extensions| -> Answered<String> {
                 let caller = caller(extensions)?;
                 Args::parse(&params, &[], 0)?;
                 let kind = FilterKind::Blocks(Vec::new());
@@ -127,15 +127,18 @@ pub fn register_filters(
         )
         .map_err(|_| failed("eth_newBlockFilter"))?;
     module
-        .register_method("eth_newPendingTransactionFilter", |_, _, _| -> Answer<()> {
-            Err(RpcError::NoTransactionPool("eth_newPendingTransactionFilter").into())
-        })
+        .register_method(
+            "eth_newPendingTransactionFilter",
+            |_, _, _| -> Answered<()> {
+                Err(RpcError::NoTransactionPool("eth_newPendingTransactionFilter").into())
+            },
+        )
         .map_err(|_| failed("eth_newPendingTransactionFilter"))?;
     let s = with(service);
     module
         .register_method(
             "eth_getFilterChanges",
-            move |params, _, extensions| -> Answer<Box<RawValue>> {
+            move |params, _, extensions| -> Answered<Box<RawValue>> {
                 let caller = caller(extensions)?;
                 let args = Args::parse(&params, &["filterId"], 1)?;
                 let id: String = args.required(0)?;
@@ -148,7 +151,7 @@ pub fn register_filters(
     module
         .register_method(
             "eth_uninstallFilter",
-            move |params, _, extensions| -> Answer<bool> {
+            move |params, _, extensions| -> Answered<bool> {
                 let caller = caller(extensions)?;
                 let args = Args::parse(&params, &["filterId"], 1)?;
                 let id: String = args.required(0)?;
@@ -177,7 +180,7 @@ pub fn register_filters(
                     quarry_eth::to_raw(method, &node.logs(tx, &filter)?)
                 })
                 .await?;
-                Answer::Ok(answer)
+                Answered::Ok(answer)
             }
         })
         .map_err(|_| failed("eth_getFilterLogs"))?;

@@ -118,7 +118,7 @@ const PAUSE_AFTER_FAILURE: Duration = Duration::from_secs(1);
 /// One key's calls waiting for the next batch, and the units it admitted from its allowance
 /// since the last batch was sent (the key's queue exists while its task runs).
 #[derive(Debug, Default)]
-struct Queue {
+struct KeyBatch {
     waiting: Vec<(u64, oneshot::Sender<Verdict>)>,
     charges: u64,
 }
@@ -140,7 +140,7 @@ pub struct SharedLimits {
     paused_until: Mutex<Option<Instant>>,
     /// Per key with a batch at Redis: the calls that came meanwhile. They go together in the
     /// next batch, so a busy key costs one round trip per batch, not per call.
-    queues: Mutex<HashMap<Arc<str>, Queue>>,
+    queues: Mutex<HashMap<Arc<str>, KeyBatch>>,
     /// Per key: what it may admit here without waiting for Redis (a share of the headroom Redis
     /// last reported), so that a key well within its limits pays no round trip per call.
     allowances: Mutex<HashMap<Arc<str>, Allowance>>,
@@ -227,7 +227,12 @@ impl SharedLimits {
     }
 
     /// Adds to `id`'s queue, starting the key's task if it has none.
-    fn enqueue(self: &Arc<Self>, id: &Arc<str>, limits: &PlanLimits, add: impl FnOnce(&mut Queue)) {
+    fn enqueue(
+        self: &Arc<Self>,
+        id: &Arc<str>,
+        limits: &PlanLimits,
+        add: impl FnOnce(&mut KeyBatch),
+    ) {
         let first = {
             let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
             match queues.get_mut(id) {
@@ -236,7 +241,7 @@ impl SharedLimits {
                     false
                 }
                 None => {
-                    let mut queue = Queue::default();
+                    let mut queue = KeyBatch::default();
                     add(&mut queue);
                     queues.insert(id.clone(), queue);
                     true

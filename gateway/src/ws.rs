@@ -13,8 +13,8 @@
 
 use crate::{
     answer::{self, BodyLimits},
+    call_layer::Calls,
     caller::Caller,
-    calls::Calls,
     config::Config,
     connections::{Connection, SendLimits, write},
     dispatch::Dispatch,
