@@ -489,20 +489,8 @@ fn run<K: Access>(
         StorageCollision::default(),
     );
     let evm = crate::eip1283::for_block(spec, header.number, evm);
-    let ctx = EthBlockExecutionCtx {
-        parent_hash: header.parent_hash,
-        parent_beacon_block_root: header.parent_beacon_block_root,
-        ommers: &block.body.ommers,
-        withdrawals: block
-            .body
-            .withdrawals
-            .as_ref()
-            .map(|w| Cow::Borrowed(w.as_slice())),
-        extra_data: header.extra_data.clone(),
-        tx_count_hint: Some(block.body.transactions.len()),
-        slot_number: None,
-    };
-    let mut executor = EthBlockExecutor::new(evm, ctx, rules, ReceiptsWithoutBloom);
+    let mut executor =
+        EthBlockExecutor::new(evm, execution_ctx(block), rules, ReceiptsWithoutBloom);
     executor
         .apply_pre_execution_changes()
         .map_err(execution_error)?;
@@ -523,24 +511,13 @@ fn run<K: Access>(
         .zip(&block.senders)
         .enumerate()
     {
-        if transaction.is_legacy()
-            && transaction.chain_id().is_some()
-            && !spec.is_spurious_dragon_active_at_block(header.number)
-        {
-            return Err(RunError::Invalid(Invalid::Transaction {
-                index,
-                hash: *transaction.tx_hash(),
-                reason: "replay-protected (EIP-155) transaction before Spurious Dragon".into(),
-            }));
-        }
+        check_replay_protection(spec, header.number, index, transaction)?;
         executor
             .execute_transaction(Recovered::new_unchecked(transaction, *sender))
             .map_err(|err| match err {
-                BlockExecutionError::Validation(err) => RunError::Invalid(Invalid::Transaction {
-                    index,
-                    hash: *transaction.tx_hash(),
-                    reason: err.to_string(),
-                }),
+                BlockExecutionError::Validation(err) => {
+                    invalid_transaction(index, transaction, err.to_string())
+                }
                 err => execution_error(err),
             })?;
         if let Some(e) = executor.evm_mut().inspector_mut().error.take() {
@@ -597,11 +574,7 @@ fn run<K: Access>(
         gas_used: result.gas_used,
         receipts_root,
         logs_bloom,
-        requests_hash: if result.requests.is_empty() {
-            EMPTY_REQUESTS_HASH
-        } else {
-            result.requests.requests_hash()
-        },
+        requests_hash: requests_hash(&result.requests),
         blob_gas_used: result.blob_gas_used,
         state_root,
     };
@@ -619,6 +592,60 @@ fn run<K: Access>(
         trie,
     };
     Ok((executed, outputs, settled(state.cache, &bundle)))
+}
+
+/// alloy-evm's context for executing `block`.
+fn execution_ctx(block: &SealedBlock) -> EthBlockExecutionCtx<'_> {
+    EthBlockExecutionCtx {
+        parent_hash: block.header.parent_hash,
+        parent_beacon_block_root: block.header.parent_beacon_block_root,
+        ommers: &block.body.ommers,
+        withdrawals: block
+            .body
+            .withdrawals
+            .as_ref()
+            .map(|w| Cow::Borrowed(w.as_slice())),
+        extra_data: block.header.extra_data.clone(),
+        tx_count_hint: Some(block.body.transactions.len()),
+        slot_number: None,
+    }
+}
+
+/// A replay-protected (EIP-155) transaction is invalid before Spurious Dragon.
+fn check_replay_protection(
+    spec: &ChainSpec,
+    number: u64,
+    index: usize,
+    transaction: &TxEnvelope,
+) -> std::result::Result<(), RunError> {
+    if transaction.is_legacy()
+        && transaction.chain_id().is_some()
+        && !spec.is_spurious_dragon_active_at_block(number)
+    {
+        return Err(invalid_transaction(
+            index,
+            transaction,
+            "replay-protected (EIP-155) transaction before Spurious Dragon".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn invalid_transaction(index: usize, transaction: &TxEnvelope, reason: String) -> RunError {
+    RunError::Invalid(Invalid::Transaction {
+        index,
+        hash: *transaction.tx_hash(),
+        reason,
+    })
+}
+
+/// EIP-7685's hash of a block's requests (the empty one's when there are none).
+pub(crate) fn requests_hash(requests: &alloy_eips::eip7685::Requests) -> B256 {
+    if requests.is_empty() {
+        EMPTY_REQUESTS_HASH
+    } else {
+        requests.requests_hash()
+    }
 }
 
 /// revm's cache after a block, as the next block must find it: each account the block changed

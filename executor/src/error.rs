@@ -1,3 +1,6 @@
+//! The executor's errors: why a block was rejected (`Invalid`, with the rule and both values)
+//! and what failed while executing or verifying it (`Error`).
+
 use alloy_primitives::B256;
 use std::fmt;
 

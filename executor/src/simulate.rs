@@ -6,7 +6,7 @@
 //! BLOCKHASH.
 
 use crate::{
-    block::apply_bundle,
+    block::{apply_bundle, requests_hash},
     call::{BlockOverrides, CallRequest, invalid_message},
     chain_spec::ChainSpec,
     collision::StorageCollision,
@@ -19,7 +19,7 @@ use alloy_consensus::{
     TxEnvelope, TxLegacy, TxReceipt,
     proofs::{calculate_receipt_root, calculate_withdrawals_root},
 };
-use alloy_eips::{eip4895::Withdrawal, eip7685::EMPTY_REQUESTS_HASH};
+use alloy_eips::eip4895::Withdrawal;
 use alloy_evm::{
     EthEvmFactory, Evm, EvmEnv, EvmFactory, FromRecoveredTx,
     block::BlockExecutor,
@@ -516,17 +516,12 @@ fn run_block(
     if spec.is_cancun_active_at_timestamp(header.timestamp) {
         header.blob_gas_used = Some(outcome.blob_gas_used);
     }
-    let requests_hash = if outcome.requests.is_empty() {
-        EMPTY_REQUESTS_HASH
-    } else {
-        outcome.requests.requests_hash()
-    };
     Ok((
         transactions,
         senders,
         results,
         outcome.receipts,
-        requests_hash,
+        requests_hash(&outcome.requests),
     ))
 }
 
