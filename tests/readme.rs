@@ -25,6 +25,10 @@
 //! every method of the method table (the method names quoted in eth/src/methods.rs) and every
 //! filter method must have an example, so that an edit cannot empty the check by accident and a
 //! new method cannot go unshown.
+//!
+//! Besides the examples: every command that `quarry --help` lists has a section headed
+//! ``### `quarry COMMAND ...` ``, and every field of `quarry serve`'s config (gateway/src/config.rs
+//! and gateway/src/weights.rs) is named in the section "Configuration of `quarry serve`".
 
 #![allow(clippy::unwrap_used)]
 
@@ -265,6 +269,82 @@ fn every_served_method_has_an_example() {
         missing.is_empty(),
         "README.md has no example of {missing:?}"
     );
+}
+
+/// The text of README.md from the heading `from` to the next heading of the same level.
+fn section<'a>(text: &'a str, from: &str) -> &'a str {
+    let start = text
+        .find(from)
+        .unwrap_or_else(|| panic!("README.md has no heading {from:?}"));
+    let level = &from[..=from.find(' ').unwrap_or_default()];
+    let rest = &text[start + from.len()..];
+    let end = rest
+        .find(&format!("\n{level}"))
+        .map_or(rest.len(), |at| at + 1);
+    &text[start..start + from.len() + end]
+}
+
+/// Every field of `quarry serve`'s config (gateway/src/config.rs and its `[weights]` in
+/// gateway/src/weights.rs) is named in the README's configuration section.
+#[test]
+fn every_config_key_is_documented() {
+    let text = readme();
+    let documented = section(&text, "## Configuration of `quarry serve`");
+    let gateway = Path::new(env!("CARGO_MANIFEST_DIR")).join("gateway/src");
+    let mut missing = Vec::new();
+    let mut fields = 0;
+    for file in ["config.rs", "weights.rs"] {
+        let source = std::fs::read_to_string(gateway.join(file)).unwrap();
+        let source = source.split("#[cfg(test)]").next().unwrap_or_default();
+        for line in source.lines() {
+            let Some(field) = line
+                .strip_prefix("    pub ")
+                .and_then(|rest| rest.split_once(':'))
+                .map(|(name, _)| name)
+                .filter(|name| name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            else {
+                continue;
+            };
+            fields += 1;
+            if !documented.contains(field) {
+                missing.push(field.to_string());
+            }
+        }
+    }
+    assert!(fields > 40, "only {fields} config fields found");
+    assert!(
+        missing.is_empty(),
+        "config keys missing from README.md: {missing:?}"
+    );
+}
+
+/// Every command `quarry --help` lists has a section of its own in the README.
+#[test]
+fn every_command_is_documented() {
+    let text = readme();
+    let output = std::process::Command::new(support::QUARRY)
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&output.stdout);
+    let commands: Vec<&str> = help
+        .split("Commands:")
+        .nth(1)
+        .unwrap_or_default()
+        .split("Options:")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|command| *command != "help")
+        .collect();
+    assert!(commands.len() >= 10, "{help}");
+    for command in commands {
+        assert!(
+            text.contains(&format!("### `quarry {command} ")),
+            "README.md has no section \"### `quarry {command} ...`\""
+        );
+    }
 }
 
 #[test]
