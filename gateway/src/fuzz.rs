@@ -55,8 +55,8 @@ impl Harness {
             .build()
             .map_err(|e| e.to_string())?;
         let config = Config::parse("").map_err(|e| e.to_string())?;
-        let node =
-            Node::new(db.clone(), crate::node_config(&config), None).map_err(|e| e.to_string())?;
+        let node = Node::new(db.clone(), crate::networks::node_config(&config), None)
+            .map_err(|e| e.to_string())?;
         let network = Network {
             name: "fuzz".into(),
             hosts: Vec::new(),
