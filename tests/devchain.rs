@@ -565,49 +565,6 @@ fn devnet_reverts_in_every_style() {
     assert!(balance["result"].as_str().unwrap().len() == 66, "{balance}");
 }
 
-/// Every `q '<request>'` in the README with a `#  -> <response>` line under it gets that
-/// response from the dev chain (`...` stands for any text in between).
-#[test]
-fn readme_examples_answer_as_shown() {
-    let net = Devnet::start();
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let lines: Vec<&str> = readme.lines().collect();
-    let mut checked = 0;
-    for (index, line) in lines.iter().enumerate() {
-        let Some(request) = line
-            .strip_prefix("q '")
-            .and_then(|rest| rest.strip_suffix('\''))
-        else {
-            continue;
-        };
-        let (status, response) = net
-            .server
-            .post_raw(&format!("/v3/{}", support::KEY), request);
-        assert_eq!(status, 200, "{response}");
-        let Some(expected) = lines
-            .get(index + 1)
-            .and_then(|next| next.strip_prefix("#  -> "))
-            .map(|text| text.split("   ").next().unwrap().trim())
-            .filter(|text| text.starts_with(['{', '"']))
-        else {
-            continue;
-        };
-        let mut rest = response.as_str();
-        for piece in expected.split("...").filter(|p| !p.is_empty()) {
-            let found = rest.find(piece).unwrap_or_else(|| {
-                panic!(
-                    "README line {}: {request}\nwant {expected}\ngot  {response}",
-                    index + 1
-                )
-            });
-            rest = &rest[found + piece.len()..];
-        }
-        checked += 1;
-    }
-    assert!(checked >= 12, "only {checked} README examples checked");
-}
-
 /// eth_feeHistory over the dev chain's last blocks: shapes, the next block's fees, and tips
 /// that grow with the percentile.
 #[test]
