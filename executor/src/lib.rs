@@ -24,8 +24,8 @@ pub use block::{
     BlockTemplate, ExecutedBlock, ExecutionCache, SealedBlock, build_block, execute_block,
 };
 pub use call::{BlockOverrides, CallContext, CallError, CallOutcome, CallRequest};
-pub use overrides::{AccountOverride, StateOverrides};
 pub use chain_spec::ChainSpec;
 pub use error::{BlockError, Error, Invalid, Result};
+pub use overrides::{AccountOverride, StateOverrides};
 pub use state_db::{StateAt, StateCache, StateSnapshot};
 pub use state_root::{AccountProof, OlderState, ProofState, SlotProof, StateTrie, account_proof};

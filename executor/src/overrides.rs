@@ -1,8 +1,8 @@
 //! State overrides (geth's state override set): what a call, a trace or a simulated block
 //! changes in accounts before it runs, and the precompile side of them.
 
-use alloy_primitives::{Address, B256, Bytes, U256};
 use alloy_evm::precompiles::{DynPrecompile, PrecompileInput, PrecompilesMap};
+use alloy_primitives::{Address, B256, Bytes, U256};
 use revm::{
     precompile::{PrecompileSpecId, Precompiles},
     primitives::hardfork::SpecId,
@@ -45,15 +45,21 @@ pub fn move_precompiles(
     let mut replaced = Vec::new();
     for address in addresses {
         if moved_to.contains(address) {
-            return Err(OverrideError(format!("account {address} has already been overridden by a precompile")));
+            return Err(OverrideError(format!(
+                "account {address} has already been overridden by a precompile"
+            )));
         }
         let is_precompile = precompiles.get(address).is_some();
         if let Some(target) = overrides[address].move_precompile_to {
             if !is_precompile {
-                return Err(OverrideError(format!("account {address} is not a precompile")));
+                return Err(OverrideError(format!(
+                    "account {address} is not a precompile"
+                )));
             }
             if overrides.contains_key(&target) {
-                return Err(OverrideError(format!("account {target} is already overridden")));
+                return Err(OverrideError(format!(
+                    "account {target} is already overridden"
+                )));
             }
             moved_to.insert(target);
             moves.insert(*address, target);

@@ -8,9 +8,9 @@
 use crate::{
     block::apply_bundle,
     call::{BlockOverrides, CallRequest, invalid_message},
-    overrides::{StateOverrides, move_precompiles},
     chain_spec::ChainSpec,
     collision::StorageCollision,
+    overrides::{StateOverrides, move_precompiles},
     state_db::{StateAt, StateCache, StateError, StateSnapshot},
     state_root::StateTrie,
 };
@@ -46,10 +46,7 @@ use revm::{
     primitives::KECCAK_EMPTY,
     state::{Account, EvmState, EvmStorageSlot, TransactionId},
 };
-use std::{
-    borrow::Cow,
-    time::Instant,
-};
+use std::{borrow::Cow, time::Instant};
 
 /// geth's default RPC gas cap: the gas all of a request's calls may use together.
 pub const SIMULATE_GAS_CAP: u64 = 50_000_000;

@@ -225,6 +225,68 @@ pub(crate) fn be_u64(bytes: &[u8]) -> Result<u64> {
     Ok(u64::from_be_bytes(arr))
 }
 
+/// `HashedAccounts` value: the account's fields and storage root (see
+/// [`crate::models::encode_account`]; older datadirs: `StoredAccount`'s fixed 72 bytes, then
+/// the storage root).
+const TRIE_ACCOUNT_FIXED_LEN: usize = StoredAccount::FIXED_LEN + 32;
+
+pub(crate) fn encode_trie_account(account: &TrieAccount) -> Vec<u8> {
+    let fields = StoredAccount::from(account);
+    encode_account(&fields, Some(account.storage_root), TRIE_ACCOUNT_FIXED_LEN)
+}
+
+pub(crate) fn decode_trie_account(bytes: &[u8]) -> Result<TrieAccount> {
+    let (fields, storage_root) = decode_account(bytes, TRIE_ACCOUNT_FIXED_LEN)?;
+    Ok(TrieAccount {
+        nonce: fields.nonce,
+        balance: fields.balance,
+        storage_root: storage_root.unwrap_or(EMPTY_ROOT_HASH),
+        code_hash: fields.code_hash,
+    })
+}
+
+/// `AccountsTrie` / `StoragesTrie` value: state, tree and hash masks (u16 BE each), then the
+/// hashes of the children in the hash mask, then the root hash for the node at the empty path.
+pub(crate) fn encode_branch(node: &BranchNodeCompact) -> Vec<u8> {
+    let mut out = Vec::with_capacity(6 + 32 * (node.hashes.len() + 1));
+    for mask in [node.state_mask, node.tree_mask, node.hash_mask] {
+        out.extend_from_slice(&mask.get().to_be_bytes());
+    }
+    for hash in node.hashes.iter() {
+        out.extend_from_slice(hash.as_slice());
+    }
+    if let Some(root) = node.root_hash {
+        out.extend_from_slice(root.as_slice());
+    }
+    out
+}
+
+pub(crate) fn decode_branch(bytes: &[u8]) -> Result<BranchNodeCompact> {
+    let corrupt = || Error::Corrupt(format!("malformed trie node of {} bytes", bytes.len()));
+    if bytes.len() < 6 || !(bytes.len() - 6).is_multiple_of(32) {
+        return Err(corrupt());
+    }
+    let mask = |at: usize| TrieMask::new(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
+    let (state_mask, tree_mask, hash_mask) = (mask(0), mask(2), mask(4));
+    let count = hash_mask.count_ones() as usize;
+    let stored = (bytes.len() - 6) / 32;
+    let root_hash = match stored.checked_sub(count) {
+        Some(0) => None,
+        Some(1) => Some(B256::from_slice(&bytes[bytes.len() - 32..])),
+        _ => return Err(corrupt()),
+    };
+    if !tree_mask.is_subset_of(state_mask) || !hash_mask.is_subset_of(state_mask) {
+        return Err(corrupt());
+    }
+    let hashes = bytes[6..6 + 32 * count]
+        .chunks_exact(32)
+        .map(B256::from_slice)
+        .collect();
+    Ok(BranchNodeCompact::new(
+        state_mask, tree_mask, hash_mask, hashes, root_hash,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,66 +375,4 @@ mod tests {
         let leaf = encode_account(&account, Some(B256::repeat_byte(1)), 104);
         assert!(StoredAccount::decode(&leaf).is_err());
     }
-}
-
-/// `HashedAccounts` value: the account's fields and storage root (see
-/// [`crate::models::encode_account`]; older datadirs: `StoredAccount`'s fixed 72 bytes, then
-/// the storage root).
-const TRIE_ACCOUNT_FIXED_LEN: usize = StoredAccount::FIXED_LEN + 32;
-
-pub(crate) fn encode_trie_account(account: &TrieAccount) -> Vec<u8> {
-    let fields = StoredAccount::from(account);
-    encode_account(&fields, Some(account.storage_root), TRIE_ACCOUNT_FIXED_LEN)
-}
-
-pub(crate) fn decode_trie_account(bytes: &[u8]) -> Result<TrieAccount> {
-    let (fields, storage_root) = decode_account(bytes, TRIE_ACCOUNT_FIXED_LEN)?;
-    Ok(TrieAccount {
-        nonce: fields.nonce,
-        balance: fields.balance,
-        storage_root: storage_root.unwrap_or(EMPTY_ROOT_HASH),
-        code_hash: fields.code_hash,
-    })
-}
-
-/// `AccountsTrie` / `StoragesTrie` value: state, tree and hash masks (u16 BE each), then the
-/// hashes of the children in the hash mask, then the root hash for the node at the empty path.
-pub(crate) fn encode_branch(node: &BranchNodeCompact) -> Vec<u8> {
-    let mut out = Vec::with_capacity(6 + 32 * (node.hashes.len() + 1));
-    for mask in [node.state_mask, node.tree_mask, node.hash_mask] {
-        out.extend_from_slice(&mask.get().to_be_bytes());
-    }
-    for hash in node.hashes.iter() {
-        out.extend_from_slice(hash.as_slice());
-    }
-    if let Some(root) = node.root_hash {
-        out.extend_from_slice(root.as_slice());
-    }
-    out
-}
-
-pub(crate) fn decode_branch(bytes: &[u8]) -> Result<BranchNodeCompact> {
-    let corrupt = || Error::Corrupt(format!("malformed trie node of {} bytes", bytes.len()));
-    if bytes.len() < 6 || !(bytes.len() - 6).is_multiple_of(32) {
-        return Err(corrupt());
-    }
-    let mask = |at: usize| TrieMask::new(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
-    let (state_mask, tree_mask, hash_mask) = (mask(0), mask(2), mask(4));
-    let count = hash_mask.count_ones() as usize;
-    let stored = (bytes.len() - 6) / 32;
-    let root_hash = match stored.checked_sub(count) {
-        Some(0) => None,
-        Some(1) => Some(B256::from_slice(&bytes[bytes.len() - 32..])),
-        _ => return Err(corrupt()),
-    };
-    if !tree_mask.is_subset_of(state_mask) || !hash_mask.is_subset_of(state_mask) {
-        return Err(corrupt());
-    }
-    let hashes = bytes[6..6 + 32 * count]
-        .chunks_exact(32)
-        .map(B256::from_slice)
-        .collect();
-    Ok(BranchNodeCompact::new(
-        state_mask, tree_mask, hash_mask, hashes, root_hash,
-    ))
 }

@@ -4,7 +4,9 @@
 //! extension nodes are not stored: they follow from the hashed state. Unlike reth's, a stored
 //! branch also names the hashes of its leaf children ([`complete_leaf_hashes`]).
 
-use crate::models::{SlotValue, decode_branch, decode_trie_account, encode_branch, encode_trie_account};
+use crate::models::{
+    SlotValue, decode_branch, decode_trie_account, encode_branch, encode_trie_account,
+};
 use crate::{
     Error, Result, StorageTx,
     staged::StagedNodes,
@@ -12,9 +14,7 @@ use crate::{
     trie_history::{AsOf, history_path, logical_key, path_of_history},
 };
 use alloy_primitives::{B256, U256};
-use alloy_trie::{
-    BranchNodeCompact, Nibbles, TrieAccount, TrieMask, nodes::LeafNodeRef,
-};
+use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask, nodes::LeafNodeRef};
 use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
 use std::sync::atomic::Ordering;
 
