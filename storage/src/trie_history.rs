@@ -51,6 +51,18 @@ const STORAGES_TAG: u8 = 1;
 const FULL: u8 = 1;
 const DIFF: u8 = 2;
 
+/// The node history table a `TrieChangeSets` entry (`key`) with table tag `tag` names.
+pub(crate) fn tagged_history_table(tag: u8, key: &[u8]) -> Result<Table> {
+    match tag {
+        ACCOUNTS_TAG => Ok(Table::AccountsTrieHistory),
+        STORAGES_TAG => Ok(Table::StoragesTrieHistory),
+        _ => Err(Error::Corrupt(format!(
+            "trie changeset key {} has no table tag",
+            alloy_primitives::hex::encode(key)
+        ))),
+    }
+}
+
 /// The hash of `nibble`'s child in a node as the trie table holds it (masks, then hashes).
 fn child_hash(node: &[u8], nibble: u8) -> Option<&[u8]> {
     let hash_mask = u16::from_be_bytes([*node.get(4)?, *node.get(5)?]);
@@ -204,7 +216,7 @@ impl RecordedNodes {
         known.1.insert(key);
     }
 
-    fn forget(&self) {
+    pub(crate) fn forget(&self) {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -450,14 +462,14 @@ impl<K: TransactionKind> StorageTx<K> {
     /// from the history ([`StorageTx::trie_nodes_after`]); the changesets of the blocks from
     /// `block` to it take the trie back to `block`.
     pub fn trie_history_checkpoint(&self, block: u64) -> Result<u64> {
-        let window = self.node_window()?;
+        let window = self.read_window(block)?;
         Ok(block.saturating_add(window - 1 - block % window))
     }
 
     /// The block before `block` that ends a node history window, if the history covers it:
     /// the changes of the blocks after it up to `block` take its trie forward to `block`.
     pub fn trie_history_checkpoint_before(&self, block: u64) -> Result<Option<u64>> {
-        let window_start = block - block % self.node_window()?;
+        let window_start = block - block % self.read_window(block)?;
         match window_start.checked_sub(1) {
             Some(before) if self.trie_history_covers(before)? => Ok(Some(before)),
             _ => Ok(None),
@@ -571,16 +583,7 @@ impl StorageTx<RwSync> {
             if !key.starts_with(&block) {
                 break;
             }
-            let table = match key.get(8) {
-                Some(&ACCOUNTS_TAG) => Table::AccountsTrieHistory,
-                Some(&STORAGES_TAG) => Table::StoragesTrieHistory,
-                _ => {
-                    return Err(Error::Corrupt(format!(
-                        "trie changeset key {} has no table tag",
-                        alloy_primitives::hex::encode(&key)
-                    )));
-                }
-            };
+            let table = tagged_history_table(key.get(8).copied().unwrap_or(u8::MAX), &key)?;
             self.del(table, &[&key[9..], &window_start.to_be_bytes()].concat())?;
             cursor.del()?;
             entry = cursor.get_current::<Vec<u8>, ()>()?;
@@ -592,6 +595,7 @@ impl StorageTx<RwSync> {
     /// latest (everything above it is gone).
     pub(crate) fn trie_history_unwound(&self, ancestor: u64) -> Result<()> {
         let first = ancestor + 1;
+        self.proof_history_unwound(ancestor)?;
         if self.trie_history_from()?.is_some_and(|from| from > first) {
             self.put_meta(HISTORY_FROM, &first.to_be_bytes())?;
         }
