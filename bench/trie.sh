@@ -16,6 +16,7 @@
 #   bench/trie.sh [CHAIN_DIR]        default target/bench/scale-20000x100 (BLOCKS=20000 bench/scale.sh)
 #   RUNS=5 N=2000 N_BACK=320 N_FAR=64 bench/trie.sh ...
 #   QUARRY_BIN=path bench/trie.sh ...   # another build (a before/after in one run)
+#   NO_BUILD=1 QUARRY_BIN=path TABLE_SIZES=path bench/trie.sh ...   # builds given, none made
 #   NO_TRIE_HISTORY=1 bench/trie.sh ... # ingest with --no-trie-history (proofs back then
 #                                         undo the changesets)
 #   PROOF_HISTORY=N bench/trie.sh ...   # ingest with --proof-history N (builds before it lack
@@ -66,7 +67,8 @@ timed "$work/ingest.out" "$quarry" ingest --datadir "$data" --genesis "$genesis"
 grep -E '^(imported|stages)' "$work/ingest.out"
 # Allocated bytes: what the datadir takes on disk (--apparent-size would count MDBX's holes).
 echo "datadir $(du -sB1 "$data" | cut -f1) bytes on disk"
-cargo run --release --quiet -p quarry-storage --example table_sizes -- "$data"
+[ -n "${NO_BUILD:-}" ] || cargo build --release --quiet -p quarry-storage --example table_sizes
+"${TABLE_SIZES:-target/release/examples/table_sizes}" "$data"
 
 echo "== restart: ingest of one more block on the stored chain"
 head=$("$quarry" ingest --datadir "$data" --genesis "$genesis" "$work/last.rlp" 2>/dev/null \

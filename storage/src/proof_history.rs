@@ -8,8 +8,8 @@
 //! starts from a coarse window's end and undoes or redoes at most half a coarse window. As the
 //! head moves, each whole coarse window that falls more than `proof_history` blocks behind is
 //! thinned in the importer's own commit: of a node's records in that window only the first
-//! (the node as it was before the window) is kept, and `trie_history_fine_from` moves past the
-//! window in the same commit. Readers of another process see the history before or after, never
+//! (the node as it was before the window) is kept, as a diff from the node after the window,
+//! and `trie_history_fine_from` moves past the window in the same commit. Readers of another process see the history before or after, never
 //! between, and a block before `trie_history_fine_from` is read at coarse window ends only.
 
 use crate::{Error, Result, StorageTx, Table, trie_history::tagged_history_table};
@@ -139,7 +139,8 @@ impl StorageTx<RwSync> {
         self.write_staged()?;
         self.recorded_nodes.forget();
         let window = self.node_window()?;
-        let mut seen = alloy_primitives::map::HashSet::<Vec<u8>>::default();
+        // Each node's kept record: its tag and history key.
+        let mut seen = alloy_primitives::map::HashMap::<Vec<u8>, (u8, Vec<u8>)>::default();
         let mut doomed =
             [Table::AccountsTrieHistory, Table::StoragesTrieHistory].map(|t| (t, Vec::new()));
         let mut read = 0;
@@ -154,15 +155,18 @@ impl StorageTx<RwSync> {
                 break;
             }
             read += 1;
+            let window_start = block - block % window;
+            let history_key = [&key[9..], &window_start.to_be_bytes()].concat();
             // Tag and node: the first entry of a node in the window is its earliest record.
-            if seen.insert(key[8..].to_vec()) {
+            if let std::collections::hash_map::Entry::Vacant(first) = seen.entry(key[8..].to_vec())
+            {
+                first.insert((tag, history_key));
                 entry = cursor.next::<Vec<u8>, ()>()?;
                 continue;
             }
-            let window_start = block - block % window;
             let table = tagged_history_table(tag, &key)?;
             if let Some((_, keys)) = doomed.iter_mut().find(|(t, _)| *t == table) {
-                keys.push([&key[9..], &window_start.to_be_bytes()].concat());
+                keys.push(history_key);
             }
             cursor.del()?;
             entry = cursor.get_current::<Vec<u8>, ()>()?;
@@ -174,6 +178,11 @@ impl StorageTx<RwSync> {
             for key in keys {
                 self.del(table, &key)?;
             }
+        }
+        let mut kept: Vec<(u8, Vec<u8>)> = seen.into_values().collect();
+        kept.sort_unstable();
+        for (tag, key) in kept {
+            self.diff_kept_record(tagged_history_table(tag, &key)?, tag, &key)?;
         }
         Ok(read)
     }
@@ -202,12 +211,15 @@ mod tests {
     use alloy_primitives::B256;
     use alloy_trie::{BranchNodeCompact, Nibbles, TrieMask};
 
+    /// A branch of sixteen hashed children, of which only the first changes with `seed`.
     fn branch(seed: u64) -> BranchNodeCompact {
+        let mut hashes = vec![B256::repeat_byte(0xaa); 16];
+        hashes[0] = B256::from(alloy_primitives::U256::from(seed));
         BranchNodeCompact::new(
-            TrieMask::new(0b11),
+            TrieMask::new(0xffff),
             TrieMask::new(0),
-            TrieMask::new(0b11),
-            vec![B256::from(alloy_primitives::U256::from(seed)); 2],
+            TrieMask::new(0xffff),
+            hashes,
             None,
         )
     }
@@ -277,6 +289,16 @@ mod tests {
         assert_eq!(windows(&db, &b), [0, 8, 16]);
         assert_eq!(index(&db), 7);
         let tx = db.reader().unwrap();
+        // A kept record is a diff from the node's next record: the one child that changed.
+        for path in [&a, &b] {
+            let key = [
+                crate::trie_history::history_path(path),
+                8u64.to_be_bytes().to_vec(),
+            ]
+            .concat();
+            let record = tx.get(Table::AccountsTrieHistory, &key).unwrap().unwrap();
+            assert_eq!(record.len(), 9 + 32, "{path:?}");
+        }
         assert_eq!(tx.trie_history_fine_from().unwrap(), Some(16));
         assert_eq!(tx.read_window(14).unwrap(), 8);
         assert_eq!(tx.read_window(15).unwrap(), 4);

@@ -123,7 +123,8 @@ tables! {
     /// entries are contiguous; see trie_history.rs) then the window's first block number (u64
     /// BE). Value: the node before the window, tagged whole or (one-block windows) as a diff
     /// from the node after it (see trie_history.rs), or empty when there was none. Before
-    /// `trie_history_fine_from`, only a node's first record in each coarse window is kept.
+    /// `trie_history_fine_from`, only a node's first record in each coarse window is kept,
+    /// as a diff from its next record or the current node (see proof_history.rs).
     AccountsTrieHistory = "accounts_trie_history";
     /// As `AccountsTrieHistory`, for the storage tries. Key: keccak256 of the address (32),
     /// the history path, then the block number (u64 BE). Value: as in `AccountsTrieHistory`.

@@ -43,7 +43,8 @@ const STORAGES_TAG: u8 = 1;
 /// Node history values: empty when there was no node; otherwise a tag, then either the whole
 /// node as the trie table holds it (`FULL`: with a window of more than one block, since the
 /// node after the block changes again within the window; or the node was deleted, so there is
-/// nothing after it to compare with), or (`DIFF`, datadirs whose window is one block) the node
+/// nothing after it to compare with), or (`DIFF`: datadirs whose window is one block, and the
+/// records kept in thinned windows, proof_history.rs) the node
 /// relative to the one after the block: its three masks, a mask of the children whose hash is
 /// the same after the block, the other children's hashes, then the root hash if the node has
 /// one. Reading a node back undoes every later change's record from the current node down, which
@@ -550,6 +551,55 @@ impl StorageTx<RwSync> {
         };
         self.put_staged(table, &key, &staged_node_record(block, tag, &record))?;
         self.recorded_nodes.insert(window_start, key);
+        Ok(())
+    }
+
+    /// Rewrites the whole node record under `key` (a history key of `table`, the node history
+    /// of trie `tag`) as a diff from the node's next value: its next record's, if that holds
+    /// the node whole, or else, with no later record, the current node. A thinned window's kept
+    /// record is the node before its coarse window, and its next record (or the current node)
+    /// the node after it, whatever later thinning or unwinds delete: the node changed in no
+    /// block between, so the next record left always holds that value. Deep nodes change one
+    /// child in a window, so their diff holds one hash instead of up to sixteen.
+    pub(crate) fn diff_kept_record(&self, table: Table, tag: u8, key: &[u8]) -> Result<()> {
+        let node = key.len().saturating_sub(8);
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let Some(record) = cursor.set::<Vec<u8>>(key)? else {
+            return Ok(());
+        };
+        if record.first() != Some(&FULL) {
+            return Ok(());
+        }
+        let after = match cursor.next::<Vec<u8>, Vec<u8>>()? {
+            Some((next, value)) if next.len() == key.len() && next[..node] == key[..node] => {
+                // Empty (the node was gone after the window) or a diff: kept whole.
+                if value.first() != Some(&FULL) {
+                    return Ok(());
+                }
+                value[1..].to_vec()
+            }
+            _ => {
+                let prefix = if tag == STORAGES_TAG { 32 } else { 0 };
+                let (trie, path) = key[..node].split_at(prefix.min(node));
+                // The node table's key: the trie's prefix, then a byte per nibble.
+                path_of_history(path)?;
+                let nibbles = path[..path.len() - 1].iter().map(|n| n - 1);
+                let current: Vec<u8> = trie.iter().copied().chain(nibbles).collect();
+                let nodes = match tag {
+                    STORAGES_TAG => Table::StoragesTrie,
+                    _ => Table::AccountsTrie,
+                };
+                match self.get(nodes, &current)? {
+                    Some(value) => value.into_owned(),
+                    None => return Ok(()),
+                }
+            }
+        };
+        drop(cursor);
+        let diff = node_record(&record[1..], Some(&after));
+        if diff.len() < record.len() {
+            self.put(table, key, &diff)?;
+        }
         Ok(())
     }
 
