@@ -83,7 +83,8 @@ done
 printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "start to block %d committed: median %.3fs (min %.3fs, max %.3fs, %d runs)\n", '"$head"', a[int((NR+1)/2)], a[1], a[NR], NR}'
 
 echo "== eth_getProof"
-serve proof "$data" $'[[keys]]\nkey = "bench"'
+# proof_window: the 10,000-back row reaches 11,008 blocks back.
+serve proof "$data" $'proof_window = 20000\n[[keys]]\nkey = "bench"'
 addr=$(address proof)
 python3 - "$addr" "$N" "$N_BACK" "$N_FAR" "$head" <<'PY'
 import http.client, json, sys, time
