@@ -201,10 +201,15 @@ enum Command {
     },
     /// Bring a datadir written by an older quarry to the current layout (builds the per-block
     /// changesets that unwinding needs from the state history, and re-encodes the receipts).
-    /// Resumable: each batch commits on its own, and running it again continues.
+    /// Resumable: each batch commits on its own, and running it again continues. Also thins
+    /// the trie node history that lies behind the datadir's `proof_history`.
     Migrate {
         #[arg(long)]
         datadir: PathBuf,
+        /// Set the datadir's `proof_history` (as `quarry ingest --proof-history`) first, so
+        /// that a datadir that kept its whole node history is thinned without importing.
+        #[arg(long)]
+        proof_history: Option<u64>,
     },
     /// Run Ethereum BlockchainTests JSON files (or folders of them) through quarry's import path.
     Blocktest {
@@ -336,7 +341,10 @@ fn main() -> Result<()> {
             },
         ),
         Command::IndexLogs { datadir } => index_logs(datadir),
-        Command::Migrate { datadir } => migrate(datadir),
+        Command::Migrate {
+            datadir,
+            proof_history,
+        } => migrate(datadir, proof_history),
         Command::Unwind {
             datadir,
             genesis,
@@ -711,7 +719,7 @@ fn unwind(datadir: &Path, genesis: &Path, to: u64) -> Result<()> {
     Ok(())
 }
 
-fn migrate(datadir: PathBuf) -> Result<()> {
+fn migrate(datadir: PathBuf, proof_history: Option<u64>) -> Result<()> {
     // History entries or receipts per commit.
     const BATCH: u64 = 200_000;
     if !datadir.join("mdbx.dat").exists() {
@@ -729,6 +737,11 @@ fn migrate(datadir: PathBuf) -> Result<()> {
             break;
         }
         eprintln!("layout {layout}: {BATCH} more entries migrated");
+    }
+    if let Some(blocks) = proof_history {
+        let tx = db.writer()?;
+        tx.set_proof_history(Some(blocks))?;
+        tx.commit()?;
     }
     // Node history that fell behind `proof_history` (set on a datadir with a long history)
     // is thinned here too, a bounded part per commit, as imports would.

@@ -208,4 +208,25 @@ fn proof_history_is_kept_by_the_datadir_and_thinned_proofs_equal_whole_ones() {
             "block {block}"
         );
     }
+
+    // `quarry migrate --proof-history` thins a datadir that kept its whole node history.
+    drop(whole);
+    let whole = dir.path().join("whole");
+    {
+        let db = Database::open(&whole).unwrap();
+        let tx = db.writer().unwrap();
+        tx.set_coarse_node_window(coarse).unwrap();
+        tx.commit().unwrap();
+    }
+    run_quarry([
+        "migrate".as_ref(),
+        "--datadir".as_ref(),
+        whole.as_os_str(),
+        "--proof-history".as_ref(),
+        "100".as_ref(),
+    ]);
+    assert_eq!(
+        setting(&whole),
+        (Some(100), Some((301 - 100) / coarse * coarse))
+    );
 }
