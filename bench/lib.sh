@@ -1,7 +1,9 @@
 # Sourced by the serve benchmarks: builds the release binary, makes a scratch directory $work
 # that is removed on exit (with every server started here stopped), and starts servers.
 # QUARRY_BIN=path serves with another build (an older one, for a before/after in one run).
-cargo build --release --quiet
+# NO_BUILD=1 skips the build (both builds of a before/after given as binaries, while the tree
+# changes).
+[ -n "${NO_BUILD:-}" ] || cargo build --release --quiet
 quarry=${QUARRY_BIN:-./target/release/quarry}
 work=$(mktemp -d)
 pids=()

@@ -5,16 +5,22 @@
 #     would count the memory-mapped database);
 #  2. restart: `quarry ingest` of the last block on that datadir, from the process start to its
 #     exit after the block is committed (RUNS times, each after `quarry unwind` of that block);
+#  2b. the datadir's size on disk (allocated bytes, `du -sB1`) and each table's size
+#     (storage/examples/table_sizes.rs);
 #  3. eth_getProof of one account with two slots (the first log emitter of the head block, a
 #     contract with storage): p50 and p99 of N sequential requests on one connection at
-#     `latest`, and of N_BACK requests 1,000 to 1,031 blocks back (every place in a 32-block
-#     window of the node history).
+#     `latest`, of N_BACK requests 1,000 to 1,031 blocks back (every place in a 32-block
+#     window of the node history), and of N_FAR requests 10,000 to 11,023 blocks back, 16
+#     blocks apart (places across a 1,024-block coarse window of the thinned history).
 #
 #   bench/trie.sh [CHAIN_DIR]        default target/bench/scale-20000x100 (BLOCKS=20000 bench/scale.sh)
-#   RUNS=5 N=2000 N_BACK=320 bench/trie.sh ...
+#   RUNS=5 N=2000 N_BACK=320 N_FAR=64 bench/trie.sh ...
 #   QUARRY_BIN=path bench/trie.sh ...   # another build (a before/after in one run)
+#   NO_BUILD=1 QUARRY_BIN=path TABLE_SIZES=path bench/trie.sh ...   # builds given, none made
 #   NO_TRIE_HISTORY=1 bench/trie.sh ... # ingest with --no-trie-history (proofs back then
 #                                         undo the changesets)
+#   PROOF_HISTORY=N bench/trie.sh ...   # ingest with --proof-history N (builds before it lack
+#                                         the flag: leave it unset for them)
 #   RETH=path/to/reth bench/trie.sh ... # first `reth import` of the same blocks, timed alike
 #
 # Ingests run under /usr/bin/time (apt-get install time): wall and CPU time.
@@ -24,6 +30,7 @@ chain=${1:-target/bench/scale-20000x100}
 RUNS=${RUNS:-5}
 N=${N:-2000}
 N_BACK=${N_BACK:-320}
+N_FAR=${N_FAR:-64}
 source bench/lib.sh
 source bench/timed.sh
 python3 - "$chain/chain.rlp" "$work" <<'PY'
@@ -55,9 +62,13 @@ fi
 
 echo "== ingest of all blocks but the last"
 timed "$work/ingest.out" "$quarry" ingest --datadir "$data" --genesis "$genesis" \
-  "$work/earlier.rlp" ${NO_TRIE_HISTORY:+--no-trie-history}
+  "$work/earlier.rlp" ${NO_TRIE_HISTORY:+--no-trie-history} \
+  ${PROOF_HISTORY:+--proof-history "$PROOF_HISTORY"}
 grep -E '^(imported|stages)' "$work/ingest.out"
-echo "datadir $(du -sh "$data" | cut -f1)"
+# Allocated bytes: what the datadir takes on disk (--apparent-size would count MDBX's holes).
+echo "datadir $(du -sB1 "$data" | cut -f1) bytes on disk"
+[ -n "${NO_BUILD:-}" ] || cargo build --release --quiet -p quarry-storage --example table_sizes
+"${TABLE_SIZES:-target/release/examples/table_sizes}" "$data"
 
 echo "== restart: ingest of one more block on the stored chain"
 head=$("$quarry" ingest --datadir "$data" --genesis "$genesis" "$work/last.rlp" 2>/dev/null \
@@ -72,11 +83,13 @@ done
 printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "start to block %d committed: median %.3fs (min %.3fs, max %.3fs, %d runs)\n", '"$head"', a[int((NR+1)/2)], a[1], a[NR], NR}'
 
 echo "== eth_getProof"
-serve proof "$data" $'[[keys]]\nkey = "bench"'
+# proof_window: the 10,000-back row reaches 11,008 blocks back.
+serve proof "$data" $'proof_window = 20000\n[[keys]]\nkey = "bench"'
 addr=$(address proof)
-python3 - "$addr" "$N" "$N_BACK" "$head" <<'PY'
+python3 - "$addr" "$N" "$N_BACK" "$N_FAR" "$head" <<'PY'
 import http.client, json, sys, time
-addr, n_latest, n_back, head = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+addr, head = sys.argv[1], int(sys.argv[5])
+n_latest, n_back, n_far = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 conn = http.client.HTTPConnection(addr)
 def rpc(method, params):
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
@@ -91,7 +104,14 @@ slots = ["0x" + "00" * 32, "0x" + "00" * 31 + "01"]
 # "1000 blocks back" cycles over the 32 blocks ending there: every place in a window of the node
 # history (a proof inside one undoes the window's later blocks).
 back = [hex(head - 1000 - k) for k in range(32)]
-for label, blocks, n in [("latest", ["latest"], n_latest), ("1000 blocks back", back, n_back)]:
+# "10000 blocks back" spans a 1,024-block coarse window of the thinned node history (a proof
+# there undoes or redoes up to half of one).
+far = [hex(head - 10000 - 16 * k) for k in range(64)]
+rows = [("latest", ["latest"], n_latest), ("1000 blocks back", back, n_back),
+        ("10000 blocks back", far, n_far)]
+for label, blocks, n in rows:
+    if n == 0 or (blocks[-1] != "latest" and int(blocks[-1], 0) < 1):
+        continue
     for block in blocks[:3]:
         rpc("eth_getProof", [account, slots, block])
     took = []

@@ -72,6 +72,12 @@ enum Command {
         /// instead (its cost then follows those changes). Stays off for the datadir.
         #[arg(long)]
         no_trie_history: bool,
+        /// Keep the trie node history's 32-block windows for this many blocks behind the head
+        /// (eth_getProof there undoes at most 16 blocks' changes); older ones are thinned to
+        /// 1,024-block windows (at most 512 blocks' changes). Recorded in the datadir, so later
+        /// imports keep it (a new datadir: 1,024).
+        #[arg(long)]
+        proof_history: Option<u64>,
     },
     /// Keep a datadir in step with an upstream Ethereum JSON-RPC node (geth, reth, a hosted
     /// provider, another quarry): catch up, then import each new block as it appears, every
@@ -100,6 +106,12 @@ enum Command {
         /// Blocks requested at once while catching up.
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
+        /// Keep the trie node history's 32-block windows for this many blocks behind the head
+        /// (eth_getProof there undoes at most 16 blocks' changes); older ones are thinned to
+        /// 1,024-block windows (at most 512 blocks' changes). Recorded in the datadir, so later
+        /// imports keep it (a new datadir: 1,024).
+        #[arg(long)]
+        proof_history: Option<u64>,
     },
     /// Answer JSON-RPC over HTTP (POST /v3/<API_KEY>) and WebSocket (/ws/v3/<API_KEY>) from a
     /// database that `quarry ingest` wrote (and may still be writing).
@@ -189,10 +201,15 @@ enum Command {
     },
     /// Bring a datadir written by an older quarry to the current layout (builds the per-block
     /// changesets that unwinding needs from the state history, and re-encodes the receipts).
-    /// Resumable: each batch commits on its own, and running it again continues.
+    /// Resumable: each batch commits on its own, and running it again continues. Also thins
+    /// the trie node history that lies behind the datadir's `proof_history`.
     Migrate {
         #[arg(long)]
         datadir: PathBuf,
+        /// Set the datadir's `proof_history` (as `quarry ingest --proof-history`) first, so
+        /// that a datadir that kept its whole node history is thinned without importing.
+        #[arg(long)]
+        proof_history: Option<u64>,
     },
     /// Run Ethereum BlockchainTests JSON files (or folders of them) through quarry's import path.
     Blocktest {
@@ -255,6 +272,7 @@ fn main() -> Result<()> {
             reorg,
             max_reorg_depth,
             no_trie_history,
+            proof_history,
         } => {
             let reorgs = if reorg {
                 quarry_ingest::Reorgs::Follow {
@@ -263,16 +281,11 @@ fn main() -> Result<()> {
             } else {
                 quarry_ingest::Reorgs::Refuse
             };
-            let trie_history = !no_trie_history;
-            ingest(
-                datadir,
-                genesis,
-                files,
-                safe,
-                finalized,
-                reorgs,
-                trie_history,
-            )
+            let history = History {
+                trie: !no_trie_history,
+                proofs: proof_history,
+            };
+            ingest(datadir, genesis, files, safe, finalized, reorgs, history)
         }
         Command::Follow {
             datadir,
@@ -282,9 +295,11 @@ fn main() -> Result<()> {
             max_reorg_depth,
             fetch,
             concurrency,
+            proof_history,
         } => follow(
             &datadir,
             &genesis,
+            proof_history,
             &quarry_follow::Options {
                 upstream,
                 fetch,
@@ -326,7 +341,10 @@ fn main() -> Result<()> {
             },
         ),
         Command::IndexLogs { datadir } => index_logs(datadir),
-        Command::Migrate { datadir } => migrate(datadir),
+        Command::Migrate {
+            datadir,
+            proof_history,
+        } => migrate(datadir, proof_history),
         Command::Unwind {
             datadir,
             genesis,
@@ -348,6 +366,14 @@ fn open_importer(datadir: &Path, genesis: &Path) -> Result<Importer> {
     Ok(Importer::open(db, &genesis)?)
 }
 
+/// What an import records of the trie's history: whether its nodes (`--no-trie-history`
+/// stops them) and how far back in fine windows (`--proof-history`; `None`: as the datadir
+/// says).
+struct History {
+    trie: bool,
+    proofs: Option<u64>,
+}
+
 /// Opens (or creates) the database in `datadir` for the chain of the genesis file and imports
 /// `files`, printing the summary.
 fn import(
@@ -355,12 +381,15 @@ fn import(
     genesis: &Path,
     files: &[PathBuf],
     reorgs: quarry_ingest::Reorgs,
-    trie_history: bool,
+    history: History,
 ) -> Result<Importer> {
     let mut importer = open_importer(datadir, genesis)?;
     importer.set_reorgs(reorgs);
-    if !trie_history {
+    if !history.trie {
         importer.stop_trie_history()?;
+    }
+    if let Some(blocks) = history.proofs {
+        importer.set_proof_history(blocks)?;
     }
     let (number, hash) = importer.head();
     eprintln!(
@@ -410,9 +439,9 @@ fn ingest(
     safe: Option<u64>,
     finalized: Option<u64>,
     reorgs: quarry_ingest::Reorgs,
-    trie_history: bool,
+    history: History,
 ) -> Result<()> {
-    let importer = import(&datadir, &genesis, &files, reorgs, trie_history)?;
+    let importer = import(&datadir, &genesis, &files, reorgs, history)?;
     if safe.is_some() || finalized.is_some() {
         let tx = importer.database().writer()?;
         for (mark, number) in [(BlockMark::Safe, safe), (BlockMark::Finalized, finalized)] {
@@ -427,8 +456,16 @@ fn ingest(
     Ok(())
 }
 
-fn follow(datadir: &Path, genesis: &Path, options: &quarry_follow::Options) -> Result<()> {
-    let importer = open_importer(datadir, genesis)?;
+fn follow(
+    datadir: &Path,
+    genesis: &Path,
+    proof_history: Option<u64>,
+    options: &quarry_follow::Options,
+) -> Result<()> {
+    let mut importer = open_importer(datadir, genesis)?;
+    if let Some(blocks) = proof_history {
+        importer.set_proof_history(blocks)?;
+    }
     let (number, hash) = importer.head();
     eprintln!(
         "datadir {}: head is block {number} ({hash}); following {}",
@@ -535,7 +572,10 @@ fn dev(
         &chain.join("genesis.json"),
         &[chain.join("chain.rlp")],
         quarry_ingest::Reorgs::Refuse,
-        true,
+        History {
+            trie: true,
+            proofs: None,
+        },
     )?;
     let db = importer.database().clone();
     drop(importer);
@@ -679,7 +719,7 @@ fn unwind(datadir: &Path, genesis: &Path, to: u64) -> Result<()> {
     Ok(())
 }
 
-fn migrate(datadir: PathBuf) -> Result<()> {
+fn migrate(datadir: PathBuf, proof_history: Option<u64>) -> Result<()> {
     // History entries or receipts per commit.
     const BATCH: u64 = 200_000;
     if !datadir.join("mdbx.dat").exists() {
@@ -697,6 +737,25 @@ fn migrate(datadir: PathBuf) -> Result<()> {
             break;
         }
         eprintln!("layout {layout}: {BATCH} more entries migrated");
+    }
+    if let Some(blocks) = proof_history {
+        let tx = db.writer()?;
+        tx.set_proof_history(Some(blocks))?;
+        tx.commit()?;
+    }
+    // Node history that fell behind `proof_history` (set on a datadir with a long history)
+    // is thinned here too, a bounded part per commit, as imports would.
+    loop {
+        let tx = db.writer()?;
+        let done = tx.prune_node_history(quarry_storage::PRUNE_BUDGET)?;
+        tx.commit()?;
+        if done {
+            break;
+        }
+        eprintln!(
+            "node history: thinned up to block {:?}",
+            db.reader()?.trie_history_fine_from()?
+        );
     }
     println!(
         "{} is at layout {} ({:.2}s)",

@@ -241,3 +241,150 @@ fn proof_parameters_and_window() {
     let answer = ask(json!([contracts.store, "0x01", "latest"]));
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
 }
+
+/// Every proof of `addresses` (with `slots`) at `blocks`, the way eth_getProof makes it, each
+/// checked to lead to its block's `stateRoot` and its account proof verified with alloy-trie.
+fn proofs_at(
+    db: &quarry_storage::Database,
+    blocks: &[u64],
+    addresses: &[Address],
+    slots: &[B256],
+) -> Vec<quarry_executor::AccountProof> {
+    let tx = db.reader().unwrap();
+    let mut proofs = Vec::new();
+    for &block in blocks {
+        let state_root = tx.header(block).unwrap().unwrap().state_root;
+        let older = OlderState::of(&tx, block).unwrap();
+        for address in addresses {
+            let proof = account_proof(&tx, older.state(), *address, slots).unwrap();
+            assert_eq!(proof.state_root, state_root, "{address} at block {block}");
+            let leaf = proof.account.as_ref().map(alloy_rlp::encode);
+            let key = Nibbles::unpack(keccak256(address));
+            verify_proof(state_root, key, leaf, &proof.account_proof)
+                .unwrap_or_else(|e| panic!("{address} at block {block}: {e}"));
+            proofs.push(proof);
+        }
+    }
+    proofs
+}
+
+/// Node history entries (both trie history tables and their index).
+fn node_history_entries(db: &quarry_storage::Database) -> u64 {
+    let tx = db.reader().unwrap();
+    [
+        quarry_storage::Table::AccountsTrieHistory,
+        quarry_storage::Table::StoragesTrieHistory,
+        quarry_storage::Table::TrieChangeSets,
+    ]
+    .iter()
+    .map(|table| tx.table_digest(*table).unwrap().0)
+    .sum()
+}
+
+/// Beyond `proof_history` blocks the node history keeps one record per node and coarse window:
+/// a proof there starts from a coarse window's end and undoes or redoes the changesets between.
+/// Its proofs equal, node for node, those the whole history gave (and verify against each
+/// block's `stateRoot`): after each bounded step of the thinning, after all of it, and after an
+/// unwind into the thinned windows and the same blocks imported again.
+#[test]
+fn proofs_beyond_proof_history_equal_those_of_the_whole_history() {
+    let window = quarry_storage::NODE_HISTORY_WINDOW;
+    let coarse = 2 * window;
+    let chain = tempfile::tempdir().unwrap();
+    let blocks = (4 * coarse + 20).to_string();
+    devchain(
+        chain.path(),
+        &["--blocks", &blocks, "--txs-per-block", "10"],
+    );
+    let datadir = tempfile::tempdir().unwrap();
+    let data = datadir.path().join("data");
+    let (genesis_file, chain_file) = (
+        chain.path().join("genesis.json"),
+        chain.path().join("chain.rlp"),
+    );
+    support::run_quarry(support::ingest_args(&data, &genesis_file, &[&chain_file]));
+    let accounts = DevAccounts::new(quarry_devchain::account_count(10)).unwrap();
+    let (addresses, slots) = sample(&accounts, &Contracts::of(accounts.address(0)));
+    let db = quarry_storage::Database::open(&data).unwrap();
+    let head = db.reader().unwrap().head().unwrap().unwrap().0;
+    // Coarse window ends, their neighbours, fine windows' insides, the head's window.
+    let mut sampled: Vec<u64> = (0..head)
+        .step_by(5)
+        .chain((1..=4).flat_map(|n| [n * coarse - 2, n * coarse - 1, n * coarse]))
+        .filter(|block| *block < head)
+        .collect();
+    sampled.sort_unstable();
+    sampled.dedup();
+    let whole = proofs_at(&db, &sampled, &addresses, &slots);
+    let entries = node_history_entries(&db);
+
+    let keep = 40;
+    let tx = db.writer().unwrap();
+    assert_eq!(
+        tx.proof_history().unwrap(),
+        Some(quarry_storage::DEFAULT_PROOF_HISTORY)
+    );
+    tx.set_coarse_node_window(coarse).unwrap();
+    tx.set_proof_history(Some(keep)).unwrap();
+    // One coarse window per step: the reader between steps sees a history thinned so far.
+    assert!(!tx.prune_node_history(1).unwrap());
+    tx.commit().unwrap();
+    assert_eq!(
+        db.reader().unwrap().trie_history_fine_from().unwrap(),
+        Some(coarse)
+    );
+    assert_eq!(proofs_at(&db, &sampled, &addresses, &slots), whole);
+    let tx = db.writer().unwrap();
+    assert!(tx.prune_node_history(u64::MAX).unwrap());
+    tx.commit().unwrap();
+    let fine_from = (head + 1 - keep) / coarse * coarse;
+    let reader = db.reader().unwrap();
+    assert_eq!(reader.trie_history_fine_from().unwrap(), Some(fine_from));
+    // Thinned blocks are read at coarse window ends, never inside a thinned window.
+    for block in sampled.iter().filter(|block| **block + 1 < fine_from) {
+        let older = OlderState::of(&reader, *block).unwrap();
+        let checkpoint = match &older {
+            OlderState::Recorded(checkpoint) => *checkpoint,
+            OlderState::RecordedReverted { checkpoint, .. } => *checkpoint,
+            OlderState::Reverted(_) => panic!("block {block} is covered"),
+        };
+        assert_eq!(
+            (checkpoint + 1) % coarse,
+            0,
+            "block {block} read after {checkpoint}"
+        );
+    }
+    drop(reader);
+    let thinned = node_history_entries(&db);
+    assert!(
+        thinned < entries * 4 / 5,
+        "{thinned} of {entries} entries kept"
+    );
+    assert_eq!(proofs_at(&db, &sampled, &addresses, &slots), whole);
+
+    // An unwind into a thinned window, then the same blocks again: the same proofs, and the
+    // thinning goes on from the unwound window's end.
+    let genesis: alloy_genesis::Genesis =
+        serde_json::from_slice(&std::fs::read(&genesis_file).unwrap()).unwrap();
+    let mut importer = quarry_ingest::Importer::open(db.clone(), &genesis).unwrap();
+    let ancestor = coarse + window + 3;
+    importer.unwind_to(ancestor).unwrap();
+    assert_eq!(
+        db.reader().unwrap().trie_history_fine_from().unwrap(),
+        Some(2 * coarse)
+    );
+    let below: Vec<u64> = sampled.iter().copied().filter(|b| *b <= ancestor).collect();
+    assert_eq!(
+        proofs_at(&db, &below, &addresses, &slots),
+        whole[..below.len() * addresses.len()]
+    );
+    importer
+        .import_file(&chain_file, &mut quarry_ingest::Progress::hidden())
+        .unwrap();
+    assert_eq!(importer.head().0, head);
+    assert_eq!(
+        db.reader().unwrap().trie_history_fine_from().unwrap(),
+        Some(fine_from)
+    );
+    assert_eq!(proofs_at(&db, &sampled, &addresses, &slots), whole);
+}

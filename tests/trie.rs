@@ -127,3 +127,106 @@ fn without_trie_history_older_proofs_undo_the_changesets() {
         assert_eq!(answer, with.result("eth_getProof", params), "block {block}");
     }
 }
+
+/// `--proof-history` is the datadir's: an import without the flag keeps it and thins, in its
+/// own commits, the node history that falls behind it. `quarry serve` then answers proofs at
+/// thinned blocks (through the overlay from a coarse window's end) exactly as a datadir that
+/// keeps its whole node history does.
+#[test]
+fn proof_history_is_kept_by_the_datadir_and_thinned_proofs_equal_whole_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("chain");
+    devchain(&out, &["--blocks", "300", "--txs-per-block", "10"]);
+    let genesis_file = out.join("genesis.json");
+    let blocks = decode_blocks(&std::fs::read(out.join("chain.rlp")).unwrap());
+    let part = |name: &str, range: std::ops::RangeInclusive<u64>| {
+        let file = dir.path().join(name);
+        let chosen = blocks.iter().filter(|b| range.contains(&b.header.number));
+        std::fs::write(&file, encode_blocks(chosen)).unwrap();
+        file
+    };
+    let (first, second, third) = (
+        part("a", 1..=150),
+        part("b", 151..=250),
+        part("c", 251..=300),
+    );
+    let whole = dir.path().join("whole");
+    let mut args = ingest_args(&whole, &genesis_file, &[&first, &second, &third]);
+    args.extend([std::ffi::OsStr::new("--proof-history"), "1000000".as_ref()]);
+    run_quarry(args);
+
+    let thin = dir.path().join("thin");
+    run_quarry(ingest_args(&thin, &genesis_file, &[&first]));
+    let coarse = 2 * quarry_storage::NODE_HISTORY_WINDOW;
+    let setting = |datadir: &std::path::Path| {
+        let reader = Database::open(datadir).unwrap().reader().unwrap();
+        (
+            reader.proof_history().unwrap(),
+            reader.trie_history_fine_from().unwrap(),
+        )
+    };
+    assert_eq!(
+        setting(&thin),
+        (Some(quarry_storage::DEFAULT_PROOF_HISTORY), None)
+    );
+    {
+        let db = Database::open(&thin).unwrap();
+        let tx = db.writer().unwrap();
+        tx.set_coarse_node_window(coarse).unwrap();
+        tx.commit().unwrap();
+    }
+    let mut args = ingest_args(&thin, &genesis_file, &[&second]);
+    args.extend([std::ffi::OsStr::new("--proof-history"), "40".as_ref()]);
+    run_quarry(args);
+    assert_eq!(
+        setting(&thin),
+        (Some(40), Some((251 - 40) / coarse * coarse))
+    );
+    run_quarry(ingest_args(&thin, &genesis_file, &[&third]));
+    assert_eq!(
+        setting(&thin),
+        (Some(40), Some((301 - 40) / coarse * coarse))
+    );
+    assert_eq!(setting(&whole), (Some(1_000_000), None));
+
+    let (whole, thin) = (Server::start(&whole, ""), Server::start(&thin, ""));
+    let token = quarry_devchain::Contracts::of(
+        quarry_devchain::DevAccounts::new(quarry_devchain::account_count(10))
+            .unwrap()
+            .address(0),
+    )
+    .token;
+    for block in [
+        1u64, 30, 62, 63, 64, 100, 127, 128, 150, 191, 200, 255, 256, 290,
+    ] {
+        let params = serde_json::json!([token, ["0x0", "0x1"], format!("{block:#x}")]);
+        let answer = thin.result("eth_getProof", params.clone());
+        assert!(answer["accountProof"].as_array().unwrap().len() > 1);
+        assert_eq!(
+            answer,
+            whole.result("eth_getProof", params),
+            "block {block}"
+        );
+    }
+
+    // `quarry migrate --proof-history` thins a datadir that kept its whole node history.
+    drop(whole);
+    let whole = dir.path().join("whole");
+    {
+        let db = Database::open(&whole).unwrap();
+        let tx = db.writer().unwrap();
+        tx.set_coarse_node_window(coarse).unwrap();
+        tx.commit().unwrap();
+    }
+    run_quarry([
+        "migrate".as_ref(),
+        "--datadir".as_ref(),
+        whole.as_os_str(),
+        "--proof-history".as_ref(),
+        "100".as_ref(),
+    ]);
+    assert_eq!(
+        setting(&whole),
+        (Some(100), Some((301 - 100) / coarse * coarse))
+    );
+}

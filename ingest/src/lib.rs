@@ -323,6 +323,7 @@ impl Importer {
                 tx.apply_state_changes(genesis.number, &state.accounts, &state.bytecodes)?;
                 state.trie.write(&tx, None, false)?;
                 tx.start_trie_history(genesis.number + 1, quarry_storage::NODE_HISTORY_WINDOW)?;
+                tx.set_proof_history(Some(quarry_storage::DEFAULT_PROOF_HISTORY))?;
                 let config = serde_json::to_vec(&spec.config)
                     .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
                 tx.put_meta("chain_config", &config)?;
@@ -390,6 +391,19 @@ impl Importer {
         tx.stop_trie_history()?;
         tx.commit()?;
         self.trie_history = false;
+        Ok(())
+    }
+
+    /// Keeps the trie node history's fine windows for `blocks` behind the head (the
+    /// datadir's `proof_history`, for this and later imports): older ones are thinned to one
+    /// record per node and coarse window in the commits of imports, a backlog a bounded part
+    /// per commit. Committed at once when it changes.
+    pub fn set_proof_history(&mut self, blocks: u64) -> Result<()> {
+        let tx = self.db.writer()?;
+        if tx.proof_history()? != Some(blocks) {
+            tx.set_proof_history(Some(blocks))?;
+            tx.commit()?;
+        }
         Ok(())
     }
 
@@ -752,6 +766,10 @@ impl Importer {
         if pending.blocks > 0 {
             let read = highest_read.load(Ordering::Relaxed);
             put_target(&pending.tx, (read > self.head.number).then_some(read))?;
+            // What fell behind `proof_history` is thinned in the commit that moved the head.
+            pending
+                .tx
+                .prune_node_history(quarry_storage::PRUNE_BUDGET)?;
             pending.tx.commit()?;
         }
         stats.stages.write += write_start.elapsed();

@@ -7,6 +7,7 @@ pub mod keccak;
 mod logs;
 mod migrate;
 mod models;
+mod proof_history;
 mod receipts;
 mod staged;
 mod tables;
@@ -18,6 +19,7 @@ pub use changesets::{RestoredAccount, Unwound};
 pub use logs::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use migrate::{CHANGESETS_LAYOUT, SCHEMA_VERSION};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
+pub use proof_history::{COARSE_NODE_WINDOW, DEFAULT_PROOF_HISTORY, PRUNE_BUDGET};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
 pub use tables::{Table, TrieId};
 pub use tail::TailWarmer;
@@ -187,6 +189,7 @@ impl Database {
             dbs: self.dbs.clone(),
             scanned: self.scanned.clone(),
             node_window: Default::default(),
+            fine_from: Default::default(),
             state_history_from: Default::default(),
             recorded_nodes: Default::default(),
             staged: Default::default(),
@@ -233,6 +236,7 @@ impl Database {
             dbs: self.dbs.clone(),
             scanned: self.scanned.clone(),
             node_window: Default::default(),
+            fine_from: Default::default(),
             state_history_from: Default::default(),
             recorded_nodes: Default::default(),
             staged: Default::default(),
@@ -257,6 +261,7 @@ pub struct StorageTx<K: TransactionKind> {
     scanned: Arc<std::sync::atomic::AtomicU64>,
     /// `Meta` numbers read on hot paths, read once per transaction.
     node_window: CachedMeta,
+    fine_from: CachedMeta,
     state_history_from: CachedMeta,
     /// Node history keys this transaction knows to be recorded in the current window.
     recorded_nodes: trie_history::RecordedNodes,

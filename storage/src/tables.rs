@@ -35,7 +35,11 @@ tables! {
     /// unwinds were ever committed (u64 BE), so a reader that caches by block number can tell
     /// that stored blocks changed; `trie_history_from`: the first block whose trie node changes
     /// the trie history tables record (u64 BE); `trie_history_window`: how many blocks the node
-    /// history groups into one record per node (u64 BE; absent: 1); `state_history_from`: the first block whose
+    /// history groups into one record per node (u64 BE; absent: 1); `proof_history`: how many
+    /// blocks behind the head the node history keeps those windows (u64 BE; absent: all);
+    /// `trie_history_coarse_window`: the window older node history is thinned to (u64 BE;
+    /// absent: 1,024); `trie_history_fine_from`: the first block from which every window's node
+    /// records are kept (u64 BE; absent: none thinned; see proof_history.rs); `state_history_from`: the first block whose
     /// leaf changes they record (u64 BE), from which the state history reads them.
     Meta = "meta";
     /// Key: block number (u64 BE). Value: the RLP-encoded header.
@@ -118,7 +122,9 @@ tables! {
     /// (one byte per nibble plus one, then a zero byte, so keys sort in trie order and a path's
     /// entries are contiguous; see trie_history.rs) then the window's first block number (u64
     /// BE). Value: the node before the window, tagged whole or (one-block windows) as a diff
-    /// from the node after it (see trie_history.rs), or empty when there was none.
+    /// from the node after it (see trie_history.rs), or empty when there was none. Before
+    /// `trie_history_fine_from`, only a node's first record in each coarse window is kept,
+    /// as a diff from its next record or the current node (see proof_history.rs).
     AccountsTrieHistory = "accounts_trie_history";
     /// As `AccountsTrieHistory`, for the storage tries. Key: keccak256 of the address (32),
     /// the history path, then the block number (u64 BE). Value: as in `AccountsTrieHistory`.

@@ -43,13 +43,26 @@ const STORAGES_TAG: u8 = 1;
 /// Node history values: empty when there was no node; otherwise a tag, then either the whole
 /// node as the trie table holds it (`FULL`: with a window of more than one block, since the
 /// node after the block changes again within the window; or the node was deleted, so there is
-/// nothing after it to compare with), or (`DIFF`, datadirs whose window is one block) the node
+/// nothing after it to compare with), or (`DIFF`: datadirs whose window is one block, and the
+/// records kept in thinned windows, proof_history.rs) the node
 /// relative to the one after the block: its three masks, a mask of the children whose hash is
 /// the same after the block, the other children's hashes, then the root hash if the node has
 /// one. Reading a node back undoes every later change's record from the current node down, which
 /// stops at the first `FULL` record.
 const FULL: u8 = 1;
 const DIFF: u8 = 2;
+
+/// The node history table a `TrieChangeSets` entry (`key`) with table tag `tag` names.
+pub(crate) fn tagged_history_table(tag: u8, key: &[u8]) -> Result<Table> {
+    match tag {
+        ACCOUNTS_TAG => Ok(Table::AccountsTrieHistory),
+        STORAGES_TAG => Ok(Table::StoragesTrieHistory),
+        _ => Err(Error::Corrupt(format!(
+            "trie changeset key {} has no table tag",
+            alloy_primitives::hex::encode(key)
+        ))),
+    }
+}
 
 /// The hash of `nibble`'s child in a node as the trie table holds it (masks, then hashes).
 fn child_hash(node: &[u8], nibble: u8) -> Option<&[u8]> {
@@ -204,7 +217,7 @@ impl RecordedNodes {
         known.1.insert(key);
     }
 
-    fn forget(&self) {
+    pub(crate) fn forget(&self) {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -450,14 +463,14 @@ impl<K: TransactionKind> StorageTx<K> {
     /// from the history ([`StorageTx::trie_nodes_after`]); the changesets of the blocks from
     /// `block` to it take the trie back to `block`.
     pub fn trie_history_checkpoint(&self, block: u64) -> Result<u64> {
-        let window = self.node_window()?;
+        let window = self.read_window(block)?;
         Ok(block.saturating_add(window - 1 - block % window))
     }
 
     /// The block before `block` that ends a node history window, if the history covers it:
     /// the changes of the blocks after it up to `block` take its trie forward to `block`.
     pub fn trie_history_checkpoint_before(&self, block: u64) -> Result<Option<u64>> {
-        let window_start = block - block % self.node_window()?;
+        let window_start = block - block % self.read_window(block)?;
         match window_start.checked_sub(1) {
             Some(before) if self.trie_history_covers(before)? => Ok(Some(before)),
             _ => Ok(None),
@@ -541,6 +554,55 @@ impl StorageTx<RwSync> {
         Ok(())
     }
 
+    /// Rewrites the whole node record under `key` (a history key of `table`, the node history
+    /// of trie `tag`) as a diff from the node's next value: its next record's, if that holds
+    /// the node whole, or else, with no later record, the current node. A thinned window's kept
+    /// record is the node before its coarse window, and its next record (or the current node)
+    /// the node after it, whatever later thinning or unwinds delete: the node changed in no
+    /// block between, so the next record left always holds that value. Deep nodes change one
+    /// child in a window, so their diff holds one hash instead of up to sixteen.
+    pub(crate) fn diff_kept_record(&self, table: Table, tag: u8, key: &[u8]) -> Result<()> {
+        let node = key.len().saturating_sub(8);
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let Some(record) = cursor.set::<Vec<u8>>(key)? else {
+            return Ok(());
+        };
+        if record.first() != Some(&FULL) {
+            return Ok(());
+        }
+        let after = match cursor.next::<Vec<u8>, Vec<u8>>()? {
+            Some((next, value)) if next.len() == key.len() && next[..node] == key[..node] => {
+                // Empty (the node was gone after the window) or a diff: kept whole.
+                if value.first() != Some(&FULL) {
+                    return Ok(());
+                }
+                value[1..].to_vec()
+            }
+            _ => {
+                let prefix = if tag == STORAGES_TAG { 32 } else { 0 };
+                let (trie, path) = key[..node].split_at(prefix.min(node));
+                // The node table's key: the trie's prefix, then a byte per nibble.
+                path_of_history(path)?;
+                let nibbles = path[..path.len() - 1].iter().map(|n| n - 1);
+                let current: Vec<u8> = trie.iter().copied().chain(nibbles).collect();
+                let nodes = match tag {
+                    STORAGES_TAG => Table::StoragesTrie,
+                    _ => Table::AccountsTrie,
+                };
+                match self.get(nodes, &current)? {
+                    Some(value) => value.into_owned(),
+                    None => return Ok(()),
+                }
+            }
+        };
+        drop(cursor);
+        let diff = node_record(&record[1..], Some(&after));
+        if diff.len() < record.len() {
+            self.put(table, key, &diff)?;
+        }
+        Ok(())
+    }
+
     /// Deletes what block `number` recorded in the trie history: `accounts` and `slots` are
     /// the block's changesets (every leaf it changed is under one of them).
     pub(crate) fn delete_trie_history(
@@ -571,16 +633,7 @@ impl StorageTx<RwSync> {
             if !key.starts_with(&block) {
                 break;
             }
-            let table = match key.get(8) {
-                Some(&ACCOUNTS_TAG) => Table::AccountsTrieHistory,
-                Some(&STORAGES_TAG) => Table::StoragesTrieHistory,
-                _ => {
-                    return Err(Error::Corrupt(format!(
-                        "trie changeset key {} has no table tag",
-                        alloy_primitives::hex::encode(&key)
-                    )));
-                }
-            };
+            let table = tagged_history_table(key.get(8).copied().unwrap_or(u8::MAX), &key)?;
             self.del(table, &[&key[9..], &window_start.to_be_bytes()].concat())?;
             cursor.del()?;
             entry = cursor.get_current::<Vec<u8>, ()>()?;
@@ -592,6 +645,7 @@ impl StorageTx<RwSync> {
     /// latest (everything above it is gone).
     pub(crate) fn trie_history_unwound(&self, ancestor: u64) -> Result<()> {
         let first = ancestor + 1;
+        self.proof_history_unwound(ancestor)?;
         if self.trie_history_from()?.is_some_and(|from| from > first) {
             self.put_meta(HISTORY_FROM, &first.to_be_bytes())?;
         }
