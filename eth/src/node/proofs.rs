@@ -34,7 +34,8 @@ impl Node {
     /// eth_getProof: at the head from the stored trie; at an older block (at most
     /// `proof_window` back) from the stored trie as its history has it at the end of the
     /// block's window or the one before, with the blocks between undone or redone in memory (at
-    /// most 16 blocks' changes, however far back); in the head's window, or before the history
+    /// most 16 blocks' changes within `proof_history` blocks of the head, at most 512 in the
+    /// thinned 1,024-block windows further back); in the head's window, or before the history
     /// starts (a datadir migrated from an older layout), from the stored trie with the changes
     /// since that block undone in memory, at a cost that follows them.
     pub fn proof(
