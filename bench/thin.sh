@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Node history thinning (issue 48): which coarse window. A datadir whose node history is whole
+# Node history thinning: which coarse window. A datadir whose node history is whole
 # (ingested by a build before thinning, or with --proof-history larger than the chain) is
 # copied once per coarse window in COARSES, and each copy is thinned as imports do past
 # PROOF_HISTORY (storage/examples/thin_node_history.rs): the time it took, and the node history
