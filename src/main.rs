@@ -146,13 +146,13 @@ enum Command {
         /// Output directory.
         #[arg(long)]
         out: PathBuf,
-        #[arg(long, default_value_t = quarry_devchain::Options::default().blocks)]
+        #[arg(long, default_value_t = quarry_devchain::GenerateOptions::default().blocks)]
         blocks: u64,
         /// Transactions in each block's mix (blocks 1 and 2 and fork blocks add scripted ones).
-        #[arg(long, default_value_t = quarry_devchain::Options::default().txs_per_block)]
+        #[arg(long, default_value_t = quarry_devchain::GenerateOptions::default().txs_per_block)]
         txs_per_block: usize,
         /// Seed of the mix: the same seed gives the same bytes.
-        #[arg(long, default_value_t = quarry_devchain::Options::default().seed)]
+        #[arg(long, default_value_t = quarry_devchain::GenerateOptions::default().seed)]
         seed: u64,
         /// Fork schedule: `staged` (proof of work with uncles, the merge at block 12, then
         /// Shanghai, Cancun, Prague and Osaka every 4 blocks) or `genesis` (every fork through
@@ -300,7 +300,7 @@ fn main() -> Result<()> {
             &datadir,
             &genesis,
             proof_history,
-            &quarry_follow::Options {
+            &quarry_follow::FollowOptions {
                 upstream,
                 fetch,
                 poll: Duration::from_millis(poll_ms),
@@ -329,12 +329,12 @@ fn main() -> Result<()> {
             fork_seed,
         } => devchain(
             out,
-            quarry_devchain::Options {
+            quarry_devchain::GenerateOptions {
                 blocks,
                 txs_per_block,
                 seed,
                 forks,
-                fork: fork_at.map(|at| quarry_devchain::Fork {
+                fork: fork_at.map(|at| quarry_devchain::ForkBranch {
                     at,
                     seed: fork_seed.unwrap_or(1),
                 }),
@@ -460,7 +460,7 @@ fn follow(
     datadir: &Path,
     genesis: &Path,
     proof_history: Option<u64>,
-    options: &quarry_follow::Options,
+    options: &quarry_follow::FollowOptions,
 ) -> Result<()> {
     let mut importer = open_importer(datadir, genesis)?;
     if let Some(blocks) = proof_history {
@@ -633,7 +633,7 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
     Ok(())
 }
 
-fn devchain(out: PathBuf, options: quarry_devchain::Options) -> Result<()> {
+fn devchain(out: PathBuf, options: quarry_devchain::GenerateOptions) -> Result<()> {
     let mut last_report = Instant::now();
     let summary = quarry_devchain::generate(&out, &options, &mut |s| {
         if last_report.elapsed().as_secs() >= 2 {

@@ -31,7 +31,7 @@ fn served_devnet() -> (Server, Value) {
     let datadir = ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"));
     let server = Server::start(&datadir, "");
     let accounts = DevAccounts::new(quarry_devchain::account_count(
-        quarry_devchain::Options::default().txs_per_block,
+        quarry_devchain::GenerateOptions::default().txs_per_block,
     ))
     .unwrap();
     let account = accounts.address(0);
@@ -158,7 +158,7 @@ fn listening_setup() -> (tempfile::TempDir, PathBuf, Server, Value) {
     let server = Server::start(&datadir, "");
 
     let accounts = DevAccounts::new(quarry_devchain::account_count(
-        quarry_devchain::Options::default().txs_per_block,
+        quarry_devchain::GenerateOptions::default().txs_per_block,
     ))
     .unwrap();
     let token = Contracts::of(accounts.address(0)).token;

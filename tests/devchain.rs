@@ -304,7 +304,7 @@ impl Devnet {
     fn start() -> Self {
         let datadir = ingested(&devnet());
         let accounts = DevAccounts::new(quarry_devchain::account_count(
-            quarry_devchain::Options::default().txs_per_block,
+            quarry_devchain::GenerateOptions::default().txs_per_block,
         ))
         .unwrap();
         Self {
@@ -363,7 +363,7 @@ impl Devnet {
 fn devnet_has_every_feature_it_promises() {
     let net = Devnet::start();
     let head = net.head();
-    assert_eq!(head, quarry_devchain::Options::default().blocks);
+    assert_eq!(head, quarry_devchain::GenerateOptions::default().blocks);
 
     // Proof of work with one and two uncles, then the merge.
     let uncle_counts: BTreeMap<u64, usize> = (1..MERGE_BLOCK)

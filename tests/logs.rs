@@ -88,7 +88,7 @@ fn filter_rules_match_the_receipts_with_and_without_the_index() {
     assert!(logs.len() > 500);
     let head = number(&logs.last().unwrap()["blockNumber"]);
     let accounts = DevAccounts::new(quarry_devchain::account_count(
-        quarry_devchain::Options::default().txs_per_block,
+        quarry_devchain::GenerateOptions::default().txs_per_block,
     ))
     .unwrap();
     let c = Contracts::of(accounts.address(0));

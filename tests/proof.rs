@@ -18,7 +18,7 @@ use support::{Server, devchain, ingested};
 fn devnet_server(extra: &str) -> (Server, DevAccounts, Contracts) {
     let datadir = ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"));
     let accounts = DevAccounts::new(quarry_devchain::account_count(
-        quarry_devchain::Options::default().txs_per_block,
+        quarry_devchain::GenerateOptions::default().txs_per_block,
     ))
     .unwrap();
     let contracts = Contracts::of(accounts.address(0));
@@ -169,7 +169,7 @@ fn proofs_from_the_trie_history_equal_those_from_undone_changesets() {
     devchain(chain.path(), &["--blocks", &blocks]);
     let datadir = ingested(chain.path());
     let accounts = DevAccounts::new(quarry_devchain::account_count(
-        quarry_devchain::Options::default().txs_per_block,
+        quarry_devchain::GenerateOptions::default().txs_per_block,
     ))
     .unwrap();
     let (addresses, slots) = sample(&accounts, &Contracts::of(accounts.address(0)));

@@ -144,7 +144,7 @@ const PARENT_HASH_CODE: &str = "0x600143034060005260206000f3";
 fn simulated_blocks_chain_their_hashes_and_state() {
     let server = Server::start(&ingested(&devnet()), "");
     let accounts = quarry_devchain::DevAccounts::new(quarry_devchain::account_count(
-        quarry_devchain::Options::default().txs_per_block,
+        quarry_devchain::GenerateOptions::default().txs_per_block,
     ))
     .unwrap();
     let from = format!("{:#x}", accounts.address(1));

@@ -30,7 +30,7 @@ fn devnet() -> PathBuf {
 
 fn accounts() -> DevAccounts {
     DevAccounts::new(quarry_devchain::account_count(
-        quarry_devchain::Options::default().txs_per_block,
+        quarry_devchain::GenerateOptions::default().txs_per_block,
     ))
     .unwrap()
 }

@@ -2,7 +2,7 @@
 //! of `testdata/contracts`, the seeded plan of every block's transactions, uncles and
 //! withdrawals, and the output files (`genesis.json`, `chain.rlp`) that `quarry ingest` reads.
 //! Blocks are built by quarry-executor's `build_block`, the code ingest verifies them with.
-//! `Options::fork` writes a competing branch of a chain instead (the same blocks up to a fork
+//! `GenerateOptions::fork` writes a competing branch of a chain instead (the same blocks up to a fork
 //! point after the merge, different ones after it), for testing `quarry ingest --reorg`.
 //!
 //! Two fork schedules: `Forks::Staged` (the bundled devnet; see the `*_BLOCK` constants), proof of
@@ -55,7 +55,7 @@ pub enum Error {
     #[error("the generated genesis does not parse: {0}")]
     Genesis(#[from] serde_json::Error),
     #[error("{0}")]
-    Options(String),
+    GenerateOptions(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -110,16 +110,16 @@ impl std::str::FromStr for Forks {
 
 /// What `quarry devchain` is asked for.
 #[derive(Debug, Clone, Copy)]
-pub struct Options {
+pub struct GenerateOptions {
     pub blocks: u64,
     pub txs_per_block: usize,
     pub seed: u64,
     pub forks: Forks,
     /// Write a competing branch instead of the ordinary chain (`None`: the ordinary chain).
-    pub fork: Option<Fork>,
+    pub fork: Option<ForkBranch>,
 }
 
-impl Default for Options {
+impl Default for GenerateOptions {
     /// The bundled chain, `testdata/devnet`.
     fn default() -> Self {
         Self {
@@ -138,7 +138,7 @@ impl Default for Options {
 /// every block above `at` differs from the ordinary chain's, even an empty one. Nonces continue
 /// from block `at`, so every transaction of the branch is valid on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fork {
+pub struct ForkBranch {
     /// The last block the branch shares with the ordinary chain.
     pub at: u64,
     pub seed: u64,
@@ -148,12 +148,12 @@ pub struct Fork {
 pub const EXTRA_DATA: &[u8] = b"quarry devchain";
 pub const FORK_EXTRA_DATA: &[u8] = b"quarry devchain fork";
 
-impl Options {
+impl GenerateOptions {
     /// Refuses options that describe no chain: no blocks, or a fork point that is not a
     /// proof-of-stake block below the last one.
     fn check(&self) -> Result<()> {
         if self.blocks == 0 {
-            return Err(Error::Options("--blocks must be at least 1".into()));
+            return Err(Error::GenerateOptions("--blocks must be at least 1".into()));
         }
         let Some(fork) = self.fork else {
             return Ok(());
@@ -162,13 +162,13 @@ impl Options {
             // A branch that forks before the merge would have to be heavier than the chain it
             // replaces; after the merge, the chain to follow is whatever the input says.
             Forks::Staged if fork.at < MERGE_BLOCK => {
-                return Err(Error::Options(format!(
+                return Err(Error::GenerateOptions(format!(
                     "--fork-at {} is before the merge: with --forks staged a fork point must be at least {MERGE_BLOCK} (the merge block), since a proof-of-work branch would have to be heavier than the chain it replaces",
                     fork.at
                 )));
             }
             Forks::Genesis if fork.at == 0 => {
-                return Err(Error::Options(
+                return Err(Error::GenerateOptions(
                     "--fork-at must be at least 1: block 0 is the genesis both branches share"
                         .into(),
                 ));
@@ -176,7 +176,7 @@ impl Options {
             _ => {}
         }
         if fork.at >= self.blocks {
-            return Err(Error::Options(format!(
+            return Err(Error::GenerateOptions(format!(
                 "--fork-at {} must be below --blocks {}: the fork's own blocks start at block {}",
                 fork.at,
                 self.blocks,
@@ -301,7 +301,7 @@ pub fn genesis_json(accounts: &DevAccounts, forks: Forks) -> serde_json::Value {
 /// summary after every block. The chain file appears under its name only when it is complete.
 pub fn generate(
     out: &Path,
-    options: &Options,
+    options: &GenerateOptions,
     on_block: &mut dyn FnMut(&Summary),
 ) -> Result<Summary> {
     options.check()?;

@@ -1052,9 +1052,9 @@ mod tests {
     }
 
     /// Deterministic xorshift64 PRNG.
-    struct Rng(u64);
+    struct TestRng(u64);
 
-    impl Rng {
+    impl TestRng {
         fn next(&mut self) -> u64 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
@@ -1189,7 +1189,7 @@ mod tests {
     fn incremental_roots_and_stored_nodes_match_a_rebuild() {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path()).unwrap();
-        let mut rng = Rng(0x5eed_1234_abcd_0001);
+        let mut rng = TestRng(0x5eed_1234_abcd_0001);
         let addresses: Vec<Address> = (0..400u64)
             .map(|i| Address::from_word(keccak256(i.to_be_bytes())))
             .collect();
@@ -1321,7 +1321,7 @@ mod tests {
     /// from `migrate_step`, run in small resumable steps, as the state written at once.
     #[test]
     fn migration_builds_the_trie_of_the_plain_state() {
-        let mut rng = Rng(99);
+        let mut rng = TestRng(99);
         let mut model = Model::new();
         for i in 0..150u64 {
             let address = Address::from_word(keccak256(i.to_be_bytes()));

@@ -65,7 +65,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 /// What `quarry follow` is asked for.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct FollowOptions {
     pub upstream: String,
     pub fetch: Fetch,
     /// How often to ask an upstream that does not push new heads.
@@ -81,7 +81,11 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
 /// Follows the upstream until `stop` is set (Ctrl-C sets it too). Upstream faults and blocks
 /// that fail verification are logged and retried; only a local storage failure ends it.
-pub fn follow(mut importer: Importer, options: &Options, stop: Arc<AtomicBool>) -> Result<()> {
+pub fn follow(
+    mut importer: Importer,
+    options: &FollowOptions,
+    stop: Arc<AtomicBool>,
+) -> Result<()> {
     importer.set_reorgs(Reorgs::Follow {
         max_depth: options.max_reorg_depth,
     });
@@ -114,7 +118,7 @@ pub fn follow(mut importer: Importer, options: &Options, stop: Arc<AtomicBool>) 
 struct Follower {
     importer: Importer,
     runtime: tokio::runtime::Runtime,
-    options: Options,
+    options: FollowOptions,
     stop: Arc<AtomicBool>,
     wake: Arc<Notify>,
 }

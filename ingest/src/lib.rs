@@ -246,7 +246,7 @@ struct Prepared {
 }
 
 /// The open write transaction and what it holds so far.
-struct Pending {
+struct OpenBatch {
     tx: WriteTx,
     opened: Instant,
     blocks: u64,
@@ -499,7 +499,7 @@ impl Importer {
         progress: &mut Progress,
     ) -> Result<ImportStats> {
         let mut stats = ImportStats::default();
-        let mut pending: Option<Pending> = None;
+        let mut pending: Option<OpenBatch> = None;
         let mut announced = false;
         // A batch of one block (`quarry follow` at the head) writes a few pages: the data
         // file's tail is warmed only for longer imports, from their first longer batch on.
@@ -568,7 +568,7 @@ impl Importer {
 
     /// With `Reorgs::Follow`, a reorganisation is complete once the new branch is as high as
     /// the chain it replaced: from then on its transaction commits like any other.
-    fn finish_followed_reorg(&mut self, pending: &mut Option<Pending>) {
+    fn finish_followed_reorg(&mut self, pending: &mut Option<OpenBatch>) {
         let Some(p) = pending else {
             return;
         };
@@ -586,7 +586,7 @@ impl Importer {
     /// past the terminal total difficulty).
     fn finish_input(
         &mut self,
-        pending: Option<Pending>,
+        pending: Option<OpenBatch>,
         highest_read: &AtomicU64,
         stats: &mut ImportStats,
     ) -> Result<()> {
@@ -612,7 +612,7 @@ impl Importer {
 
     /// Drops the open transaction unseen; if it had unwound stored blocks, the head goes back
     /// to the chain before the unwind (the trie is in the dropped transaction).
-    fn abandon(&mut self, pending: Option<Pending>) {
+    fn abandon(&mut self, pending: Option<OpenBatch>) {
         let Some(pending) = pending else {
             return;
         };
@@ -670,7 +670,7 @@ impl Importer {
         name: &str,
         offset: u64,
         block: &SealedBlock,
-        pending: &mut Option<Pending>,
+        pending: &mut Option<OpenBatch>,
         highest_read: &AtomicU64,
         stats: &mut ImportStats,
     ) -> Result<Option<Error>> {
@@ -724,7 +724,7 @@ impl Importer {
                 .tx
                 .total_difficulty(self.head.number)?
                 .unwrap_or_default();
-            *pending = Some(Pending {
+            *pending = Some(OpenBatch {
                 replaced: Some(Replaced {
                     head: self.head.clone(),
                     head_hash: self.head_hash,
@@ -741,8 +741,8 @@ impl Importer {
         result.map(|()| None)
     }
 
-    fn open_pending(&self) -> Result<Pending> {
-        Ok(Pending {
+    fn open_pending(&self) -> Result<OpenBatch> {
+        Ok(OpenBatch {
             tx: self.db.writer()?,
             opened: Instant::now(),
             blocks: 0,
@@ -755,7 +755,7 @@ impl Importer {
     /// (what `quarry serve` reports as syncing towards).
     fn commit(
         &self,
-        pending: Option<Pending>,
+        pending: Option<OpenBatch>,
         highest_read: &AtomicU64,
         stats: &mut ImportStats,
     ) -> Result<()> {
@@ -783,7 +783,7 @@ impl Importer {
         &mut self,
         name: &str,
         decoded: Vec<Decoded>,
-        pending: &mut Option<Pending>,
+        pending: &mut Option<OpenBatch>,
         highest_read: &AtomicU64,
         stats: &mut ImportStats,
         progress: &mut Progress,

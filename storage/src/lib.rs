@@ -4,7 +4,7 @@
 
 mod changesets;
 pub mod keccak;
-mod logs;
+mod log_index;
 mod migrate;
 mod models;
 mod proof_history;
@@ -16,7 +16,7 @@ mod trie;
 mod trie_history;
 
 pub use changesets::{RestoredAccount, Unwound};
-pub use logs::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
+pub use log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use migrate::{CHANGESETS_LAYOUT, SCHEMA_VERSION};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use proof_history::{COARSE_NODE_WINDOW, DEFAULT_PROOF_HISTORY, PRUNE_BUDGET};
