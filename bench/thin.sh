@@ -25,31 +25,7 @@ trap 'kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || tr
 copies=$(mktemp -d -p "$(dirname "$data")")
 proofs() {
   serve "thin$1" "$2" $'proof_window = 20000\n[[keys]]\nkey = "bench"'
-  python3 - "$(address "thin$1")" "$N_FAR" <<'PY'
-import http.client, json, sys, time
-addr, n = sys.argv[1], int(sys.argv[2])
-conn = http.client.HTTPConnection(addr)
-def rpc(method, params):
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-    conn.request("POST", "/v3/bench", body, {"Content-Type": "application/json"})
-    answer = json.loads(conn.getresponse().read())
-    if "error" in answer:
-        sys.exit(f"{method}: {answer['error']}")
-    return answer["result"]
-head = int(rpc("eth_blockNumber", []), 16)
-account = rpc("eth_getLogs", [{"fromBlock": hex(head), "toBlock": hex(head)}])[0]["address"]
-slots = ["0x" + "00" * 32, "0x" + "00" * 31 + "01"]
-for label, blocks in [("1000 blocks back", [head - 1000 - k for k in range(32)]),
-                      ("10000 blocks back", [head - 10000 - 16 * k for k in range(64)])]:
-    took = []
-    for i in range(n):
-        start = time.perf_counter()
-        rpc("eth_getProof", [account, slots, hex(blocks[i % len(blocks)])])
-        took.append(time.perf_counter() - start)
-    took.sort()
-    print(f"eth_getProof, 2 slots, {label}: p50 {1000 * took[n // 2]:.2f} ms, "
-          f"p99 {1000 * took[int(n * 0.99)]:.2f} ms ({n} requests)")
-PY
+  python3 bench/proofs.py "$(address "thin$1")" 0 "$N_FAR" "$N_FAR"
   kill "${pids[-1]}"
 }
 sizes() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# State trie benchmark (issue 20), on a chain made by bench/scale.sh:
+# State trie benchmark, on a chain made by bench/scale.sh:
 #  1. ingest of every block but the last into a fresh datadir: total time, the state-root and
 #     write stages, and peak anonymous memory (RssAnon from /proc, sampled every 0.1 s; RSS
 #     would count the memory-mapped database);
@@ -7,11 +7,9 @@
 #     exit after the block is committed (RUNS times, each after `quarry unwind` of that block);
 #  2b. the datadir's size on disk (allocated bytes, `du -sB1`) and each table's size
 #     (storage/examples/table_sizes.rs);
-#  3. eth_getProof of one account with two slots (the first log emitter of the head block, a
-#     contract with storage): p50 and p99 of N sequential requests on one connection at
-#     `latest`, of N_BACK requests 1,000 to 1,031 blocks back (every place in a 32-block
-#     window of the node history), and of N_FAR requests 10,000 to 11,023 blocks back, 16
-#     blocks apart (places across a 1,024-block coarse window of the thinned history).
+#  3. eth_getProof of one account with two slots (bench/proofs.py): p50 and p99 of N sequential
+#     requests on one connection at `latest`, of N_BACK 1,000 blocks back and of N_FAR 10,000
+#     blocks back.
 #
 #   bench/trie.sh [CHAIN_DIR]        default target/bench/scale-20000x100 (BLOCKS=20000 bench/scale.sh)
 #   RUNS=5 N=2000 N_BACK=320 N_FAR=64 bench/trie.sh ...
@@ -86,41 +84,4 @@ echo "== eth_getProof"
 # proof_window: the 10,000-back row reaches 11,008 blocks back.
 serve proof "$data" $'proof_window = 20000\n[[keys]]\nkey = "bench"'
 addr=$(address proof)
-python3 - "$addr" "$N" "$N_BACK" "$N_FAR" "$head" <<'PY'
-import http.client, json, sys, time
-addr, head = sys.argv[1], int(sys.argv[5])
-n_latest, n_back, n_far = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-conn = http.client.HTTPConnection(addr)
-def rpc(method, params):
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-    conn.request("POST", "/v3/bench", body, {"Content-Type": "application/json"})
-    answer = json.loads(conn.getresponse().read())
-    if "error" in answer:
-        sys.exit(f"{method}: {answer['error']}")
-    return answer["result"]
-logs = rpc("eth_getLogs", [{"fromBlock": hex(head), "toBlock": hex(head)}])
-account = logs[0]["address"]
-slots = ["0x" + "00" * 32, "0x" + "00" * 31 + "01"]
-# "1000 blocks back" cycles over the 32 blocks ending there: every place in a window of the node
-# history (a proof inside one undoes the window's later blocks).
-back = [hex(head - 1000 - k) for k in range(32)]
-# "10000 blocks back" spans a 1,024-block coarse window of the thinned node history (a proof
-# there undoes or redoes up to half of one).
-far = [hex(head - 10000 - 16 * k) for k in range(64)]
-rows = [("latest", ["latest"], n_latest), ("1000 blocks back", back, n_back),
-        ("10000 blocks back", far, n_far)]
-for label, blocks, n in rows:
-    if n == 0 or (blocks[-1] != "latest" and int(blocks[-1], 0) < 1):
-        continue
-    for block in blocks[:3]:
-        rpc("eth_getProof", [account, slots, block])
-    took = []
-    for i in range(n):
-        block = blocks[i % len(blocks)]
-        start = time.perf_counter()
-        rpc("eth_getProof", [account, slots, block])
-        took.append(time.perf_counter() - start)
-    took.sort()
-    print(f"eth_getProof {account}, 2 slots, {label}: p50 {1000 * took[n // 2]:.2f} ms, "
-          f"p99 {1000 * took[int(n * 0.99)]:.2f} ms ({n} requests)")
-PY
+python3 bench/proofs.py "$addr" "$N" "$N_BACK" "$N_FAR"

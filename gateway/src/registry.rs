@@ -87,23 +87,25 @@ impl Registry {
                 }
                 Handler::Node(handler) => handler,
             };
-            let pools = pools.clone();
+            // The one pool this method runs on, chosen once: each call clones only it.
+            let pool = match cost {
+                Cost::Heavy {
+                    pool: Pool::Call, ..
+                } => pools.call.clone(),
+                _ => pools.read.clone(),
+            };
             self.add(name, move |networks, call_params, extensions| {
-                let (handler, pools) = (handler.clone(), pools.clone());
+                let (handler, pool) = (handler.clone(), pool.clone());
                 async move {
                     let node = networks.of(&extensions)?;
                     let args = Args::parse(&call_params, params, required)?;
                     match cost {
                         Cost::Inline => inline(name, &node, &args, &*handler),
-                        Cost::Cached => cached(name, &pools.read, node, args, handler).await,
-                        Cost::Snapshot => snapshot(name, &pools.read, node, args, handler).await,
-                        Cost::Heavy { pool, limit } => {
-                            let pool = match pool {
-                                Pool::Read => &pools.read,
-                                Pool::Call => &pools.call,
-                            };
+                        Cost::Cached => cached(name, &pool, node, args, handler).await,
+                        Cost::Snapshot => snapshot(name, &pool, node, args, handler).await,
+                        Cost::Heavy { limit, .. } => {
                             let key = heavy::key_of(&extensions);
-                            heavy::run(pool, key, limit, node, name, move |node, tx| {
+                            heavy::run(&pool, key, limit, node, name, move |node, tx| {
                                 answered(name, handler(node, &Reads::Snapshot(tx), &args))
                             })
                             .await
