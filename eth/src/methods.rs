@@ -10,6 +10,7 @@ use crate::{
     simulate_params::SimulateRequest,
     trace_params::{BlockRlp, TraceCallConfig, trace_options},
 };
+use alloy_primitives::{Address, Bytes, keccak256};
 use quarry_executor::StateOverrides;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -218,6 +219,26 @@ where
     }
 }
 
+/// A method that reads nothing, not even its network's node.
+fn constant<R, F>(
+    name: &'static str,
+    params: &'static [&'static str],
+    required: usize,
+    answer: F,
+) -> MethodSpec
+where
+    R: Serialize,
+    F: Fn(&Args) -> Result<R> + Send + Sync + 'static,
+{
+    MethodSpec {
+        name,
+        params,
+        required,
+        cost: Cost::Inline,
+        handler: Handler::Constant(Arc::new(move |args| to_raw(name, &answer(args)?))),
+    }
+}
+
 /// The by-number and by-hash twins of a method: all parameters required, the first naming the
 /// block (`names[0]` by number or tag, `names[1]` by hash).
 fn by_block<R, F>(
@@ -285,6 +306,26 @@ fn blocks() -> Vec<MethodSpec> {
             ("eth_getBlockByHash", &["blockHash", "fullTransactions"]),
         ],
         |node, reads, at, args| node.block(reads, at, args.required(1)?),
+    ));
+    specs.extend(by_block(
+        [
+            ("eth_getHeaderByNumber", &["blockNumber"]),
+            ("eth_getHeaderByHash", &["blockHash"]),
+        ],
+        |node, reads, at, _| node.header(reads, at),
+    ));
+    specs.extend(by_block(
+        [
+            (
+                "eth_getRawTransactionByBlockNumberAndIndex",
+                &["blockNumber", "index"],
+            ),
+            (
+                "eth_getRawTransactionByBlockHashAndIndex",
+                &["blockHash", "index"],
+            ),
+        ],
+        |node, reads, at, args| node.raw_transaction_in(reads, at, index(args, 1)?),
     ));
     specs.extend(by_block(
         [
@@ -366,6 +407,12 @@ fn transactions() -> Vec<MethodSpec> {
             1,
             |node, tx, args| node.raw_transaction(tx, args.required(0)?),
         ),
+        snapshot(
+            "eth_getRawTransactionByHash",
+            &["transactionHash"],
+            1,
+            |node, tx, args| node.raw_transaction(tx, args.required(0)?),
+        ),
         heavy(
             "eth_getLogs",
             &["filter"],
@@ -409,6 +456,12 @@ fn state() -> Vec<MethodSpec> {
         }),
         snapshot("eth_getTransactionCount", ACCOUNT, 1, |node, tx, args| {
             node.transaction_count(tx, args.required(0)?, block_or_latest(args, 1)?)
+        }),
+        snapshot("eth_getAccount", ACCOUNT, 1, |node, tx, args| {
+            node.account(tx, args.required(0)?, block_or_latest(args, 1)?)
+        }),
+        snapshot("eth_getAccountInfo", ACCOUNT, 1, |node, tx, args| {
+            node.account_info(tx, args.required(0)?, block_or_latest(args, 1)?)
         }),
         // Proofs at older blocks cost what changed since; they take fair turns like calls.
         heavy(
@@ -558,19 +611,17 @@ fn chain() -> Vec<MethodSpec> {
         inline("net_version", |node| {
             Ok(node.chain_id()?.to::<u64>().to_string())
         }),
+        snapshot("net_peerCount", &[], 0, |node, tx, _| node.peer_count(tx)),
+        constant("net_listening", &[], 0, |_| Ok(true)),
+        // A query node holds no keys.
+        constant("eth_accounts", &[], 0, |_| Ok(Vec::<Address>::new())),
+        constant("web3_sha3", &["data"], 1, |args| {
+            Ok(keccak256(args.required::<Bytes>(0)?))
+        }),
         // Reads nothing: the cheapest call, the benchmarks' ceiling.
-        MethodSpec {
-            name: "web3_clientVersion",
-            params: &[],
-            required: 0,
-            cost: Cost::Inline,
-            handler: Handler::Constant(Arc::new(|_| {
-                to_raw(
-                    "web3_clientVersion",
-                    &concat!("quarry/v", env!("CARGO_PKG_VERSION")),
-                )
-            })),
-        },
+        constant("web3_clientVersion", &[], 0, |_| {
+            Ok(concat!("quarry/v", env!("CARGO_PKG_VERSION")))
+        }),
     ]
 }
 
@@ -587,7 +638,7 @@ mod tests {
             assert!(names.insert(spec.name), "{} declared twice", spec.name);
             assert!(spec.required <= spec.params.len(), "{}", spec.name);
         }
-        assert_eq!(specs.len(), 46);
+        assert_eq!(specs.len(), 57);
     }
 
     #[test]

@@ -132,6 +132,16 @@ impl FromArg for Address {
     }
 }
 
+/// Any number of bytes as 0x-prefixed hex (web3_sha3's data).
+impl FromArg for alloy_primitives::Bytes {
+    fn from_arg(value: &Value) -> Result<Self, String> {
+        let s = as_str(value, "a hex string")?;
+        hex::decode(strip_0x(s)?)
+            .map(Into::into)
+            .map_err(|e| format!("invalid hex string {s:?}: {e}"))
+    }
+}
+
 impl FromArg for String {
     fn from_arg(value: &Value) -> Result<Self, String> {
         as_str(value, "a string").map(str::to_owned)

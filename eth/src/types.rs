@@ -158,6 +158,18 @@ impl BlockJson {
         json
     }
 
+    /// A header as geth's eth_getHeaderBy* answer it (its `RPCMarshalHeader`): a block's
+    /// fields without size, total difficulty, transactions, uncles or withdrawals.
+    pub fn header_only(header: &Header, hash: B256) -> serde_json::Result<serde_json::Value> {
+        let mut json = serde_json::to_value(Self::from_header(header, hash, 0, None))?;
+        if let Some(fields) = json.as_object_mut() {
+            for key in ["size", "totalDifficulty", "uncles"] {
+                fields.remove(key);
+            }
+        }
+        Ok(json)
+    }
+
     /// An uncle (whose hash is `hash`): geth serves it as a block made of the header alone.
     pub fn uncle(header: &Header, hash: B256) -> Self {
         let empty = StoredBody::default();

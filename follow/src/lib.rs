@@ -249,7 +249,7 @@ impl Follower {
     /// imports the upstream's blocks above that (unwinding stored ones if they differ).
     fn sync(&mut self, upstream: &Arc<Upstream>) -> Result<()> {
         let target = self.runtime.block_on(upstream.head_number())?;
-        self.record_upstream_head(target)?;
+        self.record_upstream_head(upstream, target)?;
         let (head, head_hash) = self.importer.head();
         let ancestor = self.common_ancestor(upstream, head, target)?;
         if target > ancestor {
@@ -285,17 +285,30 @@ impl Follower {
 
     /// Records the upstream's head in the datadir when it moved, so that the replicas serving
     /// this datadir know how far behind it they are (`/ready`), even while this catches up.
-    fn record_upstream_head(&self, block: u64) -> Result<()> {
+    /// Its peer count goes with it, for `net_peerCount`; an upstream that does not answer one
+    /// has none recorded.
+    fn record_upstream_head(&self, upstream: &Upstream, block: u64) -> Result<()> {
         let db = self.importer.database();
         let stored = db.reader()?.upstream_head()?;
         if stored.is_some_and(|s| s.block == block) {
             return Ok(());
         }
+        let peers = match self.runtime.block_on(upstream.peer_count()) {
+            Ok(peers) => Some(peers),
+            Err(e) => {
+                tracing::debug!("the upstream's peer count: {e}");
+                None
+            }
+        };
         let seen_at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let tx = db.writer()?;
-        tx.put_upstream_head(quarry_storage::UpstreamHead { block, seen_at })?;
+        tx.put_upstream_head(quarry_storage::UpstreamHead {
+            block,
+            seen_at,
+            peers,
+        })?;
         tx.commit()?;
         Ok(())
     }

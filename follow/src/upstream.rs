@@ -133,6 +133,12 @@ impl Upstream {
         Ok(number.to())
     }
 
+    /// The upstream's `net_peerCount`.
+    pub async fn peer_count(&self) -> Result<u64> {
+        let peers: alloy_primitives::U64 = self.request("net_peerCount", rpc_params![]).await?;
+        Ok(peers.to())
+    }
+
     /// The hash of the upstream's block at `number`, `None` when it has none there.
     pub async fn block_hash(&self, number: u64) -> Result<Option<B256>> {
         Ok(self.header(number).await?.map(|(hash, _)| hash))

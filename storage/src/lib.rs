@@ -70,6 +70,8 @@ pub struct SyncTarget {
 pub struct UpstreamHead {
     pub block: u64,
     pub seen_at: u64,
+    /// The upstream's `net_peerCount` then, when it answered one.
+    pub peers: Option<u64>,
 }
 
 /// A block body as stored.
@@ -400,15 +402,20 @@ impl<K: TransactionKind> StorageTx<K> {
         let Some(value) = self.meta(UPSTREAM_HEAD)? else {
             return Ok(None);
         };
-        if value.len() != 16 {
+        if value.len() != 16 && value.len() != 24 {
             return Err(Error::Corrupt(format!(
-                "upstream head has {} bytes, expected 16",
+                "upstream head has {} bytes, expected 16 or 24",
                 value.len()
             )));
         }
         Ok(Some(UpstreamHead {
             block: be_u64(&value[..8])?,
-            seen_at: be_u64(&value[8..])?,
+            seen_at: be_u64(&value[8..16])?,
+            peers: value
+                .get(16..)
+                .filter(|p| !p.is_empty())
+                .map(be_u64)
+                .transpose()?,
         }))
     }
 
@@ -766,9 +773,12 @@ impl StorageTx<RwSync> {
 
     /// Records the head `quarry follow` saw its upstream at.
     pub fn put_upstream_head(&self, head: UpstreamHead) -> Result<()> {
-        let mut value = [0u8; 16];
-        value[..8].copy_from_slice(&head.block.to_be_bytes());
-        value[8..].copy_from_slice(&head.seen_at.to_be_bytes());
+        let mut value = Vec::with_capacity(24);
+        value.extend_from_slice(&head.block.to_be_bytes());
+        value.extend_from_slice(&head.seen_at.to_be_bytes());
+        if let Some(peers) = head.peers {
+            value.extend_from_slice(&peers.to_be_bytes());
+        }
         self.put_meta(UPSTREAM_HEAD, &value)
     }
 
@@ -1123,5 +1133,31 @@ mod tests {
         assert_eq!(tx.account(&a).unwrap(), Some(account(1)));
         drop(tx);
         assert_eq!(db.reader().unwrap().account(&a).unwrap(), None);
+    }
+
+    #[test]
+    fn the_upstream_head_keeps_its_peer_count_and_reads_the_older_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        // A record from before peer counts: block, then when.
+        tx.put_meta(
+            UPSTREAM_HEAD,
+            &[[0, 0, 0, 0, 0, 0, 0, 7], [0, 0, 0, 0, 0, 0, 0, 9]].concat(),
+        )
+        .unwrap();
+        let older = tx.upstream_head().unwrap().unwrap();
+        assert_eq!((older.block, older.seen_at, older.peers), (7, 9, None));
+        for peers in [Some(25), None] {
+            let head = UpstreamHead {
+                block: 8,
+                seen_at: 10,
+                peers,
+            };
+            tx.put_upstream_head(head).unwrap();
+            assert_eq!(tx.upstream_head().unwrap(), Some(head));
+        }
+        tx.put_meta(UPSTREAM_HEAD, &[1, 2, 3]).unwrap();
+        assert!(tx.upstream_head().is_err());
     }
 }

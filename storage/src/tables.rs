@@ -29,7 +29,7 @@ tables! {
     /// `quarry ingest --safe/--finalized`; `sync_target`: while an ingest runs, the highest
     /// block number it has read (u64 BE) then its process id (u32 BE); `upstream_head`: the
     /// head `quarry follow` last saw its upstream at (u64 BE) then when (unix seconds, u64
-    /// BE); `log_index_head`: the
+    /// BE), then its `net_peerCount` (u64 BE) when it answered one; `log_index_head`: the
     /// highest block through which `LogAddresses` and `LogTopics` are complete (u64 BE);
     /// `schema`: the layout version (u64 BE, see `SCHEMA_VERSION`); `unwinds`: how many
     /// unwinds were ever committed (u64 BE), so a reader that caches by block number can tell

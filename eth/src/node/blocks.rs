@@ -1,5 +1,5 @@
-//! Blocks, uncles, transactions and receipts: the by-number, by-hash and debug_getRaw*
-//! answers.
+//! Blocks, headers, uncles, transactions and receipts: the by-number, by-hash, raw and
+//! debug_getRaw* answers.
 
 use super::{BlockAt, Node, Reads, Snapshot};
 use crate::{
@@ -40,6 +40,18 @@ impl Node {
             ))
         })?;
         Ok(Some(Some(json)))
+    }
+
+    /// eth_getHeaderBy*: `null` for a block not stored.
+    pub fn header(&self, reads: &Reads, at: BlockAt) -> Result<Option<Option<serde_json::Value>>> {
+        let Some(block) = self.find_block(reads, at)? else {
+            return Ok(None);
+        };
+        block
+            .map(|block| BlockJson::header_only(&block.header, block.hash))
+            .transpose()
+            .map(Some)
+            .map_err(|e| RpcError::Internal(format!("a header's JSON: {e}")))
     }
 
     pub fn uncle(
@@ -311,6 +323,21 @@ impl Node {
             .transactions
             .get(index)
             .map(|transaction| transaction.encoded_2718().into()))
+    }
+
+    /// eth_getRawTransactionByBlock*AndIndex: `null` when the block or the transaction is not
+    /// stored.
+    pub fn raw_transaction_in(
+        &self,
+        reads: &Reads,
+        at: BlockAt,
+        index: u64,
+    ) -> Result<Option<Option<Bytes>>> {
+        Ok(self.find_block(reads, at)?.map(|block| {
+            let block = block?;
+            let transaction = block.body.transactions.get(usize::try_from(index).ok()?)?;
+            Some(transaction.encoded_2718().into())
+        }))
     }
 
     /// eth_getBlockTransactionCountBy*: `null` for a block not stored.

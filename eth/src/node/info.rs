@@ -154,6 +154,14 @@ impl Node {
         Ok(U64::from(Self::head(tx)?))
     }
 
+    /// net_peerCount: the upstream's, as `quarry follow` last recorded it; 0 for a datadir
+    /// nothing follows.
+    pub fn peer_count(&self, tx: &Snapshot) -> Result<U64> {
+        Ok(U64::from(
+            tx.upstream_head()?.and_then(|head| head.peers).unwrap_or(0),
+        ))
+    }
+
     /// eth_syncing: `false`, or geth's progress object while a live ingest is importing
     /// towards a block above the head.
     pub fn syncing(&self, tx: &Snapshot) -> Result<Syncing> {

@@ -1,5 +1,5 @@
-//! Accounts and storage after a block: eth_getBalance, eth_getTransactionCount, eth_getCode
-//! and eth_getStorageAt.
+//! Accounts and storage after a block: eth_getBalance, eth_getTransactionCount, eth_getCode,
+//! eth_getStorageAt, eth_getAccount and eth_getAccountInfo.
 
 use super::{Node, Reads, Snapshot};
 use crate::{
@@ -7,8 +7,30 @@ use crate::{
     rpc_error::{Result, RpcError},
 };
 use alloy_consensus::constants::KECCAK_EMPTY;
-use alloy_primitives::{Address, B256, Bytes, U64, U256};
-use quarry_storage::StoredAccount;
+use alloy_primitives::{Address, B256, Bytes, U64, U256, keccak256};
+use alloy_trie::TrieAccount;
+use quarry_executor::{OlderState, ProofState};
+use quarry_storage::{Leaf, StoredAccount, TrieId};
+use serde::Serialize;
+
+/// eth_getAccount's answer, in reth's shape: the account's fields as the state trie holds them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountJson {
+    balance: U256,
+    nonce: U64,
+    code_hash: B256,
+    storage_root: B256,
+}
+
+/// eth_getAccountInfo's answer, in reth's shape: zeros and empty code for an account that
+/// does not exist.
+#[derive(Debug, Serialize)]
+pub struct AccountInfoJson {
+    balance: U256,
+    nonce: U64,
+    code: Bytes,
+}
 
 impl Node {
     /// The account `address` after block `at` (`None`: it does not exist).
@@ -44,7 +66,13 @@ impl Node {
     /// eth_getCode: `0x` for an account without code (an EIP-7702 account shows its
     /// delegation designator).
     pub fn code(&self, tx: &Snapshot, address: Address, at: BlockId) -> Result<Bytes> {
-        let Some(account) = self.account_at(tx, address, at)? else {
+        let account = self.account_at(tx, address, at)?;
+        self.code_of(tx, account.as_ref())
+    }
+
+    /// The code of `account` (`0x` for none, or one without code).
+    fn code_of(&self, tx: &Snapshot, account: Option<&StoredAccount>) -> Result<Bytes> {
+        let Some(account) = account else {
             return Ok(Bytes::new());
         };
         if account.code_hash == KECCAK_EMPTY || account.code_hash.is_zero() {
@@ -91,5 +119,77 @@ impl Node {
         };
         tx.state.remember_slot(number, address, index, value);
         Ok(Some(B256::from(value)))
+    }
+
+    /// eth_getAccount: the account's trie leaf after block `at` (`null`: it does not exist),
+    /// with the storage root eth_getProof's `storageHash` proves.
+    pub fn account(
+        &self,
+        tx: &Snapshot,
+        address: Address,
+        at: BlockId,
+    ) -> Result<Option<AccountJson>> {
+        let (number, is_head) = self.state_block(tx, at)?;
+        let leaf = self.trie_account_at(tx, address, number, is_head)?;
+        Ok(leaf.map(|leaf| AccountJson {
+            balance: leaf.balance,
+            nonce: U64::from(leaf.nonce),
+            code_hash: leaf.code_hash,
+            storage_root: leaf.storage_root,
+        }))
+    }
+
+    /// The account's leaf in the state trie after block `number`: read from the leaf history
+    /// where it covers the block (two seeks); before it (a datadir from a layout without one),
+    /// proved as eth_getProof proves it, within `proof_window`.
+    fn trie_account_at(
+        &self,
+        tx: &Snapshot,
+        address: Address,
+        number: u64,
+        is_head: bool,
+    ) -> Result<Option<TrieAccount>> {
+        let hashed = keccak256(address);
+        let from = tx.state_history_from()?;
+        if is_head || from.is_some_and(|from| number.saturating_add(1) >= from) {
+            let mut leaves =
+                tx.trie_leaves_after(TrieId::Accounts, (!is_head).then_some(number))?;
+            return match leaves.get(&hashed)? {
+                Some(Leaf::Account(account)) => Ok(Some(account)),
+                Some(Leaf::Slot(_)) => Err(RpcError::Internal(format!(
+                    "the accounts trie holds a storage slot at {hashed}"
+                ))),
+                None => Ok(None),
+            };
+        }
+        let (head, _) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
+        let behind = head.saturating_sub(number);
+        if behind > self.proof_window {
+            return Err(RpcError::ProofWindow {
+                block: number,
+                behind,
+                window: self.proof_window,
+            });
+        }
+        let older = OlderState::of(tx, number)?;
+        let state: ProofState = older.state();
+        Ok(quarry_executor::account_proof(tx, state, address, &[])?.account)
+    }
+
+    /// eth_getAccountInfo: balance, nonce and code after block `at`, in one call (what a fork
+    /// asks for each account it touches).
+    pub fn account_info(
+        &self,
+        tx: &Snapshot,
+        address: Address,
+        at: BlockId,
+    ) -> Result<AccountInfoJson> {
+        let account = self.account_at(tx, address, at)?;
+        let code = self.code_of(tx, account.as_ref())?;
+        Ok(AccountInfoJson {
+            balance: account.as_ref().map_or(U256::ZERO, |a| a.balance),
+            nonce: U64::from(account.map_or(0, |a| a.nonce)),
+            code,
+        })
     }
 }
