@@ -216,8 +216,8 @@ fn check(
     }
 }
 
-/// The method names quoted in eth/src/methods.rs (the method table), and the filter methods the
-/// gateway answers itself.
+/// The method names quoted in eth/src/methods.rs (the method table), and the filter and
+/// transaction methods the gateway answers itself.
 fn served_methods() -> Vec<String> {
     let table = Path::new(env!("CARGO_MANIFEST_DIR")).join("eth/src/methods.rs");
     let text = std::fs::read_to_string(table).unwrap();
@@ -240,6 +240,7 @@ fn served_methods() -> Vec<String> {
             "eth_getFilterChanges",
             "eth_getFilterLogs",
             "eth_uninstallFilter",
+            "eth_sendRawTransaction",
         ]
         .map(String::from),
     );

@@ -64,6 +64,18 @@ pub enum RpcError {
         "{0} is not supported: quarry has no transaction pool, it serves only blocks already imported (use newHeads or logs)"
     )]
     NoTransactionPool(&'static str),
+    /// eth_sendRawTransaction of bytes refused before anything was sent: what was wrong.
+    #[error("{0}")]
+    InvalidTransaction(String),
+    /// eth_sendRawTransaction on a network without `transactions_url`.
+    #[error(
+        "this network takes no transactions: quarry serves stored blocks, and network {0:?} names no transactions_url to send them to"
+    )]
+    NoTransactionsUpstream(String),
+    /// The transactions upstream gave no answer (unreachable, timed out, not JSON-RPC); the
+    /// message names what happened but not the upstream's URL, which may hold a key.
+    #[error("the transaction was not sent: {0}")]
+    UpstreamUnavailable(String),
     /// eth_unsubscribe of an id this connection does not hold (geth's words).
     #[error("subscription not found")]
     SubscriptionNotFound,
@@ -147,7 +159,9 @@ impl From<RpcError> for ErrorObjectOwned {
             | RpcError::TooManyFilters(_) => LIMIT_EXCEEDED_CODE,
             RpcError::NotificationsUnsupported
             | RpcError::UnknownSubscription(_)
-            | RpcError::NoTransactionPool(_) => NOT_OFFERED_CODE,
+            | RpcError::NoTransactionPool(_)
+            | RpcError::NoTransactionsUpstream(_) => NOT_OFFERED_CODE,
+            RpcError::InvalidTransaction(_) | RpcError::UpstreamUnavailable(_) => SERVER_ERROR_CODE,
             RpcError::SubscriptionNotFound
             | RpcError::FilterNotFound
             | RpcError::FilterOverflow(_) => SERVER_ERROR_CODE,

@@ -1,9 +1,14 @@
 //! The call layer, run for every JSON-RPC call (each call of a batch on its own): a key
 //! revoked while its WebSocket is open is refused, the key's plan limits are applied, the
 //! three forwardable methods go to the network's partner when this node cannot answer them,
-//! and every call is counted and logged (key id, never the key).
+//! what only a transaction pool knows goes to the network's transactions upstream (pending
+//! nonces, transactions not stored), and every call is counted and logged (key id, never the
+//! key).
 
-use crate::{caller::Caller, metrics::Outcome, reply::Reply, service::Service, verdict::Refusal};
+use crate::{
+    caller::Caller, metrics::Outcome, reply::Reply, service::Service, transactions,
+    verdict::Refusal,
+};
 use jsonrpsee::{
     BatchResponseBuilder, MethodResponse,
     core::middleware::{Batch, BatchEntry, Notification, RpcServiceT},
@@ -196,10 +201,31 @@ where
             .partner_url
             .clone()
             .filter(|_| caller.grant.plan.may_forward() && FORWARDABLE.contains(&method));
+        let pool = service.networks[network]
+            .transactions_url
+            .clone()
+            .filter(|_| transactions::POOL_READS.contains(&method));
         let params = partner
             .as_ref()
+            .or(pool.as_ref())
             .and_then(|_| request.params.as_ref().map(|p| p.clone().into_owned()));
+        let max = service.max_response_bytes as usize;
+        if let Some(url) = &pool
+            && transactions::asks_pending_nonce(method, params.as_deref())
+        {
+            let timeout = service.transactions_timeout;
+            let reply = transactions::pool_reply(id, url, method, params, timeout, max).await;
+            return finish(reply, Outcome::Forwarded);
+        }
         let response = self.inner.call(request).await;
+        if let Some(url) = &pool
+            && method == "eth_getTransactionByHash"
+            && response.json().ends_with(r#""result":null}"#)
+        {
+            let timeout = service.transactions_timeout;
+            let reply = transactions::pool_reply(id, url, method, params, timeout, max).await;
+            return finish(reply, Outcome::Forwarded);
+        }
         let Some(url) = partner else {
             let outcome = own_outcome(&response);
             return finish(response, outcome);
@@ -219,7 +245,6 @@ where
         .map_err(|e| e.to_string())
         .and_then(|answer| answer);
         service.metrics.forward(network, method, asked.is_ok());
-        let max = service.max_response_bytes as usize;
         match asked {
             Ok(answer) => {
                 tracing::info!(network = %service.networks[network].name, method, key = %caller.grant.id, "answered by the partner");

@@ -15,6 +15,8 @@ pub struct Network {
     /// Lowercase host names; empty: any host (the single `--datadir` network).
     pub hosts: Vec<String>,
     pub partner_url: Option<String>,
+    /// Where transactions go (`transactions_url`); None: the network takes none.
+    pub transactions_url: Option<String>,
     /// JSON-RPC endpoints of the same chain whose heads `/ready` compares with.
     pub peers: Vec<String>,
     pub db: Database,

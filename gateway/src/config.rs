@@ -71,6 +71,10 @@ pub struct Config {
     /// How long a forward to a partner may take before quarry's own error is returned, in ms.
     #[serde(default = "default_forward_timeout_ms")]
     pub forward_timeout_ms: u64,
+    /// How long the transactions upstream may take to answer, in ms (eth_sendRawTransactionSync
+    /// adds the wait it asks for).
+    #[serde(default = "default_transactions_timeout_ms")]
+    pub transactions_timeout_ms: u64,
     /// Most reads waiting for the read pool; past it a read is refused as overload.
     #[serde(default = "default_max_queued_reads")]
     pub max_queued_reads: usize,
@@ -121,6 +125,8 @@ pub struct Config {
     /// The `--datadir` network's peers (see `NetworkConfig::peers`).
     #[serde(default)]
     pub peers: Vec<String>,
+    /// The `--datadir` network's transactions upstream (see `NetworkConfig::transactions_url`).
+    pub transactions_url: Option<String>,
     /// `redis://host:port/db`: every key's rate and daily quota kept in Redis, shared by all
     /// replicas and kept across restarts. Unset: in this process only.
     pub limits_store: Option<String>,
@@ -175,6 +181,11 @@ pub struct NetworkConfig {
     /// eth_getBlockByNumber, eth_getUncleByBlockHashAndIndex and eth_getTransactionReceipt go
     /// to when this network cannot answer them.
     pub partner_url: Option<String>,
+    /// The JSON-RPC endpoint (http:// or https://, key included) that eth_sendRawTransaction,
+    /// eth_sendRawTransactionSync, pending nonces, transactions quarry has not stored and
+    /// txpool_* go to: a node with a transaction pool, such as the one `quarry follow` follows.
+    /// None: this network takes no transactions.
+    pub transactions_url: Option<String>,
     /// JSON-RPC endpoints serving the same chain (other replicas, the upstream), full URLs
     /// with a key: their `eth_blockNumber` is the best head `/ready` measures lag against.
     #[serde(default)]
@@ -317,6 +328,9 @@ const fn default_true() -> bool {
 const fn default_max_connections() -> u32 {
     1024
 }
+const fn default_transactions_timeout_ms() -> u64 {
+    10_000
+}
 const fn default_forward_timeout_ms() -> u64 {
     5000
 }
@@ -427,6 +441,16 @@ impl Config {
         if !config.peers.is_empty() && !config.networks.is_empty() {
             return Err("peers: with [[networks]], give each network its own peers instead".into());
         }
+        if config.transactions_url.is_some() && !config.networks.is_empty() {
+            return Err(
+                "transactions_url: with [[networks]], give each network its own instead".into(),
+            );
+        }
+        if let Some(url) = &config.transactions_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err("transactions_url must be an http:// or https:// URL".into());
+        }
         let peers = std::iter::once(("peers".to_string(), &config.peers)).chain(
             config
                 .networks
@@ -472,13 +496,18 @@ impl Config {
                     network.name
                 ));
             }
-            if let Some(url) = &network.partner_url
-                && !(url.starts_with("http://") || url.starts_with("https://"))
-            {
-                return Err(format!(
-                    "networks[{i}] ({}): partner_url must be an http:// or https:// URL",
-                    network.name
-                ));
+            for (name, url) in [
+                ("partner_url", &network.partner_url),
+                ("transactions_url", &network.transactions_url),
+            ] {
+                if let Some(url) = url
+                    && !(url.starts_with("http://") || url.starts_with("https://"))
+                {
+                    return Err(format!(
+                        "networks[{i}] ({}): {name} must be an http:// or https:// URL",
+                        network.name
+                    ));
+                }
             }
         }
         Ok(config)

@@ -61,6 +61,7 @@ impl Harness {
             name: "fuzz".into(),
             hosts: Vec::new(),
             partner_url: None,
+            transactions_url: None,
             peers: Vec::new(),
             db,
         };

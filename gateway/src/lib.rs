@@ -34,6 +34,7 @@ mod service_methods;
 mod shared_limits;
 mod sub_kind;
 mod subscriptions;
+mod transactions;
 mod verdict;
 mod weights;
 mod ws;
@@ -80,6 +81,7 @@ fn register_methods(
     let mut registry = registry::Registry::new(Networks(nodes));
     service_methods::register_subscriptions(&mut registry.module, service)?;
     service_methods::register_filters(&mut registry.module, &pools.read, service)?;
+    transactions::register_transactions(&mut registry.module, service)?;
     registry.add_table(quarry_eth::methods(), pools)?;
     Ok(registry)
 }

@@ -186,6 +186,8 @@ pub struct Metrics {
     calls: Vec<Mutex<HashMap<String, Series>>>,
     /// Per network: (method, answered) -> count.
     forwards: Vec<Mutex<HashMap<(String, bool), u64>>>,
+    /// Per network: transactions sent through quarry, by outcome.
+    transactions: Vec<Mutex<HashMap<&'static str, u64>>>,
     /// Per network: [rate, daily].
     refusals: Vec<[AtomicU64; 2]>,
     pub status: Vec<NetworkStatus>,
@@ -200,6 +202,7 @@ impl Metrics {
             networks,
             calls: (0..n).map(|_| Mutex::default()).collect(),
             forwards: (0..n).map(|_| Mutex::default()).collect(),
+            transactions: (0..n).map(|_| Mutex::default()).collect(),
             refusals: (0..n).map(|_| Default::default()).collect(),
             status: (0..n).map(|_| NetworkStatus::default()).collect(),
             pushes: (0..n).map(|_| Pushes::default()).collect(),
@@ -273,6 +276,19 @@ impl Metrics {
         }
     }
 
+    /// A transaction sent through quarry and how it ended: `sent` (the upstream took it),
+    /// `rejected` (the upstream answered an error), `refused` (quarry's checks), `unavailable`
+    /// (no answer from the upstream) or `no_upstream`.
+    pub fn transaction(&self, network: usize, outcome: &'static str) {
+        if let Some(counts) = self.transactions.get(network) {
+            *counts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(outcome)
+                .or_default() += 1;
+        }
+    }
+
     pub fn refusal(&self, network: usize, daily: bool) {
         if let Some(counts) = self.refusals.get(network) {
             counts[usize::from(daily)].fetch_add(1, Ordering::Relaxed);
@@ -338,6 +354,18 @@ impl Metrics {
                 let _ = writeln!(
                     out,
                     "quarry_forwards_total{{network=\"{network}\",method=\"{method}\",result=\"{result}\"}} {count}"
+                );
+            }
+        }
+        out.push_str("# HELP quarry_transactions_total Transactions sent through quarry to a network's transactions upstream, by outcome.\n# TYPE quarry_transactions_total counter\n");
+        for (network, counts) in self.networks.iter().zip(&self.transactions) {
+            let counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut rows: Vec<_> = counts.iter().collect();
+            rows.sort();
+            for (outcome, count) in rows {
+                let _ = writeln!(
+                    out,
+                    "quarry_transactions_total{{network=\"{network}\",outcome=\"{outcome}\"}} {count}"
                 );
             }
         }

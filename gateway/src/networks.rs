@@ -48,6 +48,7 @@ pub(crate) fn open_networks(
             name: "default".into(),
             hosts: Vec::new(),
             partner_url: None,
+            transactions_url: config.transactions_url.clone(),
             peers: config.peers.clone(),
             db,
         };
@@ -73,6 +74,7 @@ pub(crate) fn open_networks(
                     .map(|h| h.to_ascii_lowercase())
                     .collect(),
                 partner_url: network.partner_url.clone(),
+                transactions_url: network.transactions_url.clone(),
                 peers: network.peers.clone(),
                 db,
             };

@@ -34,6 +34,7 @@ pub struct Service {
     pub weights: Weights,
     pub metrics: Metrics,
     pub forward_timeout: Duration,
+    pub transactions_timeout: Duration,
     pub max_response_bytes: u32,
     /// Per network: its subscriptions.
     pub hubs: Vec<Hub>,
@@ -57,6 +58,7 @@ impl Service {
             weights: Weights::new(&config.weights),
             metrics,
             forward_timeout: Duration::from_millis(config.forward_timeout_ms),
+            transactions_timeout: Duration::from_millis(config.transactions_timeout_ms),
             max_response_bytes: config.max_response_bytes,
             hubs: networks.iter().map(|_| Hub::default()).collect(),
             filters: Filters::new(config, networks.len()),

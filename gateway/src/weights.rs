@@ -19,6 +19,8 @@ pub const DEFAULT_WEIGHTS: &[(&str, u32)] = &[
     ("eth_getLogs", 5),
     ("eth_getFilterLogs", 5),
     ("eth_simulateV1", 10),
+    ("eth_sendRawTransaction", 10),
+    ("eth_sendRawTransactionSync", 10),
     ("debug_traceTransaction", 20),
     ("debug_traceCall", 20),
     ("debug_traceBlockByNumber", 50),

@@ -1,0 +1,235 @@
+//! End-to-end tests of transactions sent through quarry to a real node that validates and
+//! mines them: anvil (from the npm package tests/clients installs) on the dev chain's chain id,
+//! named as the dev chain's `transactions_url`.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+use alloy_eips::eip2718::Encodable2718;
+use alloy_primitives::{Address, B256, TxKind, U256, hex, keccak256};
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use serde_json::{Value, json};
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+use support::{Server, ingested};
+
+/// The dev chain's chain id, which anvil is started with.
+const CHAIN_ID: u64 = 1337;
+/// anvil's first dev account (the well-known "test test ... junk" mnemonic), funded there.
+const ANVIL_KEY: &str = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
+fn anvil_binary() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_modules/.bin/anvil")
+}
+
+/// An anvil process, killed when dropped.
+struct Anvil {
+    child: Child,
+    url: String,
+}
+
+impl Anvil {
+    /// Starts anvil on a free port, or `None` (with a message) when the npm package is not
+    /// installed (`.ci/run` installs it).
+    fn start() -> Option<Self> {
+        if !anvil_binary().exists() {
+            eprintln!(
+                "skipping: anvil is not installed (cd tests/clients && npm ci installs @foundry-rs/anvil)"
+            );
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new(anvil_binary())
+            .args([
+                "--port",
+                &port.to_string(),
+                "--chain-id",
+                &CHAIN_ID.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        for line in lines.by_ref() {
+            if line.unwrap().starts_with("Listening on") {
+                break;
+            }
+        }
+        // anvil logs every call: keep draining its output so it never blocks.
+        std::thread::spawn(move || lines.for_each(drop));
+        Some(Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        })
+    }
+
+    fn call(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let mut response = ureq::post(&self.url)
+            .header("Content-Type", "application/json")
+            .send(body.to_string())
+            .unwrap();
+        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap()
+    }
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A transfer of `value` wei from anvil's first account, signed for `chain_id`.
+fn transfer(nonce: u64, value: u64, chain_id: u64) -> (String, B256) {
+    let key = PrivateKeySigner::from_slice(&hex::decode(ANVIL_KEY).unwrap()).unwrap();
+    let tx = TxEip1559 {
+        chain_id,
+        nonce,
+        gas_limit: 21_000,
+        max_fee_per_gas: 20_000_000_000,
+        max_priority_fee_per_gas: 1_000_000_000,
+        to: TxKind::Call(Address::repeat_byte(0x42)),
+        value: U256::from(value),
+        ..Default::default()
+    };
+    let signature = key.sign_hash_sync(&tx.signature_hash()).unwrap();
+    let bytes = TxEnvelope::from(tx.into_signed(signature)).encoded_2718();
+    (hex::encode_prefixed(&bytes), keccak256(&bytes))
+}
+
+fn sender() -> Value {
+    json!("0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266")
+}
+
+fn dev_server(extra: &str) -> Server {
+    let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
+    Server::start(&ingested(&devnet), extra)
+}
+
+fn metrics(server: &Server) -> String {
+    let mut response = ureq::get(format!("http://{}/metrics", server.addr))
+        .call()
+        .unwrap();
+    response.body_mut().read_to_string().unwrap()
+}
+
+#[test]
+fn a_signed_transfer_goes_upstream_and_the_upstream_answers_verbatim() {
+    let Some(anvil) = Anvil::start() else { return };
+    let server = dev_server(&format!("transactions_url = \"{}\"", anvil.url));
+    let (raw, hash) = transfer(0, 1_000, CHAIN_ID);
+
+    // 1. quarry answers the upstream's hash, and anvil mines the transaction.
+    let sent = server.result("eth_sendRawTransaction", json!([raw]));
+    assert_eq!(sent, json!(hash));
+    let receipt = anvil.call("eth_getTransactionReceipt", json!([hash]));
+    assert_eq!(receipt["result"]["status"], json!("0x1"), "{receipt}");
+
+    // 2. The same bytes again: anvil's own error, exactly as anvil gives it directly.
+    let again = server.call("eth_sendRawTransaction", json!([raw]));
+    let direct = anvil.call("eth_sendRawTransaction", json!([raw]));
+    assert!(direct.get("error").is_some(), "{direct}");
+    assert_eq!(again["error"], direct["error"]);
+
+    // 5. Pending nonces and transactions quarry has not stored come from the upstream; the
+    // latest nonce stays the dev chain's own (anvil's account never sent there).
+    let pending = server.result("eth_getTransactionCount", json!([sender(), "pending"]));
+    assert_eq!(pending, json!("0x1"));
+    let latest = server.result("eth_getTransactionCount", json!([sender(), "latest"]));
+    assert_eq!(latest, json!("0x0"));
+    let by_hash = server.result("eth_getTransactionByHash", json!([hash]));
+    assert_eq!(by_hash["hash"], json!(hash), "{by_hash}");
+    let status = server.result("txpool_status", json!([]));
+    assert_eq!(status, anvil.call("txpool_status", json!([]))["result"]);
+
+    let metrics = metrics(&server);
+    for line in [
+        r#"quarry_transactions_total{network="default",outcome="sent"} 1"#,
+        r#"quarry_transactions_total{network="default",outcome="rejected"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line} not in\n{metrics}");
+    }
+}
+
+#[test]
+fn quarry_refuses_what_it_can_tell_is_wrong_and_the_upstream_never_sees_it() {
+    let Some(anvil) = Anvil::start() else { return };
+    let server = dev_server(&format!("transactions_url = \"{}\"", anvil.url));
+    let (other_chain, other_hash) = transfer(0, 1, 1);
+    let refused = server.call("eth_sendRawTransaction", json!([other_chain]));
+    assert_eq!(
+        refused["error"]["message"],
+        json!("invalid chain id: the transaction is for chain 1, this network is 1337")
+    );
+    let (raw, _) = transfer(0, 1, CHAIN_ID);
+    let truncated = &raw[..raw.len() - 10];
+    let malformed = server.call("eth_sendRawTransaction", json!([truncated]));
+    let message = malformed["error"]["message"].as_str().unwrap();
+    assert!(message.contains("does not decode"), "{malformed}");
+    let not_hex = server.call("eth_sendRawTransaction", json!(["0xzz"]));
+    assert_eq!(not_hex["error"]["code"], json!(-32602), "{not_hex}");
+    // anvil saw none of them.
+    let seen = anvil.call("eth_getTransactionByHash", json!([other_hash]));
+    assert_eq!(seen["result"], Value::Null);
+    let nonce = anvil.call("eth_getTransactionCount", json!([sender(), "pending"]));
+    assert_eq!(nonce["result"], json!("0x0"));
+    assert!(
+        metrics(&server)
+            .contains(r#"quarry_transactions_total{network="default",outcome="refused"} 2"#)
+    );
+}
+
+#[test]
+fn an_unreachable_upstream_is_a_clear_error_within_the_timeout() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/secret-key", closed.local_addr().unwrap());
+    drop(closed);
+    let server = dev_server(&format!(
+        "transactions_url = \"{url}\"\ntransactions_timeout_ms = 1000"
+    ));
+    let (raw, _) = transfer(0, 1, CHAIN_ID);
+    let started = Instant::now();
+    let response = server.call("eth_sendRawTransaction", json!([raw]));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let message = response["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("the transaction was not sent: the network's transactions upstream gave no answer within 1000 ms"),
+        "{response}"
+    );
+    assert!(!message.contains("secret-key"), "the URL leaked: {message}");
+    assert!(
+        metrics(&server)
+            .contains(r#"quarry_transactions_total{network="default",outcome="unavailable"} 1"#)
+    );
+}
+
+#[test]
+fn a_network_without_an_upstream_says_it_takes_no_transactions() {
+    let server = dev_server("");
+    let (raw, _) = transfer(0, 1, CHAIN_ID);
+    let response = server.call("eth_sendRawTransaction", json!([raw]));
+    assert_eq!(response["error"]["code"], json!(-32601), "{response}");
+    let message = response["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("this network takes no transactions"),
+        "{response}"
+    );
+    let pool = server.call("txpool_status", json!([]));
+    assert_eq!(pool["error"]["code"], json!(-32601), "{pool}");
+    // Without an upstream, pending is the latest block's, as before.
+    let pending = server.result("eth_getTransactionCount", json!([sender(), "pending"]));
+    assert_eq!(pending, json!("0x0"));
+}
