@@ -3,12 +3,14 @@
 //! `100 Continue` when the client waits for it), and writes the answer with one write. HTTP/1.1
 //! connections stay open unless the client says `Connection: close`; HTTP/1.0 ones close
 //! unless it says `keep-alive`; pipelined requests are answered in order. An admitted WebSocket
-//! upgrade hands the socket to `ws`. There is no HTTP/2.
+//! upgrade hands the socket to `ws`. There is no HTTP/2. Answers of 1 KiB or more go
+//! compressed to clients that accept gzip or zstd (`compression.rs`).
 //!
 //! jsonrpsee's server (hyper) is not used for HTTP: at the trivial-call ceiling it cost about a
 //! third more CPU per request than this loop does (bench/serve.sh), and every request pays it.
 
 use crate::{
+    compression::{self, COMPRESS_FROM, ContentEncoding},
     gate::{Gate, Route},
     http_reply::HttpReply,
     ws::WsTransport,
@@ -103,7 +105,7 @@ pub async fn serve(listener: TcpListener, transport: Arc<HttpTransport>, stop: S
                 // jsonrpsee's answer when it is at `max_connections`.
                 tokio::spawn(async move {
                     let reply = HttpReply::from_response(response::too_many_requests()).await;
-                    last_reply(stream, &reply, false).await;
+                    last_reply(stream, reply, false).await;
                 });
             }
         }
@@ -162,7 +164,7 @@ impl HttpTransport {
                 Ok(None) => return,
                 Err(error) => {
                     if let Some(reply) = error_reply(error, self.max_request_bytes).await {
-                        last_reply(stream, &reply, false).await;
+                        last_reply(stream, reply, false).await;
                     }
                     return;
                 }
@@ -186,7 +188,7 @@ impl HttpTransport {
                         (_, error) => error_reply(error, self.max_request_bytes).await,
                     };
                     if let Some(reply) = reply {
-                        last_reply(stream, &reply, is_head).await;
+                        last_reply(stream, reply, is_head).await;
                     }
                     return;
                 }
@@ -196,7 +198,10 @@ impl HttpTransport {
                 Route::JsonRpc(caller) => self.gate.json_rpc(&body, caller).await,
                 Route::WebSocket(_) => return,
             };
-            if write_reply(&mut stream, &reply, head.framing, is_head)
+            let encoding = ContentEncoding::negotiate(head.request.headers());
+            let chunked_ok = head.request.version() == http::Version::HTTP_11;
+            let encoding = encoding.map(|encoding| (encoding, chunked_ok));
+            if write_reply(&mut stream, reply, head.framing, is_head, encoding)
                 .await
                 .is_err()
             {
@@ -227,7 +232,7 @@ impl HttpTransport {
                     headers: http::HeaderMap::new(),
                     body: Bytes::from_static(text.as_bytes()),
                 };
-                last_reply(stream, &reply, false).await;
+                last_reply(stream, reply, false).await;
                 return;
             }
         };
@@ -514,8 +519,8 @@ async fn error_reply(error: RequestError, max: u32) -> Option<HttpReply> {
 }
 
 /// Writes `reply` as the connection's last answer, then closes the connection.
-async fn last_reply(mut stream: TcpStream, reply: &HttpReply, head_only: bool) {
-    if write_reply(&mut stream, reply, Framing::Close, head_only)
+async fn last_reply(mut stream: TcpStream, reply: HttpReply, head_only: bool) {
+    if write_reply(&mut stream, reply, Framing::Close, head_only, None)
         .await
         .is_ok()
     {
@@ -545,13 +550,58 @@ async fn close_after_reply(mut stream: TcpStream) {
     .await;
 }
 
-/// Writes `reply`; `head_only` leaves the body out (a HEAD request).
+/// Writes `reply`; `head_only` leaves the body out (a HEAD request). With `encoding` (and
+/// whether the client reads chunked bodies), a body of `COMPRESS_FROM` bytes or more goes
+/// compressed: whole with its length when small, else chunked as it is compressed (an HTTP/1.0
+/// client gets a large body as it is).
 async fn write_reply(
     stream: &mut TcpStream,
-    reply: &HttpReply,
+    mut reply: HttpReply,
     framing: Framing,
     head_only: bool,
+    encoding: Option<(ContentEncoding, bool)>,
 ) -> std::io::Result<()> {
+    let large = reply.body.len() >= COMPRESS_FROM;
+    if large {
+        reply.headers.insert(
+            http::header::VARY,
+            http::HeaderValue::from_static("accept-encoding"),
+        );
+    }
+    let mut chunked = None;
+    if let Some((encoding, chunked_ok)) = encoding.filter(|_| large && !head_only) {
+        let whole = compression::compressed_whole(reply.body.len());
+        if whole || chunked_ok {
+            reply.headers.insert(
+                http::header::CONTENT_ENCODING,
+                http::HeaderValue::from_static(encoding.token()),
+            );
+        }
+        if whole {
+            reply.body = compression::compress(&reply.body, encoding)?.into();
+        } else if chunked_ok {
+            chunked = Some(encoding);
+        }
+    }
+    let head = reply_head(&reply, framing, chunked.is_some());
+    if head_only {
+        return stream.write_all(head.as_bytes()).await;
+    }
+    if let Some(encoding) = chunked {
+        return compression::write_chunked(stream, head.as_bytes(), reply.body, encoding).await;
+    }
+    if reply.body.len() < COPY_BODY_BELOW {
+        let mut out = head.into_bytes();
+        out.extend_from_slice(&reply.body);
+        stream.write_all(&out).await
+    } else {
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(&reply.body).await
+    }
+}
+
+/// The status line and headers of `reply`: its length, or (`chunked`) chunked framing.
+fn reply_head(reply: &HttpReply, framing: Framing, chunked: bool) -> String {
     use std::fmt::Write as _;
     let mut head = String::with_capacity(160);
     let _ = write!(
@@ -577,23 +627,13 @@ async fn write_reply(
         Framing::KeepAliveAsked => header("connection", b"keep-alive"),
         Framing::Close => header("connection", b"close"),
     }
-    let _ = write!(
-        head,
-        "content-length: {}\r\ndate: {}\r\n\r\n",
-        reply.body.len(),
-        http_date()
-    );
-    if head_only {
-        return stream.write_all(head.as_bytes()).await;
-    }
-    if reply.body.len() < COPY_BODY_BELOW {
-        let mut out = head.into_bytes();
-        out.extend_from_slice(&reply.body);
-        stream.write_all(&out).await
+    if chunked {
+        head.push_str("transfer-encoding: chunked\r\n");
     } else {
-        stream.write_all(head.as_bytes()).await?;
-        stream.write_all(&reply.body).await
+        let _ = write!(head, "content-length: {}\r\n", reply.body.len());
     }
+    let _ = write!(head, "date: {}\r\n\r\n", http_date());
+    head
 }
 
 /// The Date header's value, formatted once a second per thread.

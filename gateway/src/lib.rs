@@ -7,6 +7,7 @@
 mod answer;
 mod call_layer;
 mod caller;
+mod compression;
 mod config;
 mod connections;
 mod dispatch;
