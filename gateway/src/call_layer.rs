@@ -214,7 +214,16 @@ where
             && transactions::asks_pending_nonce(method, params.as_deref())
         {
             let timeout = service.transactions_timeout;
-            let reply = transactions::pool_reply(id, url, method, params, timeout, max).await;
+            let reply = transactions::pool_reply(
+                &service.transactions_agent,
+                id,
+                url,
+                method,
+                params,
+                timeout,
+                max,
+            )
+            .await;
             return finish(reply, Outcome::Forwarded);
         }
         let response = self.inner.call(request).await;
@@ -223,7 +232,16 @@ where
             && response.json().ends_with(r#""result":null}"#)
         {
             let timeout = service.transactions_timeout;
-            let reply = transactions::pool_reply(id, url, method, params, timeout, max).await;
+            let reply = transactions::pool_reply(
+                &service.transactions_agent,
+                id,
+                url,
+                method,
+                params,
+                timeout,
+                max,
+            )
+            .await;
             return finish(reply, Outcome::Forwarded);
         }
         let Some(url) = partner else {

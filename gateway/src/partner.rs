@@ -25,6 +25,24 @@ pub fn ask_partner(
     method: &str,
     params: Option<&RawValue>,
 ) -> Result<Result<Box<RawValue>, ErrorObjectOwned>, String> {
+    ask(
+        &ureq::Agent::new_with_defaults(),
+        url,
+        timeout,
+        method,
+        params,
+    )
+}
+
+/// One call to the endpoint at `url` through `agent` (whose connections are kept for the next
+/// call): its result or its error, verbatim. `Err`: it gave none within `timeout`.
+pub fn ask(
+    agent: &ureq::Agent,
+    url: &str,
+    timeout: Duration,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<Result<Box<RawValue>, ErrorObjectOwned>, String> {
     #[derive(serde::Deserialize)]
     struct PartnerReply {
         result: Option<Box<RawValue>>,
@@ -36,14 +54,13 @@ pub fn ask_partner(
         "method": method,
         "params": params.map_or(Ok(serde_json::Value::Array(vec![])), |p| serde_json::from_str(p.get())).map_err(|e| e.to_string())?,
     });
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        .http_status_as_error(false)
-        .build()
-        .into();
     let mut response = agent
         .post(url)
         .header("Content-Type", "application/json")
+        .config()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .build()
         .send(body.to_string())
         .map_err(|e| e.to_string())?;
     let status = response.status();

@@ -35,6 +35,8 @@ pub struct Service {
     pub metrics: Metrics,
     pub forward_timeout: Duration,
     pub transactions_timeout: Duration,
+    /// Keeps connections to the transactions upstreams open between calls.
+    pub transactions_agent: ureq::Agent,
     pub max_response_bytes: u32,
     /// Per network: its subscriptions.
     pub hubs: Vec<Hub>,
@@ -59,6 +61,7 @@ impl Service {
             metrics,
             forward_timeout: Duration::from_millis(config.forward_timeout_ms),
             transactions_timeout: Duration::from_millis(config.transactions_timeout_ms),
+            transactions_agent: ureq::Agent::new_with_defaults(),
             max_response_bytes: config.max_response_bytes,
             hubs: networks.iter().map(|_| Hub::default()).collect(),
             filters: Filters::new(config, networks.len()),

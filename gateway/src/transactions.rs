@@ -8,7 +8,7 @@
 
 use crate::{
     caller::{Caller, Networks},
-    partner::ask_partner,
+    partner::ask,
     reply::Reply,
     service::Service,
 };
@@ -47,6 +47,7 @@ pub fn asks_pending_nonce(method: &str, params: Option<&RawValue>) -> bool {
 
 /// The upstream's answer to one call, as the reply to `id`; quarry's error when it gave none.
 pub async fn pool_reply(
+    agent: &ureq::Agent,
     id: jsonrpsee::types::Id<'_>,
     url: &str,
     method: &'static str,
@@ -55,7 +56,7 @@ pub async fn pool_reply(
     max_bytes: usize,
 ) -> Reply {
     let params = params.map(|p| p.get().to_owned());
-    match forward(url.to_owned(), method, params, timeout).await {
+    match forward(agent, url.to_owned(), method, params, timeout).await {
         Ok(Ok(result)) => Reply::result(id, &result, max_bytes),
         Ok(Err(error)) | Err(error) => Reply::error(id, error),
     }
@@ -87,7 +88,7 @@ pub fn register_transactions(
                         return Err(RpcError::NoTransactionPool(method).into());
                     };
                     let timeout = service.transactions_timeout;
-                    forward(url, method, None, timeout).await?
+                    forward(&service.transactions_agent, url, method, None, timeout).await?
                 }
             })
             .map_err(|_| crate::ServeError::Register(method.into()))?;
@@ -139,7 +140,8 @@ async fn send(
         timeout += wait.min(SYNC_MAX_WAIT);
     }
     let raw = params.as_str().map(str::to_owned);
-    let (answer, outcome) = match forward(url, method, raw, timeout).await {
+    let agent = &service.transactions_agent;
+    let (answer, outcome) = match forward(agent, url, method, raw, timeout).await {
         Ok(Ok(result)) => (Ok(result), "sent"),
         Ok(Err(error)) => (Err(error), "rejected"),
         Err(none) => (Err(none), "unavailable"),
@@ -152,16 +154,18 @@ async fn send(
 /// One call to the upstream at `url` on a blocking thread: its answer verbatim (`Ok`), or
 /// quarry's error saying it gave none (`Err`, without the URL, which may hold a key).
 async fn forward(
+    agent: &ureq::Agent,
     url: String,
     method: &'static str,
     params: Option<String>,
     timeout: Duration,
 ) -> Result<Answer, ErrorObjectOwned> {
+    let agent = agent.clone();
     let asked = tokio::task::spawn_blocking(move || {
         let params = params
             .map(|p| RawValue::from_string(p).map_err(|e| e.to_string()))
             .transpose()?;
-        ask_partner(&url, timeout, method, params.as_deref())
+        ask(&agent, &url, timeout, method, params.as_deref())
             .map_err(|why| why.replace(&url, "the upstream"))
     })
     .await
