@@ -1,6 +1,7 @@
 //! End-to-end tests of transactions sent through quarry to a real node that validates and
 //! mines them: anvil (from the npm package tests/clients installs) on the dev chain's chain id,
-//! named as the dev chain's `transactions_url`.
+//! named as the dev chain's `transactions_url`; and ethers v6 and viem sending through quarry
+//! with their own wallet APIs.
 
 #![allow(clippy::unwrap_used)]
 
@@ -50,13 +51,12 @@ impl Anvil {
             .local_addr()
             .unwrap()
             .port();
+        // A zero base fee: wallets price their transactions from quarry's dev chain, whose
+        // base fee is not anvil's.
         let mut child = Command::new(anvil_binary())
-            .args([
-                "--port",
-                &port.to_string(),
-                "--chain-id",
-                &CHAIN_ID.to_string(),
-            ])
+            .args(["--port", &port.to_string()])
+            .args(["--chain-id", &CHAIN_ID.to_string()])
+            .args(["--block-base-fee-per-gas", "0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -120,10 +120,7 @@ fn dev_server(extra: &str) -> Server {
 }
 
 fn metrics(server: &Server) -> String {
-    let mut response = ureq::get(format!("http://{}/metrics", server.addr))
-        .call()
-        .unwrap();
-    response.body_mut().read_to_string().unwrap()
+    support::metrics_text(server)
 }
 
 #[test]
@@ -232,4 +229,60 @@ fn a_network_without_an_upstream_says_it_takes_no_transactions() {
     // Without an upstream, pending is the latest block's, as before.
     let pending = server.result("eth_getTransactionCount", json!([sender(), "pending"]));
     assert_eq!(pending, json!("0x0"));
+}
+
+/// Dev chain account 0's key: funded on the dev chain (where wallets estimate gas through
+/// quarry) and, by `anvil_setBalance`, on anvil (which executes the transfer).
+fn dev_key() -> PrivateKeySigner {
+    PrivateKeySigner::from_slice(keccak256("quarry devchain account 0").as_slice()).unwrap()
+}
+
+#[test]
+fn ethers_and_viem_send_through_quarry_with_their_own_wallet_apis() {
+    let Some(anvil) = Anvil::start() else { return };
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    let key = dev_key();
+    let funded = anvil.call(
+        "anvil_setBalance",
+        json!([key.address(), "0xde0b6b3a7640000"]),
+    );
+    assert!(funded.get("error").is_none(), "{funded}");
+    let server = dev_server(&format!("transactions_url = \"{}\"", anvil.url));
+    let output = Command::new("node")
+        .arg(clients.join("wallets-send.mjs"))
+        .arg(server.http_url(support::KEY))
+        .arg(hex::encode_prefixed(key.to_bytes()))
+        .arg(CHAIN_ID.to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let sent: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(sent.len(), 2, "{stdout}");
+    for (entry, library) in sent.iter().zip(["ethers", "viem"]) {
+        assert_eq!(entry["library"], json!(library));
+        let receipt = anvil.call("eth_getTransactionReceipt", json!([entry["hash"]]));
+        assert_eq!(
+            receipt["result"]["status"],
+            json!("0x1"),
+            "{library}: {receipt}"
+        );
+        let tx = anvil.call("eth_getTransactionByHash", json!([entry["hash"]]));
+        let from = tx["result"]["from"]
+            .as_str()
+            .unwrap()
+            .parse::<Address>()
+            .unwrap();
+        assert_eq!(from, key.address(), "{library}: {tx}");
+    }
+    let metrics = metrics(&server);
+    let line = r#"quarry_transactions_total{network="default",outcome="sent"} 2"#;
+    assert!(metrics.contains(line), "{line} not in\n{metrics}");
 }

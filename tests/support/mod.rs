@@ -149,6 +149,14 @@ pub fn partial_datadir(last: u64) -> tempfile::TempDir {
     dir
 }
 
+/// The text of `server`'s `/metrics`.
+pub fn metrics_text(server: &Server) -> String {
+    let mut response = ureq::get(format!("http://{}/metrics", server.addr))
+        .call()
+        .unwrap();
+    response.body_mut().read_to_string().unwrap()
+}
+
 /// A `quarry serve` process, killed when dropped.
 pub struct Server {
     child: Child,
