@@ -1,5 +1,5 @@
 //! End-to-end tests of the methods wallets and tools call beside the fixtures' ones: headers,
-//! accounts, raw transactions and the net_/web3_ helpers, on the rpc-compat chain and the
+//! accounts, raw transactions, transactions by sender and nonce and the net_/web3_ helpers, on the rpc-compat chain and the
 //! bundled dev chain, over HTTP and WebSocket, checked against the answers they must agree with.
 
 #![allow(clippy::unwrap_used)]
@@ -173,6 +173,40 @@ fn accounts_agree_with_proofs(rpc: &mut Transport) {
     );
 }
 
+/// eth_getTransactionBySenderAndNonce finds every (sampled) stored transaction by its sender
+/// and nonce; a nonce not yet used and a sender that never sent are `null`.
+fn transactions_by_sender_and_nonce(rpc: &mut Transport) {
+    let head = number(&rpc.ask("eth_blockNumber", json!([])));
+    let mut found = 0;
+    for n in 0..=head {
+        let block = rpc.ask("eth_getBlockByNumber", json!([format!("{n:#x}"), true]));
+        for tx in block["transactions"].as_array().unwrap().iter().step_by(5) {
+            let params = json!([tx["from"], tx["nonce"]]);
+            let by_nonce = rpc.ask("eth_getTransactionBySenderAndNonce", params);
+            assert_eq!(by_nonce, *tx, "block {n}");
+            found += 1;
+        }
+    }
+    assert!(found > 0, "the chain has no transactions");
+    let block = rpc.ask("eth_getBlockByNumber", json!(["latest", true]));
+    let last = block["transactions"]
+        .as_array()
+        .and_then(|t| t.last().cloned());
+    if let Some(last) = last {
+        let next = format!("{:#x}", number(&last["nonce"]) + 1_000_000);
+        let unused = rpc.ask(
+            "eth_getTransactionBySenderAndNonce",
+            json!([last["from"], next]),
+        );
+        assert_eq!(unused, Value::Null);
+    }
+    let nobody = json!(["0x00000000000000000000000000000000deadbeef", "0x0"]);
+    assert_eq!(
+        rpc.ask("eth_getTransactionBySenderAndNonce", nobody),
+        Value::Null
+    );
+}
+
 fn helpers_answer_as_geth_does(rpc: &mut Transport) {
     assert_eq!(rpc.ask("net_listening", json!([])), json!(true));
     assert_eq!(rpc.ask("eth_accounts", json!([])), json!([]));
@@ -204,6 +238,12 @@ fn raw_transactions_on_the_rpc_compat_and_dev_chains() {
 fn accounts_on_the_rpc_compat_and_dev_chains() {
     on_both_transports(&fixtures(), accounts_agree_with_proofs);
     on_both_transports(&devnet(), accounts_agree_with_proofs);
+}
+
+#[test]
+fn transactions_by_sender_and_nonce_on_the_rpc_compat_and_dev_chains() {
+    on_both_transports(&fixtures(), transactions_by_sender_and_nonce);
+    on_both_transports(&devnet(), transactions_by_sender_and_nonce);
 }
 
 #[test]

@@ -408,6 +408,14 @@ fn transactions() -> Vec<MethodSpec> {
             |node, tx, args| node.raw_transaction(tx, args.required(0)?),
         ),
         snapshot(
+            "eth_getTransactionBySenderAndNonce",
+            &["sender", "nonce"],
+            2,
+            |node, tx, args| {
+                node.transaction_by_sender_and_nonce(tx, args.required(0)?, index(args, 1)?)
+            },
+        ),
+        snapshot(
             "eth_getRawTransactionByHash",
             &["transactionHash"],
             1,
@@ -638,7 +646,7 @@ mod tests {
             assert!(names.insert(spec.name), "{} declared twice", spec.name);
             assert!(spec.required <= spec.params.len(), "{}", spec.name);
         }
-        assert_eq!(specs.len(), 57);
+        assert_eq!(specs.len(), 58);
     }
 
     #[test]

@@ -7,8 +7,9 @@ use crate::{
     rpc_error::{Result, RpcError},
     types::{BlockJson, ReceiptJson, TransactionJson, TxContext},
 };
+use alloy_consensus::Transaction;
 use alloy_eips::eip2718::Encodable2718;
-use alloy_primitives::{B256, Bytes, U64};
+use alloy_primitives::{Address, B256, Bytes, U64};
 use std::sync::Arc;
 
 /// eth_getTransactionReceipt reads a block's receipts whole, and keeps them for the block's
@@ -338,6 +339,52 @@ impl Node {
             let transaction = block.body.transactions.get(usize::try_from(index).ok()?)?;
             Some(transaction.encoded_2718().into())
         }))
+    }
+
+    /// eth_getTransactionBySenderAndNonce (reth's, Otterscan's): the stored transaction
+    /// `sender` sent with `nonce`, or `null`. The state history is the index: the sender's
+    /// nonce only grows, so a binary search over blocks (about 2 log2(head) seeks) finds the
+    /// first block after which it exceeds `nonce`, and that block's senders and nonces give
+    /// the transaction. A nonce spent otherwise (a contract's CREATE, an EIP-7702
+    /// authorization) has no transaction: `null`.
+    pub fn transaction_by_sender_and_nonce(
+        &self,
+        tx: &Snapshot,
+        sender: Address,
+        nonce: u64,
+    ) -> Result<Option<Json>> {
+        let head = Self::head(tx)?;
+        let nonce_after = |block: u64| -> Result<u64> {
+            let account = if block == head {
+                tx.account(&sender)?
+            } else {
+                tx.account_at(&sender, block)?
+            };
+            Ok(account.map_or(0, |account| account.nonce))
+        };
+        if nonce_after(head)? <= nonce || nonce_after(0)? > nonce {
+            return Ok(None);
+        }
+        // nonce_after(low) <= nonce < nonce_after(high), and it never decreases.
+        let (mut low, mut high) = (0, head);
+        while high - low > 1 {
+            let middle = low + (high - low) / 2;
+            if nonce_after(middle)? > nonce {
+                high = middle;
+            } else {
+                low = middle;
+            }
+        }
+        let Some(block) = self.stored_block(tx, high)? else {
+            return Ok(None);
+        };
+        let index = (0..block.body.transactions.len()).find(|&i| {
+            block.senders.get(i) == Some(&sender) && block.body.transactions[i].nonce() == nonce
+        });
+        match index {
+            Some(index) => self.transaction_json(&block, index),
+            None => Ok(None),
+        }
     }
 
     /// eth_getBlockTransactionCountBy*: `null` for a block not stored.
