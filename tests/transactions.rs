@@ -141,10 +141,16 @@ fn a_signed_transfer_goes_upstream_and_the_upstream_answers_verbatim() {
     assert!(direct.get("error").is_some(), "{direct}");
     assert_eq!(again["error"], direct["error"]);
 
+    // EIP-7966: the Sync call goes as it is, and the upstream's receipt comes back.
+    let (raw_sync, hash_sync) = transfer(1, 1_000, CHAIN_ID);
+    let receipt = server.result("eth_sendRawTransactionSync", json!([raw_sync]));
+    assert_eq!(receipt["transactionHash"], json!(hash_sync), "{receipt}");
+    assert_eq!(receipt["status"], json!("0x1"), "{receipt}");
+
     // 5. Pending nonces and transactions quarry has not stored come from the upstream; the
     // latest nonce stays the dev chain's own (anvil's account never sent there).
     let pending = server.result("eth_getTransactionCount", json!([sender(), "pending"]));
-    assert_eq!(pending, json!("0x1"));
+    assert_eq!(pending, json!("0x2"));
     let latest = server.result("eth_getTransactionCount", json!([sender(), "latest"]));
     assert_eq!(latest, json!("0x0"));
     let by_hash = server.result("eth_getTransactionByHash", json!([hash]));
@@ -154,7 +160,7 @@ fn a_signed_transfer_goes_upstream_and_the_upstream_answers_verbatim() {
 
     let metrics = metrics(&server);
     for line in [
-        r#"quarry_transactions_total{network="default",outcome="sent"} 1"#,
+        r#"quarry_transactions_total{network="default",outcome="sent"} 2"#,
         r#"quarry_transactions_total{network="default",outcome="rejected"} 1"#,
     ] {
         assert!(metrics.contains(line), "{line} not in\n{metrics}");

@@ -19,7 +19,7 @@ use jsonrpsee::{
 };
 use quarry_eth::{
     RpcError,
-    params::{Args, Index},
+    params::{Args, FromArg, Index},
     raw_transaction::check_raw_transaction,
 };
 use serde_json::value::RawValue;
@@ -134,9 +134,7 @@ async fn send(
     };
     let mut timeout = service.transactions_timeout;
     if method == "eth_sendRawTransactionSync" {
-        let wait = args
-            .optional::<Index>(1)?
-            .map_or(SYNC_DEFAULT_WAIT, |Index(ms)| Duration::from_millis(ms));
+        let wait = sync_wait(&args)?;
         timeout += wait.min(SYNC_MAX_WAIT);
     }
     let raw = params.as_str().map(str::to_owned);
@@ -149,6 +147,23 @@ async fn send(
     service.metrics.transaction(network, outcome);
     tracing::info!(network = %name, method, hash = %checked.hash, sender = %checked.sender, nonce = checked.nonce, outcome, "transaction forwarded");
     answer
+}
+
+/// eth_sendRawTransactionSync's wait, in milliseconds, as a number or a hex quantity (clients
+/// send either; the upstream takes what it takes).
+fn sync_wait(args: &Args) -> Result<Duration, ErrorObjectOwned> {
+    let wait = match args.optional::<serde_json::Value>(1)? {
+        None => return Ok(SYNC_DEFAULT_WAIT),
+        Some(serde_json::Value::Number(ms)) => ms.as_u64(),
+        Some(quantity) => Index::from_arg(&quantity).ok().map(|Index(ms)| ms),
+    };
+    wait.map(Duration::from_millis).ok_or_else(|| {
+        RpcError::InvalidParams(
+            "invalid argument 1 (timeout): expected milliseconds as a number or a hex quantity"
+                .into(),
+        )
+        .into()
+    })
 }
 
 /// One call to the upstream at `url` on a blocking thread: its answer verbatim (`Ok`), or
