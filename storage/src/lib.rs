@@ -2,6 +2,7 @@
 //! reads and writes of blocks, receipts, bytecode, the latest state and the full state history.
 //! It knows nothing of RPC or of revm.
 
+mod backup;
 mod changesets;
 pub mod keccak;
 mod log_index;
@@ -15,6 +16,7 @@ mod tail;
 mod trie;
 mod trie_history;
 
+pub use backup::BackupReport;
 pub use changesets::{RestoredAccount, Unwound};
 pub use log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use migrate::{CHANGESETS_LAYOUT, SCHEMA_VERSION};
@@ -94,6 +96,8 @@ pub enum Error {
         path: String,
         source: std::io::Error,
     },
+    #[error("backup into {out}: {reason}")]
+    Backup { out: String, reason: String },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
