@@ -32,11 +32,106 @@ enum KeysAction {
         /// Limit the key to this network (repeat for several); default: every network.
         #[arg(long = "network")]
         networks: Vec<String>,
+        #[command(flatten)]
+        allow: AllowArgs,
     },
-    /// List the keys: id, plan, name, networks, created and revoked times.
+    /// Replace a key's allowlists (each type given replaces that type's list); a running
+    /// server applies the change within a second, to open WebSockets too.
+    Update {
+        id: String,
+        #[command(flatten)]
+        allow: AllowArgs,
+        /// Remove every allowlist first (then add the ones given, if any).
+        #[arg(long)]
+        clear_allowlists: bool,
+    },
+    /// List the keys: id, plan, name, networks, created and revoked times, allowlists.
     List,
     /// Revoke a key by its id; a running server refuses it within a second.
     Revoke { id: String },
+}
+
+/// A key's allowlists on the command line. A key without allowlists accepts everything;
+/// the types are ANDed, the entries of one type ORed; at most 30 entries per type.
+#[derive(clap::Args, Default)]
+struct AllowArgs {
+    /// Allow pages on this origin: [scheme://]host[:port], the host possibly *.name for its
+    /// subdomains (repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    origins: Vec<String>,
+    /// Allow requests whose User-Agent contains this text (repeatable).
+    #[arg(long = "allow-user-agent", value_name = "TEXT")]
+    user_agents: Vec<String>,
+    /// Allow this JSON-RPC method (repeatable).
+    #[arg(long = "allow-method", value_name = "NAME")]
+    methods: Vec<String>,
+    /// Allow calls that name this contract address (repeatable); see the README for the
+    /// methods that name addresses.
+    #[arg(long = "allow-contract", value_name = "ADDRESS")]
+    contracts: Vec<String>,
+}
+
+impl AllowArgs {
+    /// Applies the lists given onto `allow`: each type given replaces that type's list.
+    fn apply(
+        self,
+        mut allow: quarry_gateway::allowlists::KeyAllowlists,
+    ) -> Result<quarry_gateway::allowlists::KeyAllowlists> {
+        use quarry_gateway::cors::OriginPattern;
+        if !self.origins.is_empty() {
+            allow.origins = self
+                .origins
+                .iter()
+                .map(|o| OriginPattern::parse(o))
+                .collect::<Result<_, _>>()
+                .map_err(|e| eyre::eyre!("--allow-origin: {e}"))?;
+        }
+        if !self.user_agents.is_empty() {
+            allow.user_agents = self.user_agents;
+        }
+        if !self.methods.is_empty() {
+            allow.methods = self.methods;
+        }
+        if !self.contracts.is_empty() {
+            allow.contracts = self
+                .contracts
+                .iter()
+                .map(|a| quarry_gateway::allowlists::parse_contract(a))
+                .collect::<Result<_, _>>()
+                .map_err(|e| eyre::eyre!("--allow-contract: {e}"))?;
+        }
+        allow.check().map_err(|e| eyre::eyre!("{e}"))?;
+        Ok(allow)
+    }
+}
+
+/// A key's allowlists in one `quarry keys list` column.
+fn allowlists_column(allow: &quarry_gateway::allowlists::KeyAllowlists) -> String {
+    let mut parts = Vec::new();
+    let mut add = |kind: &str, entries: Vec<String>| {
+        if !entries.is_empty() {
+            parts.push(format!("{kind}={}", entries.join(",")));
+        }
+    };
+    add(
+        "origin",
+        allow
+            .origins
+            .iter()
+            .map(|o| o.as_str().to_string())
+            .collect(),
+    );
+    add("user-agent", allow.user_agents.clone());
+    add("method", allow.methods.clone());
+    add(
+        "contract",
+        allow.contracts.iter().map(|a| a.to_string()).collect(),
+    );
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(" ")
+    }
 }
 
 #[derive(Subcommand)]
@@ -599,9 +694,11 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
             plan,
             name,
             networks,
+            allow,
         } => {
             let networks = (!networks.is_empty()).then_some(networks);
-            let (key, record) = store.add(plan, name, networks)?;
+            let allow = allow.apply(Default::default())?;
+            let (key, record) = store.add(plan, name, networks, allow)?;
             eprintln!(
                 "added {} ({} plan); the key is shown only now:",
                 record.id,
@@ -610,10 +707,10 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
             println!("{key}");
         }
         KeysAction::List => {
-            println!("id\tplan\tname\tnetworks\tcreated\trevoked");
+            println!("id\tplan\tname\tnetworks\tcreated\trevoked\tallowlists");
             for key in &store.list()? {
                 println!(
-                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}",
                     key.id,
                     key.plan.name(),
                     key.name,
@@ -622,8 +719,32 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
                         .map_or("all".to_string(), |n| n.join(",")),
                     key.created,
                     key.revoked.map_or("-".to_string(), |t| t.to_string()),
+                    allowlists_column(&key.allow),
                 );
             }
+        }
+        KeysAction::Update {
+            id,
+            allow,
+            clear_allowlists,
+        } => {
+            let current = store
+                .list()?
+                .into_iter()
+                .find(|k| k.id == id)
+                .ok_or_else(|| eyre::eyre!("no key with id {id:?} in the key store"))?;
+            let base = if clear_allowlists {
+                Default::default()
+            } else {
+                current.allow
+            };
+            let record = store.set_allowlists(&id, allow.apply(base)?)?;
+            eprintln!(
+                "updated {} ({}): allowlists {}",
+                record.id,
+                record.name,
+                allowlists_column(&record.allow)
+            );
         }
         KeysAction::Revoke { id } => {
             let record = store.revoke(&id)?;

@@ -1,5 +1,7 @@
 //! The call layer, run for every JSON-RPC call (each call of a batch on its own): a key
-//! revoked while its WebSocket is open is refused, the key's plan limits are applied, the
+//! revoked while its WebSocket is open is refused, the key's allowlists as the key store says
+//! now are applied (methods, contract addresses, and the origin and user agent again for an
+//! open WebSocket), the key's plan limits are applied, the
 //! three forwardable methods go to the network's partner when this node cannot answer them,
 //! and every call is counted and logged (key id, never the key).
 
@@ -30,6 +32,11 @@ const LIMIT_CODE: i32 = -32005;
 pub struct RateLimited {
     pub retry_after: Duration,
 }
+
+/// Marks the answer to a call refused by the key's allowlists: as a single call over HTTP,
+/// the gate makes it an HTTP 403 (a batch stays 200, each call with its own answer).
+#[derive(Debug, Clone, Copy)]
+pub struct RefusedByAllowlist;
 
 #[derive(Debug, Clone)]
 pub struct CallLayer {
@@ -161,10 +168,24 @@ where
             );
             response
         };
-        // A WebSocket outlives the check at its upgrade.
-        if !service.keys.is_live(&caller.grant) {
+        // A WebSocket outlives the checks at its upgrade; a key's allowlists change.
+        let Some(allow) = service.keys.now(&caller.grant) else {
             let error = ErrorObject::owned(-32600, "invalid API key: revoked", None::<()>);
             return finish(Reply::error(id, error), Outcome::Revoked);
+        };
+        if let Some(allow) = allow
+            && let Err(refusal) = allow
+                .admit_client(
+                    caller.client.origin.as_deref(),
+                    caller.client.user_agent.as_deref(),
+                )
+                .and_then(|()| allow.admit_call(request.method_name(), request.params.as_deref()))
+        {
+            service.metrics.not_allowed(network, refusal.rule);
+            tracing::info!(key = %caller.grant.id, method, rule = refusal.rule.label(), "call refused by the key's allowlists");
+            let mut response = Reply::error(id, refusal.error());
+            response.extensions_mut().insert(RefusedByAllowlist);
+            return finish(response, Outcome::NotAllowed);
         }
         let limits = service.plans.limits(caller.grant.plan);
         let head = service.metrics.status[network].head.load(Ordering::Relaxed);

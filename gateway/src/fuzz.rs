@@ -76,8 +76,13 @@ impl Harness {
             hash: Default::default(),
             plan: crate::Plan::Custom,
             networks: None,
+            allow: None,
         };
-        module.extensions_mut().insert(Caller { grant, network: 0 });
+        module.extensions_mut().insert(Caller {
+            grant,
+            network: 0,
+            client: Default::default(),
+        });
         let mut names: Vec<&'static str> = module.method_names().collect();
         names.sort_unstable();
         Ok(Self {

@@ -1,9 +1,12 @@
 //! API keys: the key store that `quarry keys` manages, holding only keccak-256 hashes of keys
-//! (a JSON file replaced atomically on every change, or a hash in Redis that every replica
-//! reads), and the live key ring a running server checks requests against, re-read when the
-//! store changes.
+//! and each key's allowlists (a JSON file replaced atomically on every change, or a hash in
+//! Redis that every replica reads), and the live key ring a running server checks requests
+//! against, re-read when the store changes.
 
-use crate::config::{ApiKey, Plan};
+use crate::{
+    allowlists::KeyAllowlists,
+    config::{ApiKey, Plan},
+};
 use alloy_primitives::{B256, keccak256};
 use serde::{Deserialize, Serialize};
 use std::{
@@ -29,6 +32,8 @@ pub enum KeyError {
     Random(String),
     #[error("key store in Redis: {0}")]
     Redis(String),
+    #[error("allowlists: {0}")]
+    Allowlists(String),
 }
 
 /// One issued key, as stored: never the key itself.
@@ -46,6 +51,9 @@ pub struct KeyRecord {
     pub created: u64,
     /// Unix seconds; a revoked key is refused.
     pub revoked: Option<u64>,
+    /// What the key is restricted to (none: everything).
+    #[serde(default, skip_serializing_if = "KeyAllowlists::is_empty")]
+    pub allow: KeyAllowlists,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -81,7 +89,9 @@ fn new_key(
     plan: Plan,
     name: String,
     networks: Option<Vec<String>>,
+    allow: KeyAllowlists,
 ) -> Result<(String, KeyRecord), KeyError> {
+    allow.check().map_err(KeyError::Allowlists)?;
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| KeyError::Random(e.to_string()))?;
     let key = alloy_primitives::hex::encode(secret);
@@ -94,6 +104,7 @@ fn new_key(
         networks,
         created: now(),
         revoked: None,
+        allow,
     };
     Ok((key, record))
 }
@@ -246,16 +257,17 @@ impl KeySource {
         plan: Plan,
         name: String,
         networks: Option<Vec<String>>,
+        allow: KeyAllowlists,
     ) -> Result<(String, KeyRecord), KeyError> {
         match self {
             Self::File(path) => {
                 let mut file = KeyFile::load(path)?;
-                let added = file.add(plan, name, networks)?;
+                let added = file.add(plan, name, networks, allow)?;
                 file.save(path)?;
                 Ok(added)
             }
             Self::Redis(redis) => {
-                let (key, record) = new_key(plan, name, networks)?;
+                let (key, record) = new_key(plan, name, networks, allow)?;
                 redis.put(&record)?;
                 Ok((key, record))
             }
@@ -264,10 +276,38 @@ impl KeySource {
 
     /// Revokes the key with id `id`: every server refuses it within a second or two.
     pub fn revoke(&self, id: &str) -> Result<KeyRecord, KeyError> {
+        self.change(id, |record| {
+            record.revoked.get_or_insert_with(now);
+            Ok(())
+        })
+    }
+
+    /// Replaces the allowlists of the key with id `id`: every server applies them within a
+    /// second or two, to open WebSockets too.
+    pub fn set_allowlists(&self, id: &str, allow: KeyAllowlists) -> Result<KeyRecord, KeyError> {
+        allow.check().map_err(KeyError::Allowlists)?;
+        self.change(id, move |record| {
+            record.allow = allow;
+            Ok(())
+        })
+    }
+
+    /// Applies `change` to the record of key `id` and stores it.
+    fn change(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut KeyRecord) -> Result<(), KeyError>,
+    ) -> Result<KeyRecord, KeyError> {
         match self {
             Self::File(path) => {
                 let mut file = KeyFile::load(path)?;
-                let record = file.revoke(id)?.clone();
+                let record = file
+                    .keys
+                    .iter_mut()
+                    .find(|k| k.id == id)
+                    .ok_or_else(|| KeyError::UnknownId(id.to_string()))?;
+                change(record)?;
+                let record = record.clone();
                 file.save(path)?;
                 Ok(record)
             }
@@ -275,7 +315,7 @@ impl KeySource {
                 let mut record = redis
                     .get(id)?
                     .ok_or_else(|| KeyError::UnknownId(id.to_string()))?;
-                record.revoked.get_or_insert_with(now);
+                change(&mut record)?;
                 redis.put(&record)?;
                 Ok(record)
             }
@@ -329,8 +369,9 @@ impl KeyFile {
         plan: Plan,
         name: String,
         networks: Option<Vec<String>>,
+        allow: KeyAllowlists,
     ) -> Result<(String, KeyRecord), KeyError> {
-        let (key, record) = new_key(plan, name, networks)?;
+        let (key, record) = new_key(plan, name, networks, allow)?;
         self.keys.push(record.clone());
         Ok((key, record))
     }
@@ -354,6 +395,8 @@ pub struct KeyGrant {
     pub plan: Plan,
     /// The networks it may use, by name; `None`: all.
     pub networks: Option<Arc<[String]>>,
+    /// Its allowlists as the key store last said; `None`: none.
+    pub allow: Option<Arc<KeyAllowlists>>,
 }
 
 impl KeyGrant {
@@ -396,6 +439,7 @@ impl KeyRing {
                     hash,
                     plan: key.plan,
                     networks: key.networks.clone().map(Into::into),
+                    allow: None,
                 };
                 (hash, grant)
             })
@@ -423,6 +467,18 @@ impl KeyRing {
     /// Whether a key accepted earlier is still live (a WebSocket checks this per call).
     pub fn is_live(&self, grant: &KeyGrant) -> bool {
         self.config_keys.contains_key(&grant.hash) || self.stored().keys.contains_key(&grant.hash)
+    }
+
+    /// A key accepted earlier, now: revoked (`None`), or live with its allowlists as the key
+    /// store last said (changes reach open WebSockets this way).
+    pub fn now(&self, grant: &KeyGrant) -> Option<Option<Arc<KeyAllowlists>>> {
+        if self.config_keys.contains_key(&grant.hash) {
+            return Some(None);
+        }
+        self.stored()
+            .keys
+            .get(&grant.hash)
+            .map(|live| live.allow.clone())
     }
 
     /// Re-reads the key store if it changed since the last read. Blocking: file I/O or Redis.
@@ -456,6 +512,7 @@ impl KeyRing {
                     hash: record.hash,
                     plan: record.plan,
                     networks: record.networks.map(Into::into),
+                    allow: (!record.allow.is_empty()).then(|| Arc::new(record.allow)),
                 };
                 (record.hash, grant)
             })
@@ -499,7 +556,12 @@ mod tests {
         let path = dir.path().join("keys.json");
         let mut store = KeyFile::load(&path).unwrap();
         let (key, record) = store
-            .add(Plan::Growth, "alice".into(), Some(vec!["main".into()]))
+            .add(
+                Plan::Growth,
+                "alice".into(),
+                Some(vec!["main".into()]),
+                KeyAllowlists::default(),
+            )
             .unwrap();
         assert_eq!(key.len(), 64);
         store.save(&path).unwrap();
