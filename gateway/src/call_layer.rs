@@ -289,7 +289,7 @@ where
             let mut limited = None;
             let mut got_notification = false;
             for entry in batch {
-                let response = match entry {
+                let mut response = match entry {
                     Ok(BatchEntry::Call(request)) => this.answer(request).await.into_jsonrpsee(),
                     Ok(BatchEntry::Notification(notification)) => {
                         got_notification = true;
@@ -301,6 +301,8 @@ where
                         MethodResponse::error(id, error)
                     }
                 };
+                // A batch stays 200: each refused call says so in its own answer.
+                response.extensions_mut().remove::<RefusedByAllowlist>();
                 if let Some(refusal) = response.extensions().get::<RateLimited>() {
                     limited = Some(refusal.clone());
                 }

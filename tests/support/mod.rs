@@ -303,6 +303,24 @@ impl WsClient {
         Self(socket)
     }
 
+    /// Connects to `url` with extra upgrade request headers (a browser's `Origin`, say);
+    /// the HTTP status of a refused upgrade as the error.
+    pub fn connect_with(url: &str, headers: &[(&str, &str)]) -> Result<Self, u16> {
+        use tungstenite::client::IntoClientRequest;
+        let mut request = url.into_client_request().unwrap();
+        for (name, value) in headers {
+            request.headers_mut().insert(
+                tungstenite::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        match tungstenite::connect(request) {
+            Ok((socket, _)) => Ok(Self(socket)),
+            Err(tungstenite::Error::Http(response)) => Err(response.status().as_u16()),
+            Err(e) => panic!("WebSocket connection to {url} failed: {e}"),
+        }
+    }
+
     /// Sends one text message without waiting for a reply.
     pub fn send(&mut self, body: &str) {
         self.0
