@@ -376,23 +376,46 @@ fn every_allowlist_type_with_and_or_wildcards_and_batches() {
         "method eth_blockNumber is not allowed for this key",
     );
 
+    contracts_on_every_method(&server, &contract_key);
+
+    // Types ANDed: each must pass.
+    assert_eq!(balance(&both_key, &[], A).status, 200);
+    assert_eq!(
+        balance(&both_key, &[], B).json()["error"]["data"]["rule"],
+        "contract"
+    );
+    let code = call(&server, &both_key, &[], "eth_getCode", json!([A, "latest"]));
+    assert_eq!(code.json()["error"]["data"]["rule"], "method");
+
+    mixed_batch_and_metrics(&server, &contract_key);
+}
+
+/// The contract allowlist on every method that names an address.
+fn contracts_on_every_method(server: &Server, contract_key: &str) {
+    let balance = |address: &str| {
+        call(
+            server,
+            contract_key,
+            &[],
+            "eth_getBalance",
+            json!([address, "latest"]),
+        )
+    };
     // Contracts, on every kind of method that names one.
-    assert_eq!(balance(&contract_key, &[], A).status, 200);
-    assert_eq!(balance(&contract_key, &[], B).status, 200);
+    assert_eq!(balance(A).status, 200);
+    assert_eq!(balance(B).status, 200);
     assert_refused(
-        &balance(&contract_key, &[], C),
+        &balance(C),
         "contract",
-        &format!(
-            "contract address 0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC is not allowed for this key (eth_getBalance)"
-        ),
+        "contract address 0xCcCCccccCCCCcCCCCCCcCcCccCcCCCcCcccccccC is not allowed for this key (eth_getBalance)",
     );
     let refused = |method: &str, params: Value| {
-        let answer = call(&server, &contract_key, &[], method, params);
+        let answer = call(server, contract_key, &[], method, params);
         assert_eq!(answer.status, 403, "{method}: {}", answer.body);
         assert_eq!(answer.json()["error"]["data"]["rule"], "contract");
     };
     let allowed = |method: &str, params: Value| {
-        let answer = call(&server, &contract_key, &[], method, params);
+        let answer = call(server, contract_key, &[], method, params);
         assert_ne!(answer.status, 403, "{method}: {}", answer.body);
     };
     for (method, params) in [
@@ -427,16 +450,10 @@ fn every_allowlist_type_with_and_or_wildcards_and_batches() {
     ] {
         allowed(method, params);
     }
+}
 
-    // Types ANDed: each must pass.
-    assert_eq!(balance(&both_key, &[], A).status, 200);
-    assert_eq!(
-        balance(&both_key, &[], B).json()["error"]["data"]["rule"],
-        "contract"
-    );
-    let code = call(&server, &both_key, &[], "eth_getCode", json!([A, "latest"]));
-    assert_eq!(code.json()["error"]["data"]["rule"], "method");
-
+/// A batch mixing allowed and refused calls, and the refusals counted by rule.
+fn mixed_batch_and_metrics(server: &Server, contract_key: &str) {
     // A batch answers each call: allowed ones with results, refused ones with the rule.
     let batch = json!([
         {"jsonrpc": "2.0", "id": 1, "method": "eth_getBalance", "params": [A, "latest"]},
@@ -468,14 +485,14 @@ fn every_allowlist_type_with_and_or_wildcards_and_batches() {
     // Refusals are counted by rule.
     for rule in ["origin", "user_agent", "method", "contract"] {
         let count = metric(
-            &server,
+            server,
             &format!("quarry_allowlist_refusals_total{{network=\"default\",rule=\"{rule}\"}}"),
         );
         assert!(count >= 1.0, "{rule}: {count}");
     }
     assert!(
         metric(
-            &server,
+            server,
             "quarry_requests_total{network=\"default\",method=\"eth_getBalance\",outcome=\"not_allowed\"}"
         ) >= 1.0
     );
