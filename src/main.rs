@@ -34,6 +34,14 @@ enum KeysAction {
         networks: Vec<String>,
         #[command(flatten)]
         allow: AllowArgs,
+        /// Give the key a secret, printed once after the key (the store keeps its hash): a
+        /// request carrying it as HTTP Basic auth (`curl --user :SECRET`) is not held to the
+        /// allowlists.
+        #[arg(long)]
+        secret: bool,
+        /// Refuse requests without the secret (401).
+        #[arg(long, requires = "secret")]
+        require_secret: bool,
     },
     /// Replace a key's allowlists (each type given replaces that type's list); a running
     /// server applies the change within a second, to open WebSockets too.
@@ -44,6 +52,15 @@ enum KeysAction {
         /// Remove every allowlist first (then add the ones given, if any).
         #[arg(long)]
         clear_allowlists: bool,
+        /// Draw a new secret and print it once (the old one stops working).
+        #[arg(long)]
+        new_secret: bool,
+        /// Refuse requests without the secret from now on.
+        #[arg(long, conflicts_with = "no_require_secret")]
+        require_secret: bool,
+        /// Accept requests without the secret again.
+        #[arg(long)]
+        no_require_secret: bool,
     },
     /// List the keys: id, plan, name, networks, created and revoked times, allowlists.
     List,
@@ -695,31 +712,48 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
             name,
             networks,
             allow,
+            secret,
+            require_secret,
         } => {
             let networks = (!networks.is_empty()).then_some(networks);
             let allow = allow.apply(Default::default())?;
             let (key, record) = store.add(plan, name, networks, allow)?;
+            let secret = if secret {
+                store.set_secret(&record.id, true, Some(require_secret))?.1
+            } else {
+                None
+            };
             eprintln!(
                 "added {} ({} plan); the key is shown only now:",
                 record.id,
                 plan.name()
             );
             println!("{key}");
+            if let Some(secret) = secret {
+                eprintln!("and its secret, also shown only now:");
+                println!("{secret}");
+            }
         }
         KeysAction::List => {
-            println!("id\tplan\tname\tnetworks\tcreated\trevoked\tallowlists");
+            println!("id\tplan\tname\tnetworks\tallowlists\tsecret\tcreated\trevoked");
             for key in &store.list()? {
+                let secret = match (key.secret_hash.is_some(), key.require_secret) {
+                    (true, true) => "required",
+                    (true, false) => "yes",
+                    (false, _) => "-",
+                };
                 println!(
-                    "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                     key.id,
                     key.plan.name(),
                     key.name,
                     key.networks
                         .as_ref()
                         .map_or("all".to_string(), |n| n.join(",")),
+                    allowlists_column(&key.allow),
+                    secret,
                     key.created,
                     key.revoked.map_or("-".to_string(), |t| t.to_string()),
-                    allowlists_column(&key.allow),
                 );
             }
         }
@@ -727,6 +761,9 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
             id,
             allow,
             clear_allowlists,
+            new_secret,
+            require_secret,
+            no_require_secret,
         } => {
             let current = store
                 .list()?
@@ -738,7 +775,20 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
             } else {
                 current.allow
             };
-            let record = store.set_allowlists(&id, allow.apply(base)?)?;
+            let mut record = store.set_allowlists(&id, allow.apply(base)?)?;
+            let require = match (require_secret, no_require_secret) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            };
+            if new_secret || require.is_some() {
+                let (changed, secret) = store.set_secret(&id, new_secret, require)?;
+                record = changed;
+                if let Some(secret) = secret {
+                    eprintln!("the new secret of {id}, shown only now:");
+                    println!("{secret}");
+                }
+            }
             eprintln!(
                 "updated {} ({}): allowlists {}",
                 record.id,

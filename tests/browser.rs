@@ -177,11 +177,9 @@ fn origin_refusals(server: &Server) -> f64 {
         .unwrap();
     text.lines()
         .find_map(|line| {
-            line.strip_prefix(
-                "quarry_allowlist_refusals_total{network=\"default\",rule=\"origin\"} ",
-            )?
-            .parse()
-            .ok()
+            line.strip_prefix("quarry_key_refusals_total{network=\"default\",rule=\"origin\"} ")?
+                .parse()
+                .ok()
         })
         .unwrap()
 }

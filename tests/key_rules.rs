@@ -486,7 +486,7 @@ fn mixed_batch_and_metrics(server: &Server, contract_key: &str) {
     for rule in ["origin", "user_agent", "method", "contract"] {
         let count = metric(
             server,
-            &format!("quarry_allowlist_refusals_total{{network=\"default\",rule=\"{rule}\"}}"),
+            &format!("quarry_key_refusals_total{{network=\"default\",rule=\"{rule}\"}}"),
         );
         assert!(count >= 1.0, "{rule}: {count}");
     }
@@ -552,4 +552,141 @@ fn a_key_change_reaches_an_open_websocket() {
     within(Duration::from_secs(3), || {
         balance(&mut socket, C)["result"].is_string()
     });
+}
+
+/// `Authorization: Basic base64(":" secret)`, as `curl --user :SECRET` sends it.
+fn basic(secret: &str) -> String {
+    const TABLE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = format!(":{secret}").into_bytes();
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(TABLE[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    format!("Basic {out}")
+}
+
+#[test]
+fn a_key_secret_bypasses_the_allowlists_and_can_be_required() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("keys.json");
+    let (printed, said) = keys_cli(
+        &store,
+        &["add", "--plan", "custom", "--secret", "--allow-contract", A],
+    );
+    let id = said.split_whitespace().nth(1).unwrap().to_string();
+    let (key, secret) = printed.trim().split_once('\n').unwrap();
+    let (key, secret) = (key.to_string(), secret.trim().to_string());
+    assert_eq!(secret.len(), 64);
+    let (required_printed, _) = keys_cli(
+        &store,
+        &["add", "--plan", "custom", "--secret", "--require-secret"],
+    );
+    let (required, required_secret) = required_printed.trim().split_once('\n').unwrap();
+    let (required, required_secret) = (required.to_string(), required_secret.trim().to_string());
+    let stored = std::fs::read_to_string(&store).unwrap();
+    assert!(
+        !stored.contains(&secret) && !stored.contains(&required_secret),
+        "only hashes are stored"
+    );
+    let (list, _) = keys_cli(&store, &["list"]);
+    assert!(
+        list.contains("\tyes\t") && list.contains("\trequired\t"),
+        "{list}"
+    );
+
+    let server = Server::start_logged(
+        &devnet(),
+        &format!("keys_file = {}", Value::from(store.display().to_string())),
+    );
+    let balance = |key: &str, headers: &[(&str, &str)]| {
+        call(
+            &server,
+            key,
+            headers,
+            "eth_getBalance",
+            json!([C, "latest"]),
+        )
+    };
+    let right = basic(&secret);
+    let wrong = basic("0123456789abcdef");
+    // Without the secret the allowlist holds; with it, it does not apply.
+    assert_eq!(balance(&key, &[]).status, 403);
+    assert_eq!(balance(&key, &[("Authorization", &right)]).status, 200);
+    let refused = balance(&key, &[("Authorization", &wrong)]);
+    assert_eq!(refused.status, 401);
+    assert_eq!(refused.json()["error"]["message"], "invalid API key secret");
+    // A key that requires its secret.
+    let missing = balance(&required, &[]);
+    assert_eq!(missing.status, 401);
+    assert!(
+        missing.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("this API key requires its secret"),
+        "{}",
+        missing.body
+    );
+    assert_eq!(
+        balance(&required, &[("Authorization", &basic(&required_secret))]).status,
+        200
+    );
+    assert_eq!(balance(&required, &[("Authorization", &right)]).status, 401);
+    // WebSocket upgrades alike.
+    let url = server.ws_url(&required);
+    assert_eq!(WsClient::connect_with(&url, &[]).err(), Some(401));
+    let auth = basic(&required_secret);
+    let mut socket = WsClient::connect_with(&url, &[("Authorization", &auth)]).unwrap();
+    assert_eq!(
+        socket.exchange(&call_body("eth_chainId", json!([])))["result"],
+        "0x539"
+    );
+    let mut bypassing =
+        WsClient::connect_with(&server.ws_url(&key), &[("Authorization", &right)]).unwrap();
+    assert!(
+        bypassing.exchange(&call_body("eth_getBalance", json!([C, "latest"])))["result"]
+            .is_string()
+    );
+
+    // A new secret replaces the old one.
+    let (renewed, _) = keys_cli(&store, &["update", &id, "--new-secret"]);
+    let renewed = renewed.trim().to_string();
+    within(Duration::from_secs(3), || {
+        balance(&key, &[("Authorization", &right)]).status == 401
+    });
+    assert_eq!(
+        balance(&key, &[("Authorization", &basic(&renewed))]).status,
+        200
+    );
+
+    // Secrets appear in no answer, no metric and no log line.
+    let metrics = exchange(&server.addr, "GET", "/metrics", &[], "").body;
+    let log = server.log();
+    assert!(
+        log.contains("refused a request with a wrong key secret"),
+        "{log}"
+    );
+    assert!(
+        metric(
+            &server,
+            "quarry_key_refusals_total{network=\"default\",rule=\"secret\"}"
+        ) >= 3.0
+    );
+    for text in [metrics, log, refused.body, missing.body] {
+        for secret in [&secret, &required_secret, &renewed] {
+            let encoded = basic(secret);
+            let encoded = encoded.trim_start_matches("Basic ").trim_end_matches('=');
+            assert!(!text.contains(secret.as_str()), "a secret leaked: {text}");
+            assert!(!text.contains(encoded), "a secret leaked, encoded: {text}");
+        }
+    }
 }

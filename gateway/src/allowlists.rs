@@ -39,10 +39,18 @@ pub enum Rule {
     UserAgent,
     Method,
     Contract,
+    /// Not an allowlist: the key's secret was wrong, or required and missing.
+    Secret,
 }
 
 impl Rule {
-    pub const ALL: [Self; 4] = [Self::Origin, Self::UserAgent, Self::Method, Self::Contract];
+    pub const ALL: [Self; 5] = [
+        Self::Origin,
+        Self::UserAgent,
+        Self::Method,
+        Self::Contract,
+        Self::Secret,
+    ];
 
     /// Its name in answers and metrics.
     pub fn label(self) -> &'static str {
@@ -51,6 +59,7 @@ impl Rule {
             Self::UserAgent => "user_agent",
             Self::Method => "method",
             Self::Contract => "contract",
+            Self::Secret => "secret",
         }
     }
 }

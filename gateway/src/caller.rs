@@ -30,6 +30,8 @@ pub struct Caller {
     pub network: usize,
     /// The request's (or the WebSocket upgrade's) headers that a key's allowlists read.
     pub client: ClientHeaders,
+    /// The request carried the key's secret: the key's allowlists do not apply.
+    pub bypass_allowlists: bool,
 }
 
 /// The `Origin` and `User-Agent` a request came with.

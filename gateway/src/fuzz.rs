@@ -77,11 +77,14 @@ impl Harness {
             plan: crate::Plan::Custom,
             networks: None,
             allow: None,
+            secret_hash: None,
+            require_secret: false,
         };
         module.extensions_mut().insert(Caller {
             grant,
             network: 0,
             client: Default::default(),
+            bypass_allowlists: false,
         });
         let mut names: Vec<&'static str> = module.method_names().collect();
         names.sort_unstable();

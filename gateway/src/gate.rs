@@ -9,12 +9,13 @@
 //! quarry's own transport (`ws`).
 
 use crate::{
-    allowlists::NotAllowed,
+    allowlists::{NotAllowed, Rule},
     answer::{self, BodyLimits},
     call_layer::Calls,
     caller::{Caller, ClientHeaders},
     dispatch::Dispatch,
     http_reply::HttpReply,
+    key_secrets::{SecretCheck, check_secret},
     service::Service,
 };
 use jsonrpsee::server::{
@@ -53,6 +54,10 @@ enum Rejection {
     OriginNotServed(String),
     /// The key's origin or user agent allowlist.
     NotAllowed(NotAllowed),
+    /// Basic credentials that are not the key's secret.
+    InvalidSecret,
+    /// The key requires its secret and the request has none.
+    SecretRequired,
 }
 
 fn json_response(status: http::StatusCode, body: String) -> HttpResponse {
@@ -86,6 +91,14 @@ impl Rejection {
                     .to_string(),
             ),
             Self::InvalidKey => (http::StatusCode::UNAUTHORIZED, "invalid API key".to_string()),
+            Self::InvalidSecret => (
+                http::StatusCode::UNAUTHORIZED,
+                "invalid API key secret".to_string(),
+            ),
+            Self::SecretRequired => (
+                http::StatusCode::UNAUTHORIZED,
+                "this API key requires its secret: send it as HTTP Basic auth with an empty user name (curl --user :SECRET)".to_string(),
+            ),
             Self::UnknownHost(host) => {
                 let known: Vec<&str> = service
                     .networks
@@ -232,7 +245,21 @@ impl Gate {
         if !grant.allows(&served.name) {
             return Err(Rejection::KeyNotForNetwork(served.name.clone()));
         }
-        if let Some(allow) = &grant.allow
+        let authorization = request.headers().get(http::header::AUTHORIZATION);
+        let bypass_allowlists = match check_secret(authorization, grant.secret_hash.as_ref()) {
+            SecretCheck::Valid => true,
+            SecretCheck::Invalid => {
+                self.service.metrics.not_allowed(network, Rule::Secret);
+                tracing::info!(key = %grant.id, "refused a request with a wrong key secret");
+                return Err(Rejection::InvalidSecret);
+            }
+            SecretCheck::Absent if grant.require_secret => {
+                self.service.metrics.not_allowed(network, Rule::Secret);
+                return Err(Rejection::SecretRequired);
+            }
+            SecretCheck::Absent => false,
+        };
+        if let Some(allow) = grant.allow.as_ref().filter(|_| !bypass_allowlists)
             && let Err(refusal) =
                 allow.admit_client(client.origin.as_deref(), client.user_agent.as_deref())
         {
@@ -244,6 +271,7 @@ impl Gate {
             grant,
             network,
             client,
+            bypass_allowlists,
         })
     }
 

@@ -6,6 +6,7 @@
 use crate::{
     allowlists::KeyAllowlists,
     config::{ApiKey, Plan},
+    key_secrets::constant_time_eq,
 };
 use alloy_primitives::{B256, keccak256};
 use serde::{Deserialize, Serialize};
@@ -34,6 +35,8 @@ pub enum KeyError {
     Redis(String),
     #[error("allowlists: {0}")]
     Allowlists(String),
+    #[error("secret: {0}")]
+    Secret(String),
 }
 
 /// One issued key, as stored: never the key itself.
@@ -54,6 +57,12 @@ pub struct KeyRecord {
     /// What the key is restricted to (none: everything).
     #[serde(default, skip_serializing_if = "KeyAllowlists::is_empty")]
     pub allow: KeyAllowlists,
+    /// The hash of the key's secret, if it has one (`key_secrets`); never the secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_hash: Option<B256>,
+    /// Requests without the secret are refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_secret: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -105,6 +114,8 @@ fn new_key(
         created: now(),
         revoked: None,
         allow,
+        secret_hash: None,
+        require_secret: false,
     };
     Ok((key, record))
 }
@@ -292,6 +303,37 @@ impl KeySource {
         })
     }
 
+    /// Changes the secret of key `id`: a new one drawn when `renew` (returned, to be shown once;
+    /// the store keeps its hash), and whether it is required when `require` says.
+    pub fn set_secret(
+        &self,
+        id: &str,
+        renew: bool,
+        require: Option<bool>,
+    ) -> Result<(KeyRecord, Option<String>), KeyError> {
+        let drawn = if renew {
+            Some(crate::key_secrets::new_secret().map_err(KeyError::Random)?)
+        } else {
+            None
+        };
+        let hash = drawn.as_ref().map(|(_, hash)| *hash);
+        let record = self.change(id, move |record| {
+            if let Some(hash) = hash {
+                record.secret_hash = Some(hash);
+            }
+            if let Some(require) = require {
+                record.require_secret = require;
+            }
+            if record.require_secret && record.secret_hash.is_none() {
+                return Err(KeyError::Secret(
+                    "a key that requires its secret needs one: give it --secret (add) or --new-secret (update)".into(),
+                ));
+            }
+            Ok(())
+        })?;
+        Ok((record, drawn.map(|(secret, _)| secret)))
+    }
+
     /// Applies `change` to the record of key `id` and stores it.
     fn change(
         &self,
@@ -397,6 +439,9 @@ pub struct KeyGrant {
     pub networks: Option<Arc<[String]>>,
     /// Its allowlists as the key store last said; `None`: none.
     pub allow: Option<Arc<KeyAllowlists>>,
+    /// The hash of its secret, if it has one.
+    pub secret_hash: Option<B256>,
+    pub require_secret: bool,
 }
 
 impl KeyGrant {
@@ -440,6 +485,8 @@ impl KeyRing {
                     plan: key.plan,
                     networks: key.networks.clone().map(Into::into),
                     allow: None,
+                    secret_hash: None,
+                    require_secret: false,
                 };
                 (hash, grant)
             })
@@ -513,6 +560,8 @@ impl KeyRing {
                     plan: record.plan,
                     networks: record.networks.map(Into::into),
                     allow: (!record.allow.is_empty()).then(|| Arc::new(record.allow)),
+                    secret_hash: record.secret_hash,
+                    require_secret: record.require_secret,
                 };
                 (record.hash, grant)
             })
@@ -537,13 +586,6 @@ impl KeyRing {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-fn constant_time_eq(a: &B256, b: &B256) -> bool {
-    a.iter()
-        .zip(b.iter())
-        .fold(0u8, |diff, (x, y)| diff | (x ^ y))
-        == 0
 }
 
 #[cfg(test)]

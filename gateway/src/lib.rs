@@ -21,6 +21,7 @@ mod gate;
 mod heavy;
 mod http;
 mod http_reply;
+pub mod key_secrets;
 pub mod keys;
 mod limits;
 mod metrics;

@@ -368,12 +368,12 @@ impl Metrics {
                 );
             }
         }
-        out.push_str("# HELP quarry_allowlist_refusals_total Requests and calls refused by a key's allowlists, by rule.\n# TYPE quarry_allowlist_refusals_total counter\n");
+        out.push_str("# HELP quarry_key_refusals_total Requests and calls refused by a key's allowlists or its secret, by rule.\n# TYPE quarry_key_refusals_total counter\n");
         for (network, counts) in self.networks.iter().zip(&self.not_allowed) {
             for (rule, count) in Rule::ALL.iter().zip(counts) {
                 let _ = writeln!(
                     out,
-                    "quarry_allowlist_refusals_total{{network=\"{network}\",rule=\"{}\"}} {}",
+                    "quarry_key_refusals_total{{network=\"{network}\",rule=\"{}\"}} {}",
                     rule.label(),
                     count.load(Ordering::Relaxed)
                 );
