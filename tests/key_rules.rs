@@ -690,3 +690,81 @@ fn a_key_secret_bypasses_the_allowlists_and_can_be_required() {
         }
     }
 }
+
+/// A `redis-server` on a free port, stopped when dropped.
+/// (Its directory goes when it is dropped.)
+struct RedisServer(
+    std::process::Child,
+    u16,
+    #[allow(dead_code)] tempfile::TempDir,
+);
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn redis_server() -> Option<RedisServer> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let child = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let redis = RedisServer(child, port, dir);
+    within(Duration::from_secs(5), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    Some(redis)
+}
+
+#[test]
+fn allowlists_in_a_redis_key_store_reach_the_server() {
+    let Some(redis) = redis_server() else {
+        eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
+        return;
+    };
+    let url = format!("redis://127.0.0.1:{}/0", redis.1);
+    let cli = |args: &[&str]| {
+        let mut all = vec!["keys", "--store", &url];
+        all.extend_from_slice(args);
+        run_quarry(all.into_iter().map(AsRef::as_ref))
+    };
+    let (key, said) = cli(&["add", "--plan", "custom", "--allow-contract", A]);
+    let (key, id) = (
+        key.trim().to_string(),
+        said.split_whitespace().nth(1).unwrap().to_string(),
+    );
+    let server = Server::start(&devnet(), &format!("keys_store = \"{url}\""));
+    let balance = |address: &str| {
+        call(
+            &server,
+            &key,
+            &[],
+            "eth_getBalance",
+            json!([address, "latest"]),
+        )
+    };
+    assert_eq!(balance(A).status, 200);
+    assert_eq!(balance(C).json()["error"]["data"]["rule"], "contract");
+    cli(&["update", &id, "--allow-contract", C]);
+    within(Duration::from_secs(3), || balance(C).status == 200);
+    assert_eq!(balance(A).status, 403);
+}

@@ -5,7 +5,14 @@
 //! three forwardable methods go to the network's partner when this node cannot answer them,
 //! and every call is counted and logged (key id, never the key).
 
-use crate::{caller::Caller, metrics::Outcome, reply::Reply, service::Service, verdict::Refusal};
+use crate::{
+    allowlists::{KeyAllowlists, NotAllowed},
+    caller::Caller,
+    metrics::Outcome,
+    reply::Reply,
+    service::Service,
+    verdict::Refusal,
+};
 use jsonrpsee::{
     BatchResponseBuilder, MethodResponse,
     core::middleware::{Batch, BatchEntry, Notification, RpcServiceT},
@@ -146,6 +153,29 @@ where
             .unwrap_or("unknown")
     }
 
+    /// A call against the key's allowlists as the store says now: its method and contract
+    /// addresses, and the request's origin and user agent unless the gate checked them
+    /// against these very lists (always, but for a WebSocket opened before they changed).
+    fn admit(
+        &self,
+        caller: &Caller,
+        allow: &Arc<KeyAllowlists>,
+        request: &Request<'_>,
+    ) -> Result<(), NotAllowed> {
+        let checked_at_gate = caller
+            .grant
+            .allow
+            .as_ref()
+            .is_some_and(|at_gate| Arc::ptr_eq(at_gate, allow));
+        if !checked_at_gate {
+            allow.admit_client(
+                caller.client.origin.as_deref(),
+                caller.client.user_agent.as_deref(),
+            )?;
+        }
+        allow.admit_call(request.method_name(), request.params.as_deref())
+    }
+
     async fn answer(&self, request: Request<'_>) -> Reply {
         let service = &self.layer.service;
         let Some(caller) = request.extensions().get::<Caller>().cloned() else {
@@ -174,12 +204,7 @@ where
             return finish(Reply::error(id, error), Outcome::Revoked);
         };
         if let Some(allow) = allow.filter(|_| !caller.bypass_allowlists)
-            && let Err(refusal) = allow
-                .admit_client(
-                    caller.client.origin.as_deref(),
-                    caller.client.user_agent.as_deref(),
-                )
-                .and_then(|()| allow.admit_call(request.method_name(), request.params.as_deref()))
+            && let Err(refusal) = self.admit(&caller, &allow, &request)
         {
             service.metrics.not_allowed(network, refusal.rule);
             tracing::info!(key = %caller.grant.id, method, rule = refusal.rule.label(), "call refused by the key's allowlists");

@@ -9,11 +9,12 @@ use base64::Engine;
 /// What a request's `Authorization` header says of a key's secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecretCheck {
-    /// No Basic credentials (no header, or another scheme).
+    /// No Basic credentials (no header, or another scheme), or a key without a secret: its
+    /// requests' Basic credentials are not quarry's business (a proxy's, say).
     Absent,
     /// The key's secret: the request bypasses the allowlists.
     Valid,
-    /// Basic credentials that are not the key's secret (or a key without one).
+    /// Basic credentials that are not the key's secret.
     Invalid,
 }
 
@@ -52,15 +53,19 @@ pub fn check_secret(
     authorization: Option<&http::HeaderValue>,
     stored: Option<&B256>,
 ) -> SecretCheck {
+    let Some(stored) = stored else {
+        return SecretCheck::Absent;
+    };
     let Some(password) = authorization.and_then(|value| basic_password(value.as_bytes())) else {
         return SecretCheck::Absent;
     };
     let Some(presented) = password.map(|p| hash_secret(&p)) else {
         return SecretCheck::Invalid;
     };
-    match stored {
-        Some(stored) if constant_time_eq(stored, &presented) => SecretCheck::Valid,
-        _ => SecretCheck::Invalid,
+    if constant_time_eq(stored, &presented) {
+        SecretCheck::Valid
+    } else {
+        SecretCheck::Invalid
     }
 }
 
@@ -99,7 +104,8 @@ mod tests {
             check_secret(Some(&wrong), Some(&hash)),
             SecretCheck::Invalid
         );
-        assert_eq!(check_secret(Some(&right), None), SecretCheck::Invalid);
+        // A key without a secret ignores Basic credentials.
+        assert_eq!(check_secret(Some(&right), None), SecretCheck::Absent);
         assert_eq!(check_secret(None, Some(&hash)), SecretCheck::Absent);
         let bearer = http::HeaderValue::from_static("Bearer abc");
         assert_eq!(

@@ -119,6 +119,12 @@ pub fn named_addresses(method: &str, params: Option<&RawValue>) -> Named {
     if kind == AddressParams::NoAddress {
         return Named::Nothing;
     }
+    // The common case, one plain address, read without building JSON values.
+    if let AddressParams::Address(i) = kind
+        && let Some(address) = params.and_then(|p| plain_address(p, i))
+    {
+        return Named::Addresses(vec![address]);
+    }
     let values: Vec<Value> = match params.map(|p| serde_json::from_str::<Value>(p.get())) {
         None | Some(Ok(Value::Null)) => Vec::new(),
         Some(Ok(Value::Array(values))) => values,
@@ -156,6 +162,21 @@ pub fn named_addresses(method: &str, params: Option<&RawValue>) -> Named {
             _ => Named::Nothing,
         },
     }
+}
+
+/// The address at position `i` of `params` when it is written plainly (`"0x"` and 40 hex
+/// digits, no escapes), as `Address::from_arg` reads it; `None` otherwise (then read the slow
+/// way).
+fn plain_address(params: &RawValue, i: usize) -> Option<Address> {
+    let values: Vec<&RawValue> = serde_json::from_str(params.get()).ok()?;
+    let text = values.get(i)?.get().strip_prefix('"')?.strip_suffix('"')?;
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))?;
+    let mut bytes = [0u8; 20];
+    (digits.len() == 40)
+        .then(|| alloy_primitives::hex::decode_to_slice(digits, &mut bytes).ok())??;
+    Some(Address::from(bytes))
 }
 
 fn call_to(value: &Value) -> Named {
@@ -231,6 +252,20 @@ mod tests {
         let b = Address::repeat_byte(0xbb);
         let just = |addresses: Vec<Address>| Named::Addresses(addresses);
         assert_eq!(named("eth_getBalance", json!([a, "latest"])), just(vec![a]));
+        let upper = json!([format!("0X{}", alloy_primitives::hex::encode_upper(a))]);
+        assert_eq!(named("eth_getBalance", upper), just(vec![a]));
+        let escaped = serde_json::value::RawValue::from_string(
+            r#"["\u0030xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"]"#.into(),
+        )
+        .unwrap();
+        assert_eq!(
+            named_addresses("eth_getCode", Some(&escaped)),
+            just(vec![a])
+        );
+        assert!(matches!(
+            named("eth_getBalance", json!(["0xaa"])),
+            Named::Unbounded(_)
+        ));
         assert_eq!(named("eth_getStorageAt", json!([a, "0x0"])), just(vec![a]));
         assert_eq!(
             named("eth_getProof", json!([b, [], "latest"])),
