@@ -62,6 +62,7 @@ impl Harness {
             hosts: Vec::new(),
             partner_url: None,
             peers: Vec::new(),
+            cors: crate::cors::CorsOrigins::Any,
             db,
         };
         let service = Arc::new(Service::new(&config, vec![network]).map_err(|e| e.to_string())?);
