@@ -32,11 +32,123 @@ enum KeysAction {
         /// Limit the key to this network (repeat for several); default: every network.
         #[arg(long = "network")]
         networks: Vec<String>,
+        #[command(flatten)]
+        allow: AllowArgs,
+        /// Give the key a secret, printed once after the key (the store keeps its hash): a
+        /// request carrying it as HTTP Basic auth (`curl --user :SECRET`) is not held to the
+        /// allowlists.
+        #[arg(long)]
+        secret: bool,
+        /// Refuse requests without the secret (401).
+        #[arg(long, requires = "secret")]
+        require_secret: bool,
     },
-    /// List the keys: id, plan, name, networks, created and revoked times.
+    /// Replace a key's allowlists (each type given replaces that type's list); a running
+    /// server applies the change within a second, to open WebSockets too.
+    Update {
+        id: String,
+        #[command(flatten)]
+        allow: AllowArgs,
+        /// Remove every allowlist first (then add the ones given, if any).
+        #[arg(long)]
+        clear_allowlists: bool,
+        /// Draw a new secret and print it once (the old one stops working).
+        #[arg(long)]
+        new_secret: bool,
+        /// Refuse requests without the secret from now on.
+        #[arg(long, conflicts_with = "no_require_secret")]
+        require_secret: bool,
+        /// Accept requests without the secret again.
+        #[arg(long)]
+        no_require_secret: bool,
+    },
+    /// List the keys: id, plan, name, networks, created and revoked times, allowlists.
     List,
     /// Revoke a key by its id; a running server refuses it within a second.
     Revoke { id: String },
+}
+
+/// A key's allowlists on the command line. A key without allowlists accepts everything;
+/// the types are ANDed, the entries of one type ORed; at most 30 entries per type.
+#[derive(clap::Args, Default)]
+struct AllowArgs {
+    /// Allow pages on this origin: [scheme://]host[:port], the host possibly *.name for its
+    /// subdomains (repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    origins: Vec<String>,
+    /// Allow requests whose User-Agent contains this text (repeatable).
+    #[arg(long = "allow-user-agent", value_name = "TEXT")]
+    user_agents: Vec<String>,
+    /// Allow this JSON-RPC method (repeatable).
+    #[arg(long = "allow-method", value_name = "NAME")]
+    methods: Vec<String>,
+    /// Allow calls that name this contract address (repeatable); see the README for the
+    /// methods that name addresses.
+    #[arg(long = "allow-contract", value_name = "ADDRESS")]
+    contracts: Vec<String>,
+}
+
+impl AllowArgs {
+    /// Applies the lists given onto `allow`: each type given replaces that type's list.
+    fn apply(
+        self,
+        mut allow: quarry_gateway::allowlists::KeyAllowlists,
+    ) -> Result<quarry_gateway::allowlists::KeyAllowlists> {
+        use quarry_gateway::cors::OriginPattern;
+        if !self.origins.is_empty() {
+            allow.origins = self
+                .origins
+                .iter()
+                .map(|o| OriginPattern::parse(o))
+                .collect::<Result<_, _>>()
+                .map_err(|e| eyre::eyre!("--allow-origin: {e}"))?;
+        }
+        if !self.user_agents.is_empty() {
+            allow.user_agents = self.user_agents;
+        }
+        if !self.methods.is_empty() {
+            allow.methods = self.methods;
+        }
+        if !self.contracts.is_empty() {
+            allow.contracts = self
+                .contracts
+                .iter()
+                .map(|a| quarry_gateway::allowlists::parse_contract(a))
+                .collect::<Result<_, _>>()
+                .map_err(|e| eyre::eyre!("--allow-contract: {e}"))?;
+        }
+        allow.check().map_err(|e| eyre::eyre!("{e}"))?;
+        Ok(allow)
+    }
+}
+
+/// A key's allowlists in one `quarry keys list` column.
+fn allowlists_column(allow: &quarry_gateway::allowlists::KeyAllowlists) -> String {
+    let mut parts = Vec::new();
+    let mut add = |kind: &str, entries: Vec<String>| {
+        if !entries.is_empty() {
+            parts.push(format!("{kind}={}", entries.join(",")));
+        }
+    };
+    add(
+        "origin",
+        allow
+            .origins
+            .iter()
+            .map(|o| o.as_str().to_string())
+            .collect(),
+    );
+    add("user-agent", allow.user_agents.clone());
+    add("method", allow.methods.clone());
+    add(
+        "contract",
+        allow.contracts.iter().map(|a| a.to_string()).collect(),
+    );
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(" ")
+    }
 }
 
 #[derive(Subcommand)]
@@ -617,31 +729,90 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
             plan,
             name,
             networks,
+            allow,
+            secret,
+            require_secret,
         } => {
             let networks = (!networks.is_empty()).then_some(networks);
-            let (key, record) = store.add(plan, name, networks)?;
+            let allow = allow.apply(Default::default())?;
+            let (key, record) = store.add(plan, name, networks, allow)?;
+            let secret = if secret {
+                store.set_secret(&record.id, true, Some(require_secret))?.1
+            } else {
+                None
+            };
             eprintln!(
                 "added {} ({} plan); the key is shown only now:",
                 record.id,
                 plan.name()
             );
             println!("{key}");
+            if let Some(secret) = secret {
+                eprintln!("and its secret, also shown only now:");
+                println!("{secret}");
+            }
         }
         KeysAction::List => {
-            println!("id\tplan\tname\tnetworks\tcreated\trevoked");
+            println!("id\tplan\tname\tnetworks\tallowlists\tsecret\tcreated\trevoked");
             for key in &store.list()? {
+                let secret = match (key.secret_hash.is_some(), key.require_secret) {
+                    (true, true) => "required",
+                    (true, false) => "yes",
+                    (false, _) => "-",
+                };
                 println!(
-                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                     key.id,
                     key.plan.name(),
                     key.name,
                     key.networks
                         .as_ref()
                         .map_or("all".to_string(), |n| n.join(",")),
+                    allowlists_column(&key.allow),
+                    secret,
                     key.created,
                     key.revoked.map_or("-".to_string(), |t| t.to_string()),
                 );
             }
+        }
+        KeysAction::Update {
+            id,
+            allow,
+            clear_allowlists,
+            new_secret,
+            require_secret,
+            no_require_secret,
+        } => {
+            let current = store
+                .list()?
+                .into_iter()
+                .find(|k| k.id == id)
+                .ok_or_else(|| eyre::eyre!("no key with id {id:?} in the key store"))?;
+            let base = if clear_allowlists {
+                Default::default()
+            } else {
+                current.allow
+            };
+            let mut record = store.set_allowlists(&id, allow.apply(base)?)?;
+            let require = match (require_secret, no_require_secret) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            };
+            if new_secret || require.is_some() {
+                let (changed, secret) = store.set_secret(&id, new_secret, require)?;
+                record = changed;
+                if let Some(secret) = secret {
+                    eprintln!("the new secret of {id}, shown only now:");
+                    println!("{secret}");
+                }
+            }
+            eprintln!(
+                "updated {} ({}): allowlists {}",
+                record.id,
+                record.name,
+                allowlists_column(&record.allow)
+            );
         }
         KeysAction::Revoke { id } => {
             let record = store.revoke(&id)?;

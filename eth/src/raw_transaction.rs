@@ -65,6 +65,15 @@ pub fn check_raw_transaction(bytes: &[u8], chain_id: u64) -> Result<CheckedTrans
     })
 }
 
+/// The recipient of the signed transaction `bytes` (`None`: a contract creation), for a key's
+/// contract allowlist; an error when they do not decode.
+pub fn transaction_to(bytes: &[u8]) -> Result<Option<Address>> {
+    let mut rest = bytes;
+    NetworkTransaction::decode_2718(&mut rest)
+        .map(|transaction| transaction.to())
+        .map_err(|e| RpcError::InvalidTransaction(format!("the transaction does not decode: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 //! call) goes through jsonrpsee's own handling of a body, so errors keep jsonrpsee's shape.
 
 use crate::{
-    call_layer::{Calls, RateLimited},
+    call_layer::{Calls, RateLimited, RefusedByAllowlist},
     dispatch::Dispatch,
     envelope::{self, BodyPlan},
 };
@@ -25,6 +25,9 @@ pub struct BodyAnswer {
     pub text: String,
     /// Set when a call was refused for its rate: HTTP makes the response a 429.
     pub rate_limited: Option<RateLimited>,
+    /// Set when a single call (not a batch) was refused by the key's allowlists: HTTP makes
+    /// the response a 403.
+    pub not_allowed: bool,
 }
 
 /// The limits a body is read under.
@@ -58,6 +61,7 @@ pub async fn answer(
             status: http::StatusCode::OK,
             text,
             rate_limited: extensions.get::<RateLimited>().cloned(),
+            not_allowed: extensions.get::<RefusedByAllowlist>().is_some(),
         };
     }
     match envelope::inspect(body, limits.max_batch_requests as usize) {
@@ -65,6 +69,7 @@ pub async fn answer(
             status: http::StatusCode::OK,
             text,
             rate_limited: None,
+            not_allowed: false,
         },
         BodyPlan::Unchanged => run(rpc, limits, body, extensions).await,
         BodyPlan::Rewrite(rewrite) => {
@@ -99,6 +104,7 @@ async fn run(
     .await;
     let status = response.status();
     let rate_limited = response.extensions().get::<RateLimited>().cloned();
+    let not_allowed = response.extensions().get::<RefusedByAllowlist>().is_some();
     let text = match response.into_body().collect().await {
         Ok(collected) => String::from_utf8_lossy(&collected.to_bytes()).into_owned(),
         Err(_) => String::new(),
@@ -107,6 +113,7 @@ async fn run(
         status,
         text,
         rate_limited,
+        not_allowed,
     }
 }
 

@@ -1,12 +1,19 @@
 //! The call layer, run for every JSON-RPC call (each call of a batch on its own): a key
-//! revoked while its WebSocket is open is refused, the key's plan limits are applied, the
+//! revoked while its WebSocket is open is refused, the key's allowlists as the key store says
+//! now are applied (methods, contract addresses, and the origin and user agent again for an
+//! open WebSocket), the key's plan limits are applied, the
 //! three forwardable methods go to the network's partner when this node cannot answer them,
 //! what only a transaction pool knows goes to the network's transactions upstream (pending
 //! nonces, transactions not stored), and every call is counted and logged (key id, never the
 //! key).
 
 use crate::{
-    caller::Caller, metrics::Outcome, reply::Reply, service::Service, transactions,
+    allowlists::{KeyAllowlists, NotAllowed},
+    caller::Caller,
+    metrics::Outcome,
+    reply::Reply,
+    service::Service,
+    transactions,
     verdict::Refusal,
 };
 use jsonrpsee::{
@@ -35,6 +42,11 @@ const LIMIT_CODE: i32 = -32005;
 pub struct RateLimited {
     pub retry_after: Duration,
 }
+
+/// Marks the answer to a call refused by the key's allowlists: as a single call over HTTP,
+/// the gate makes it an HTTP 403 (a batch stays 200, each call with its own answer).
+#[derive(Debug, Clone, Copy)]
+pub struct RefusedByAllowlist;
 
 #[derive(Debug, Clone)]
 pub struct CallLayer {
@@ -144,6 +156,29 @@ where
             .unwrap_or("unknown")
     }
 
+    /// A call against the key's allowlists as the store says now: its method and contract
+    /// addresses, and the request's origin and user agent unless the gate checked them
+    /// against these very lists (always, but for a WebSocket opened before they changed).
+    fn admit(
+        &self,
+        caller: &Caller,
+        allow: &Arc<KeyAllowlists>,
+        request: &Request<'_>,
+    ) -> Result<(), NotAllowed> {
+        let checked_at_gate = caller
+            .grant
+            .allow
+            .as_ref()
+            .is_some_and(|at_gate| Arc::ptr_eq(at_gate, allow));
+        if !checked_at_gate {
+            allow.admit_client(
+                caller.client.origin.as_deref(),
+                caller.client.user_agent.as_deref(),
+            )?;
+        }
+        allow.admit_call(request.method_name(), request.params.as_deref())
+    }
+
     async fn answer(&self, request: Request<'_>) -> Reply {
         let service = &self.layer.service;
         let Some(caller) = request.extensions().get::<Caller>().cloned() else {
@@ -166,10 +201,19 @@ where
             );
             response
         };
-        // A WebSocket outlives the check at its upgrade.
-        if !service.keys.is_live(&caller.grant) {
+        // A WebSocket outlives the checks at its upgrade; a key's allowlists change.
+        let Some(allow) = service.keys.now(&caller.grant) else {
             let error = ErrorObject::owned(-32600, "invalid API key: revoked", None::<()>);
             return finish(Reply::error(id, error), Outcome::Revoked);
+        };
+        if let Some(allow) = allow.filter(|_| !caller.bypass_allowlists)
+            && let Err(refusal) = self.admit(&caller, &allow, &request)
+        {
+            service.metrics.not_allowed(network, refusal.rule);
+            tracing::info!(key = %caller.grant.id, method, rule = refusal.rule.label(), "call refused by the key's allowlists");
+            let mut response = Reply::error(id, refusal.error());
+            response.extensions_mut().insert(RefusedByAllowlist);
+            return finish(response, Outcome::NotAllowed);
         }
         let limits = service.plans.limits(caller.grant.plan);
         let head = service.metrics.status[network].head.load(Ordering::Relaxed);
@@ -311,7 +355,7 @@ where
             let mut limited = None;
             let mut got_notification = false;
             for entry in batch {
-                let response = match entry {
+                let mut response = match entry {
                     Ok(BatchEntry::Call(request)) => this.answer(request).await.into_jsonrpsee(),
                     Ok(BatchEntry::Notification(notification)) => {
                         got_notification = true;
@@ -323,6 +367,8 @@ where
                         MethodResponse::error(id, error)
                     }
                 };
+                // A batch stays 200: each refused call says so in its own answer.
+                response.extensions_mut().remove::<RefusedByAllowlist>();
                 if let Some(refusal) = response.extensions().get::<RateLimited>() {
                     limited = Some(refusal.clone());
                 }

@@ -2,7 +2,7 @@
 //! `Caller` the gate attaches to each request, and the nodes the methods answer from, found by
 //! the caller's network.
 
-use crate::keys::KeyGrant;
+use crate::{cors::CorsOrigins, keys::KeyGrant};
 use jsonrpsee::{Extensions, types::ErrorObjectOwned};
 use quarry_eth::{Node, RpcError};
 use quarry_storage::Database;
@@ -19,6 +19,8 @@ pub struct Network {
     pub transactions_url: Option<String>,
     /// JSON-RPC endpoints of the same chain whose heads `/ready` compares with.
     pub peers: Vec<String>,
+    /// Which pages on other origins may call it from a browser.
+    pub cors: CorsOrigins,
     pub db: Database,
 }
 
@@ -28,6 +30,31 @@ pub struct Network {
 pub struct Caller {
     pub grant: KeyGrant,
     pub network: usize,
+    /// The request's (or the WebSocket upgrade's) headers that a key's allowlists read.
+    pub client: ClientHeaders,
+    /// The request carried the key's secret: the key's allowlists do not apply.
+    pub bypass_allowlists: bool,
+}
+
+/// The `Origin` and `User-Agent` a request came with.
+#[derive(Debug, Clone, Default)]
+pub struct ClientHeaders {
+    pub origin: Option<Arc<str>>,
+    pub user_agent: Option<Arc<str>>,
+}
+
+impl ClientHeaders {
+    pub fn of(headers: &http::HeaderMap) -> Self {
+        let text = |name| {
+            headers
+                .get(name)
+                .map(|v: &http::HeaderValue| Arc::from(String::from_utf8_lossy(v.as_bytes())))
+        };
+        Self {
+            origin: text(http::header::ORIGIN),
+            user_agent: text(http::header::USER_AGENT),
+        }
+    }
 }
 
 /// The nodes of the served networks: the methods' context.

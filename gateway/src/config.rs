@@ -127,6 +127,9 @@ pub struct Config {
     pub peers: Vec<String>,
     /// The `--datadir` network's transactions upstream (see `NetworkConfig::transactions_url`).
     pub transactions_url: Option<String>,
+    /// The `--datadir` network's CORS origins (see `NetworkConfig::cors_origins`).
+    #[serde(default = "default_cors_origins")]
+    pub cors_origins: Vec<String>,
     /// `redis://host:port/db`: every key's rate and daily quota kept in Redis, shared by all
     /// replicas and kept across restarts. Unset: in this process only.
     pub limits_store: Option<String>,
@@ -190,6 +193,12 @@ pub struct NetworkConfig {
     /// with a key: their `eth_blockNumber` is the best head `/ready` measures lag against.
     #[serde(default)]
     pub peers: Vec<String>,
+    /// The pages on other origins that may call this network from a browser:
+    /// `[scheme://]host[:port]`, the host possibly `*.name` for its subdomains; `["*"]` (the
+    /// default): any page; `[]`: none. A request from a browser on another origin is refused
+    /// (403) otherwise, WebSocket upgrades included.
+    #[serde(default = "default_cors_origins")]
+    pub cors_origins: Vec<String>,
 }
 
 /// What a key may do, by plan.
@@ -367,6 +376,9 @@ const fn default_max_head_age_s() -> u64 {
 const fn default_redis_timeout_ms() -> u64 {
     100
 }
+fn default_cors_origins() -> Vec<String> {
+    vec!["*".into()]
+}
 const fn default_config_key_plan() -> Plan {
     Plan::Custom
 }
@@ -420,6 +432,12 @@ impl Config {
                     return Err(format!("keys[{i}]: no network is named {network:?}"));
                 }
             }
+        }
+        crate::cors::CorsOrigins::parse(&config.cors_origins)
+            .map_err(|e| format!("cors_origins: {e}"))?;
+        for (i, network) in config.networks.iter().enumerate() {
+            crate::cors::CorsOrigins::parse(&network.cors_origins)
+                .map_err(|e| format!("networks[{i}].cors_origins: {e}"))?;
         }
         for (field, url) in [
             ("limits_store", &config.limits_store),

@@ -63,6 +63,7 @@ impl Harness {
             partner_url: None,
             transactions_url: None,
             peers: Vec::new(),
+            cors: crate::cors::CorsOrigins::Any,
             db,
         };
         let service = Arc::new(Service::new(&config, vec![network]).map_err(|e| e.to_string())?);
@@ -77,8 +78,16 @@ impl Harness {
             hash: Default::default(),
             plan: crate::Plan::Custom,
             networks: None,
+            allow: None,
+            secret_hash: None,
+            require_secret: false,
         };
-        module.extensions_mut().insert(Caller { grant, network: 0 });
+        module.extensions_mut().insert(Caller {
+            grant,
+            network: 0,
+            client: Default::default(),
+            bypass_allowlists: false,
+        });
         let mut names: Vec<&'static str> = module.method_names().collect();
         names.sort_unstable();
         Ok(Self {

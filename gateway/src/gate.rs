@@ -1,16 +1,21 @@
 //! Where an HTTP request goes: `/health`, `/ready` and `/metrics`; the network chosen by the
-//! Host header; JSON-RPC only on `POST /v3/<KEY>` and WebSocket `/ws/v3/<KEY>`, with a live
-//! key allowed on that network. Anything else is refused here with an HTTP status and a
-//! JSON-RPC error body (or jsonrpsee's answer to a wrong method or content type). A JSON-RPC
-//! body is answered through `answer`; a call refused for its rate turns the response into an
-//! HTTP 429. An admitted WebSocket upgrade goes to quarry's own transport (`ws`).
+//! Host header; a browser's preflight `OPTIONS` answered from the network's CORS origins;
+//! JSON-RPC only on `POST /v3/<KEY>` and WebSocket `/ws/v3/<KEY>`, from an origin the network
+//! allows, with a live key allowed on that network whose origin and user agent allowlists
+//! admit the request. Anything else is refused here with an HTTP status and a JSON-RPC error
+//! body (or jsonrpsee's answer to a wrong method or content type). A JSON-RPC body is answered
+//! through `answer`; a call refused for its rate turns the response into an HTTP 429, a single
+//! call refused by the key's allowlists into a 403. An admitted WebSocket upgrade goes to
+//! quarry's own transport (`ws`).
 
 use crate::{
+    allowlists::{NotAllowed, Rule},
     answer::{self, BodyLimits},
     call_layer::Calls,
-    caller::Caller,
+    caller::{Caller, ClientHeaders},
     dispatch::Dispatch,
     http_reply::HttpReply,
+    key_secrets::{SecretCheck, check_secret},
     service::Service,
 };
 use jsonrpsee::server::{
@@ -45,6 +50,14 @@ enum Rejection {
     InvalidKey,
     UnknownHost(String),
     KeyNotForNetwork(String),
+    /// A browser page on an origin the network's `cors_origins` does not list.
+    OriginNotServed(String),
+    /// The key's origin or user agent allowlist.
+    NotAllowed(NotAllowed),
+    /// Basic credentials that are not the key's secret.
+    InvalidSecret,
+    /// The key requires its secret and the request has none.
+    SecretRequired,
 }
 
 fn json_response(status: http::StatusCode, body: String) -> HttpResponse {
@@ -60,6 +73,14 @@ fn json_response(status: http::StatusCode, body: String) -> HttpResponse {
 impl Rejection {
     fn response(&self, service: &Service) -> HttpResponse {
         let (status, message) = match self {
+            Self::NotAllowed(refusal) => {
+                let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": refusal.error()});
+                return json_response(http::StatusCode::FORBIDDEN, body.to_string());
+            }
+            Self::OriginNotServed(origin) => (
+                http::StatusCode::FORBIDDEN,
+                format!("origin {origin} may not call this network from a browser (its cors_origins)"),
+            ),
             Self::WrongPath => (
                 http::StatusCode::NOT_FOUND,
                 "unknown path: send JSON-RPC as POST /v3/<API_KEY>, or over a WebSocket at /ws/v3/<API_KEY>".to_string(),
@@ -70,6 +91,14 @@ impl Rejection {
                     .to_string(),
             ),
             Self::InvalidKey => (http::StatusCode::UNAUTHORIZED, "invalid API key".to_string()),
+            Self::InvalidSecret => (
+                http::StatusCode::UNAUTHORIZED,
+                "invalid API key secret".to_string(),
+            ),
+            Self::SecretRequired => (
+                http::StatusCode::UNAUTHORIZED,
+                "this API key requires its secret: send it as HTTP Basic auth with an empty user name (curl --user :SECRET)".to_string(),
+            ),
             Self::UnknownHost(host) => {
                 let known: Vec<&str> = service
                     .networks
@@ -151,6 +180,9 @@ impl Gate {
         if let Some(response) = self.operations(request.uri().path()) {
             return Route::BodyAnswer(response);
         }
+        if request.method() == http::Method::OPTIONS && request.uri().path().starts_with("/v3/") {
+            return Route::BodyAnswer(self.preflight(request));
+        }
         match self.admit(request) {
             // An admitted WebSocket is quarry's own (see `ws`).
             Ok(caller) if is_websocket_upgrade(request) => Route::WebSocket(caller),
@@ -178,6 +210,9 @@ impl Gate {
         extensions.insert(caller);
         let answer = answer::answer(&self.rpc, self.limits, body, extensions).await;
         let mut reply = HttpReply::json(answer.status, answer.text.into());
+        if answer.not_allowed {
+            reply.status = http::StatusCode::FORBIDDEN;
+        }
         if let Some(limited) = answer.rate_limited {
             reply.status = http::StatusCode::TOO_MANY_REQUESTS;
             let seconds = limited.retry_after.as_secs_f64().ceil().max(1.0) as u64;
@@ -195,16 +230,76 @@ impl Gate {
             .service
             .network_for_host(&host)
             .ok_or(Rejection::UnknownHost(host))?;
+        let client = ClientHeaders::of(request.headers());
+        let served = &self.service.networks[network];
+        if let Some(origin) = client.origin.as_deref()
+            && !served.cors.allows(Some(origin))
+        {
+            return Err(Rejection::OriginNotServed(origin.to_string()));
+        }
         let key = key_in_path(request.uri().path(), is_websocket_upgrade(request))?;
         let Some(grant) = self.service.keys.grant(key) else {
             tracing::debug!(key = %crate::config::redact(key), "refused an unknown API key");
             return Err(Rejection::InvalidKey);
         };
-        let name = &self.service.networks[network].name;
-        if !grant.allows(name) {
-            return Err(Rejection::KeyNotForNetwork(name.clone()));
+        if !grant.allows(&served.name) {
+            return Err(Rejection::KeyNotForNetwork(served.name.clone()));
         }
-        Ok(Caller { grant, network })
+        let authorization = request.headers().get(http::header::AUTHORIZATION);
+        let bypass_allowlists = match check_secret(authorization, grant.secret_hash.as_ref()) {
+            SecretCheck::Valid => true,
+            SecretCheck::Invalid => {
+                self.service.metrics.not_allowed(network, Rule::Secret);
+                tracing::info!(key = %grant.id, "refused a request with a wrong key secret");
+                return Err(Rejection::InvalidSecret);
+            }
+            SecretCheck::Absent if grant.require_secret => {
+                self.service.metrics.not_allowed(network, Rule::Secret);
+                return Err(Rejection::SecretRequired);
+            }
+            SecretCheck::Absent => false,
+        };
+        if let Some(allow) = grant.allow.as_ref().filter(|_| !bypass_allowlists)
+            && let Err(refusal) =
+                allow.admit_client(client.origin.as_deref(), client.user_agent.as_deref())
+        {
+            self.service.metrics.not_allowed(network, refusal.rule);
+            tracing::info!(key = %grant.id, rule = refusal.rule.label(), "request refused by the key's allowlists");
+            return Err(Rejection::NotAllowed(refusal));
+        }
+        Ok(Caller {
+            grant,
+            network,
+            client,
+            bypass_allowlists,
+        })
+    }
+
+    /// The answer to a preflight `OPTIONS` on `/v3/...`, from the network's CORS origins alone:
+    /// a browser sends no key-specific headers with it, and the page must be able to read the
+    /// key's refusals afterwards.
+    fn preflight(&self, request: &HttpRequest<()>) -> HttpResponse {
+        let host = host_of(request);
+        let Some(network) = self.service.network_for_host(&host) else {
+            return Rejection::UnknownHost(host).response(&self.service);
+        };
+        let origin = request
+            .headers()
+            .get(http::header::ORIGIN)
+            .and_then(|v| v.to_str().ok());
+        let (parts, ()) = self.service.networks[network]
+            .cors
+            .preflight(origin)
+            .into_parts();
+        HttpResponse::from_parts(parts, HttpBody::empty())
+    }
+
+    /// The CORS headers every answer to `request` carries, refusals included, when it comes from
+    /// a page on an origin its network allows.
+    pub fn cors_headers(&self, request: &HttpRequest<()>) -> Option<http::HeaderMap> {
+        let origin = request.headers().get(http::header::ORIGIN)?.to_str().ok()?;
+        let network = self.service.network_for_host(&host_of(request))?;
+        self.service.networks[network].cors.headers(Some(origin))
     }
 
     /// `/health`, `/ready` and `/metrics`, answered without a key.

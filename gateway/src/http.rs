@@ -2,9 +2,10 @@
 //! (httparse), asks the gate where it goes, reads the body (Content-Length or chunked, with
 //! `100 Continue` when the client waits for it), and writes the answer with one write. HTTP/1.1
 //! connections stay open unless the client says `Connection: close`; HTTP/1.0 ones close
-//! unless it says `keep-alive`; pipelined requests are answered in order. An admitted WebSocket
-//! upgrade hands the socket to `ws`. There is no HTTP/2. Answers of 1 KiB or more go
-//! compressed to clients that accept gzip or zstd (`compression.rs`).
+//! unless it says `keep-alive`; pipelined requests are answered in order. Every answer to a
+//! page on an origin the network allows carries the CORS headers, refusals included. An
+//! admitted WebSocket upgrade hands the socket to `ws`. There is no HTTP/2. Answers of 1 KiB
+//! or more go compressed to clients that accept gzip or zstd (`compression.rs`).
 //!
 //! jsonrpsee's server (hyper) is not used for HTTP: at the trivial-call ceiling it cost about a
 //! third more CPU per request than this loop does (bench/serve.sh), and every request pays it.
@@ -174,6 +175,7 @@ impl HttpTransport {
                 self.upgrade(stream, buf, head, caller).await;
                 return;
             }
+            let cors = self.gate.cors_headers(&head.request);
             let is_head = head.request.method() == http::Method::HEAD;
             let body = match read_body(&mut stream, &mut buf, &head, self.max_request_bytes).await {
                 Ok(body) => body,
@@ -187,7 +189,7 @@ impl HttpTransport {
                         }
                         (_, error) => error_reply(error, self.max_request_bytes).await,
                     };
-                    if let Some(reply) = reply {
+                    if let Some(reply) = reply.map(|r| with_cors(r, cors.as_ref())) {
                         last_reply(stream, reply, is_head).await;
                     }
                     return;
@@ -198,6 +200,7 @@ impl HttpTransport {
                 Route::JsonRpc(caller) => self.gate.json_rpc(&body, caller).await,
                 Route::WebSocket(_) => return,
             };
+            let reply = with_cors(reply, cors.as_ref());
             let encoding = ContentEncoding::negotiate(head.request.headers());
             let chunked_ok = head.request.version() == http::Version::HTTP_11;
             let encoding = encoding.map(|encoding| (encoding, chunked_ok));
@@ -494,6 +497,14 @@ async fn read_body(
             }
         }
     }
+}
+
+/// `reply` with the CORS headers of its request, if it has any.
+fn with_cors(mut reply: HttpReply, cors: Option<&http::HeaderMap>) -> HttpReply {
+    for (name, value) in cors.into_iter().flatten() {
+        reply.headers.insert(name, value.clone());
+    }
+    reply
 }
 
 /// The answer to a request that could not be read (`None`: the client is gone).

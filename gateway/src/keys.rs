@@ -1,9 +1,13 @@
 //! API keys: the key store that `quarry keys` manages, holding only keccak-256 hashes of keys
-//! (a JSON file replaced atomically on every change, or a hash in Redis that every replica
-//! reads), and the live key ring a running server checks requests against, re-read when the
-//! store changes.
+//! and each key's allowlists (a JSON file replaced atomically on every change, or a hash in
+//! Redis that every replica reads), and the live key ring a running server checks requests
+//! against, re-read when the store changes.
 
-use crate::config::{ApiKey, Plan};
+use crate::{
+    allowlists::KeyAllowlists,
+    config::{ApiKey, Plan},
+    key_secrets::constant_time_eq,
+};
 use alloy_primitives::{B256, keccak256};
 use serde::{Deserialize, Serialize};
 use std::{
@@ -29,6 +33,10 @@ pub enum KeyError {
     Random(String),
     #[error("key store in Redis: {0}")]
     Redis(String),
+    #[error("allowlists: {0}")]
+    Allowlists(String),
+    #[error("secret: {0}")]
+    Secret(String),
 }
 
 /// One issued key, as stored: never the key itself.
@@ -46,6 +54,15 @@ pub struct KeyRecord {
     pub created: u64,
     /// Unix seconds; a revoked key is refused.
     pub revoked: Option<u64>,
+    /// What the key is restricted to (none: everything).
+    #[serde(default, skip_serializing_if = "KeyAllowlists::is_empty")]
+    pub allow: KeyAllowlists,
+    /// The hash of the key's secret, if it has one (`key_secrets`); never the secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_hash: Option<B256>,
+    /// Requests without the secret are refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_secret: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -81,7 +98,9 @@ fn new_key(
     plan: Plan,
     name: String,
     networks: Option<Vec<String>>,
+    allow: KeyAllowlists,
 ) -> Result<(String, KeyRecord), KeyError> {
+    allow.check().map_err(KeyError::Allowlists)?;
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| KeyError::Random(e.to_string()))?;
     let key = alloy_primitives::hex::encode(secret);
@@ -94,6 +113,9 @@ fn new_key(
         networks,
         created: now(),
         revoked: None,
+        allow,
+        secret_hash: None,
+        require_secret: false,
     };
     Ok((key, record))
 }
@@ -246,16 +268,17 @@ impl KeySource {
         plan: Plan,
         name: String,
         networks: Option<Vec<String>>,
+        allow: KeyAllowlists,
     ) -> Result<(String, KeyRecord), KeyError> {
         match self {
             Self::File(path) => {
                 let mut file = KeyFile::load(path)?;
-                let added = file.add(plan, name, networks)?;
+                let added = file.add(plan, name, networks, allow)?;
                 file.save(path)?;
                 Ok(added)
             }
             Self::Redis(redis) => {
-                let (key, record) = new_key(plan, name, networks)?;
+                let (key, record) = new_key(plan, name, networks, allow)?;
                 redis.put(&record)?;
                 Ok((key, record))
             }
@@ -264,10 +287,69 @@ impl KeySource {
 
     /// Revokes the key with id `id`: every server refuses it within a second or two.
     pub fn revoke(&self, id: &str) -> Result<KeyRecord, KeyError> {
+        self.change(id, |record| {
+            record.revoked.get_or_insert_with(now);
+            Ok(())
+        })
+    }
+
+    /// Replaces the allowlists of the key with id `id`: every server applies them within a
+    /// second or two, to open WebSockets too.
+    pub fn set_allowlists(&self, id: &str, allow: KeyAllowlists) -> Result<KeyRecord, KeyError> {
+        allow.check().map_err(KeyError::Allowlists)?;
+        self.change(id, move |record| {
+            record.allow = allow;
+            Ok(())
+        })
+    }
+
+    /// Changes the secret of key `id`: a new one drawn when `renew` (returned, to be shown once;
+    /// the store keeps its hash), and whether it is required when `require` says.
+    pub fn set_secret(
+        &self,
+        id: &str,
+        renew: bool,
+        require: Option<bool>,
+    ) -> Result<(KeyRecord, Option<String>), KeyError> {
+        let drawn = if renew {
+            Some(crate::key_secrets::new_secret().map_err(KeyError::Random)?)
+        } else {
+            None
+        };
+        let hash = drawn.as_ref().map(|(_, hash)| *hash);
+        let record = self.change(id, move |record| {
+            if let Some(hash) = hash {
+                record.secret_hash = Some(hash);
+            }
+            if let Some(require) = require {
+                record.require_secret = require;
+            }
+            if record.require_secret && record.secret_hash.is_none() {
+                return Err(KeyError::Secret(
+                    "a key that requires its secret needs one: give it --secret (add) or --new-secret (update)".into(),
+                ));
+            }
+            Ok(())
+        })?;
+        Ok((record, drawn.map(|(secret, _)| secret)))
+    }
+
+    /// Applies `change` to the record of key `id` and stores it.
+    fn change(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut KeyRecord) -> Result<(), KeyError>,
+    ) -> Result<KeyRecord, KeyError> {
         match self {
             Self::File(path) => {
                 let mut file = KeyFile::load(path)?;
-                let record = file.revoke(id)?.clone();
+                let record = file
+                    .keys
+                    .iter_mut()
+                    .find(|k| k.id == id)
+                    .ok_or_else(|| KeyError::UnknownId(id.to_string()))?;
+                change(record)?;
+                let record = record.clone();
                 file.save(path)?;
                 Ok(record)
             }
@@ -275,7 +357,7 @@ impl KeySource {
                 let mut record = redis
                     .get(id)?
                     .ok_or_else(|| KeyError::UnknownId(id.to_string()))?;
-                record.revoked.get_or_insert_with(now);
+                change(&mut record)?;
                 redis.put(&record)?;
                 Ok(record)
             }
@@ -329,8 +411,9 @@ impl KeyFile {
         plan: Plan,
         name: String,
         networks: Option<Vec<String>>,
+        allow: KeyAllowlists,
     ) -> Result<(String, KeyRecord), KeyError> {
-        let (key, record) = new_key(plan, name, networks)?;
+        let (key, record) = new_key(plan, name, networks, allow)?;
         self.keys.push(record.clone());
         Ok((key, record))
     }
@@ -354,6 +437,11 @@ pub struct KeyGrant {
     pub plan: Plan,
     /// The networks it may use, by name; `None`: all.
     pub networks: Option<Arc<[String]>>,
+    /// Its allowlists as the key store last said; `None`: none.
+    pub allow: Option<Arc<KeyAllowlists>>,
+    /// The hash of its secret, if it has one.
+    pub secret_hash: Option<B256>,
+    pub require_secret: bool,
 }
 
 impl KeyGrant {
@@ -396,6 +484,9 @@ impl KeyRing {
                     hash,
                     plan: key.plan,
                     networks: key.networks.clone().map(Into::into),
+                    allow: None,
+                    secret_hash: None,
+                    require_secret: false,
                 };
                 (hash, grant)
             })
@@ -423,6 +514,18 @@ impl KeyRing {
     /// Whether a key accepted earlier is still live (a WebSocket checks this per call).
     pub fn is_live(&self, grant: &KeyGrant) -> bool {
         self.config_keys.contains_key(&grant.hash) || self.stored().keys.contains_key(&grant.hash)
+    }
+
+    /// A key accepted earlier, now: revoked (`None`), or live with its allowlists as the key
+    /// store last said (changes reach open WebSockets this way).
+    pub fn now(&self, grant: &KeyGrant) -> Option<Option<Arc<KeyAllowlists>>> {
+        if self.config_keys.contains_key(&grant.hash) {
+            return Some(None);
+        }
+        self.stored()
+            .keys
+            .get(&grant.hash)
+            .map(|live| live.allow.clone())
     }
 
     /// Re-reads the key store if it changed since the last read. Blocking: file I/O or Redis.
@@ -456,6 +559,9 @@ impl KeyRing {
                     hash: record.hash,
                     plan: record.plan,
                     networks: record.networks.map(Into::into),
+                    allow: (!record.allow.is_empty()).then(|| Arc::new(record.allow)),
+                    secret_hash: record.secret_hash,
+                    require_secret: record.require_secret,
                 };
                 (record.hash, grant)
             })
@@ -482,13 +588,6 @@ impl KeyRing {
     }
 }
 
-fn constant_time_eq(a: &B256, b: &B256) -> bool {
-    a.iter()
-        .zip(b.iter())
-        .fold(0u8, |diff, (x, y)| diff | (x ^ y))
-        == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,7 +598,12 @@ mod tests {
         let path = dir.path().join("keys.json");
         let mut store = KeyFile::load(&path).unwrap();
         let (key, record) = store
-            .add(Plan::Growth, "alice".into(), Some(vec!["main".into()]))
+            .add(
+                Plan::Growth,
+                "alice".into(),
+                Some(vec!["main".into()]),
+                KeyAllowlists::default(),
+            )
             .unwrap();
         assert_eq!(key.len(), 64);
         store.save(&path).unwrap();

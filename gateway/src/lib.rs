@@ -4,12 +4,14 @@
 //! metrics, config, readiness, filters and subscriptions, and partner forwarding. The answers
 //! themselves come from quarry-eth's method table.
 
+pub mod allowlists;
 mod answer;
 mod call_layer;
 mod caller;
 mod compression;
 mod config;
 mod connections;
+pub mod cors;
 mod dispatch;
 mod envelope;
 mod filters;
@@ -20,9 +22,11 @@ mod gate;
 mod heavy;
 mod http;
 mod http_reply;
+pub mod key_secrets;
 pub mod keys;
 mod limits;
 mod metrics;
+mod named_addresses;
 mod networks;
 mod notifications;
 mod partner;
@@ -61,6 +65,10 @@ pub enum ServeError {
     ReadPool(String),
     #[error("registering method {0}: duplicate name")]
     Register(String),
+    #[error(
+        "method {0} is not classed for contract allowlists: say in gateway/src/named_addresses.rs whether it takes addresses"
+    )]
+    Unclassed(String),
 }
 
 /// A running server; it stops when `stop` is called or the handle is dropped after `stopped`.
@@ -107,6 +115,13 @@ pub async fn start(
     }
     let (module, answered) = register_methods(nodes, &service, &pools)?.into_parts();
     let method_names: Vec<&'static str> = module.method_names().collect();
+    // A method the contract allowlist knows nothing of would let any contract through.
+    if let Some(method) = method_names
+        .iter()
+        .find(|m| named_addresses::address_params(m).is_none())
+    {
+        return Err(ServeError::Unclassed(method.to_string()));
+    }
     let call_layer = call_layer::CallLayer::new(service.clone(), method_names);
     // HTTP and WebSockets are quarry's own transports (see `http` and `ws`), both answering
     // through the same call layer over the methods.

@@ -1,9 +1,11 @@
 //! What `/metrics` shows, in Prometheus' text format: calls by network, method and outcome,
-//! their latency, forwards to partners, rate-limit refusals, each network's head, and what is
+//! their latency, forwards to partners, rate-limit refusals, refusals by a key's allowlists
+//! (by rule), each network's head, and what is
 //! pushed: WebSocket connections, subscriptions and filters, notifications, slow consumers;
 //! each network's lag behind the best head known (`/ready`); Redis' answers, failures and
 //! latency, and what the limiter did while Redis was unreachable.
 
+use crate::allowlists::Rule;
 use std::{
     collections::HashMap,
     fmt::Write,
@@ -24,15 +26,18 @@ pub enum Outcome {
     RateLimited,
     /// The key was revoked while its WebSocket stayed open.
     Revoked,
+    /// Refused by the key's allowlists.
+    NotAllowed,
 }
 
 impl Outcome {
-    const ALL: [Self; 5] = [
+    const ALL: [Self; 6] = [
         Self::Ok,
         Self::Error,
         Self::Forwarded,
         Self::RateLimited,
         Self::Revoked,
+        Self::NotAllowed,
     ];
 
     fn label(self) -> &'static str {
@@ -42,6 +47,7 @@ impl Outcome {
             Self::Forwarded => "forwarded",
             Self::RateLimited => "rate_limited",
             Self::Revoked => "revoked",
+            Self::NotAllowed => "not_allowed",
         }
     }
 }
@@ -190,6 +196,8 @@ pub struct Metrics {
     transactions: Vec<Mutex<HashMap<&'static str, u64>>>,
     /// Per network: [rate, daily].
     refusals: Vec<[AtomicU64; 2]>,
+    /// Per network: per allowlist rule (`Rule::ALL`).
+    not_allowed: Vec<[AtomicU64; Rule::ALL.len()]>,
     pub status: Vec<NetworkStatus>,
     pushes: Vec<Pushes>,
     pub redis: std::sync::Arc<RedisStats>,
@@ -204,6 +212,7 @@ impl Metrics {
             forwards: (0..n).map(|_| Mutex::default()).collect(),
             transactions: (0..n).map(|_| Mutex::default()).collect(),
             refusals: (0..n).map(|_| Default::default()).collect(),
+            not_allowed: (0..n).map(|_| Default::default()).collect(),
             status: (0..n).map(|_| NetworkStatus::default()).collect(),
             pushes: (0..n).map(|_| Pushes::default()).collect(),
             redis: std::sync::Arc::default(),
@@ -295,6 +304,14 @@ impl Metrics {
         }
     }
 
+    /// A request or call refused by a key's allowlist `rule`.
+    pub fn not_allowed(&self, network: usize, rule: Rule) {
+        let slot = Rule::ALL.iter().position(|r| *r == rule).unwrap_or(0);
+        if let Some(counts) = self.not_allowed.get(network) {
+            counts[slot].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// The Prometheus text exposition of everything counted so far.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -375,6 +392,17 @@ impl Metrics {
                 let _ = writeln!(
                     out,
                     "quarry_rate_limited_total{{network=\"{network}\",reason=\"{reason}\"}} {}",
+                    count.load(Ordering::Relaxed)
+                );
+            }
+        }
+        out.push_str("# HELP quarry_key_refusals_total Requests and calls refused by a key's allowlists or its secret, by rule.\n# TYPE quarry_key_refusals_total counter\n");
+        for (network, counts) in self.networks.iter().zip(&self.not_allowed) {
+            for (rule, count) in Rule::ALL.iter().zip(counts) {
+                let _ = writeln!(
+                    out,
+                    "quarry_key_refusals_total{{network=\"{network}\",rule=\"{}\"}} {}",
+                    rule.label(),
                     count.load(Ordering::Relaxed)
                 );
             }

@@ -6,6 +6,7 @@ use crate::{
     ServeError,
     caller::Network,
     config::{Config, NetworkConfig},
+    cors::CorsOrigins,
 };
 use quarry_eth::{BlockMarks, LogsConfig, Node, NodeConfig};
 use quarry_storage::Database;
@@ -50,6 +51,8 @@ pub(crate) fn open_networks(
             partner_url: None,
             transactions_url: config.transactions_url.clone(),
             peers: config.peers.clone(),
+            cors: CorsOrigins::parse(&config.cors_origins)
+                .map_err(|e| ServeError::Open(format!("cors_origins: {e}")))?,
             db,
         };
         return Ok(vec![(network, None)]);
@@ -76,6 +79,9 @@ pub(crate) fn open_networks(
                 partner_url: network.partner_url.clone(),
                 transactions_url: network.transactions_url.clone(),
                 peers: network.peers.clone(),
+                cors: CorsOrigins::parse(&network.cors_origins).map_err(|e| {
+                    ServeError::Open(format!("network {}: cors_origins: {e}", network.name))
+                })?,
                 db,
             };
             Ok((opened, Some(network)))

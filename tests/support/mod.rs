@@ -170,15 +170,30 @@ impl Server {
         Self::launch(
             Some(datadir),
             &format!("{extra}\n[[keys]]\nkey = \"{KEY}\"\n"),
+            false,
         )
+    }
+
+    /// As `start`, logging everything (`RUST_LOG=debug`) to a file that `log` reads.
+    pub fn start_logged(datadir: &Path, extra: &str) -> Self {
+        Self::launch(
+            Some(datadir),
+            &format!("{extra}\n[[keys]]\nkey = \"{KEY}\"\n"),
+            true,
+        )
+    }
+
+    /// What a server from `start_logged` has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self._config_dir.path().join("server.log")).unwrap_or_default()
     }
 
     /// Serves what `config` declares (its `[[networks]]`), listening on a free port.
     pub fn with_config(config: &str) -> Self {
-        Self::launch(None, config)
+        Self::launch(None, config, false)
     }
 
-    fn launch(datadir: Option<&Path>, config_text: &str) -> Self {
+    fn launch(datadir: Option<&Path>, config_text: &str, logged: bool) -> Self {
         let config_dir = tempfile::tempdir().unwrap();
         let config = config_dir.path().join("quarry.toml");
         std::fs::write(&config, format!("listen = \"127.0.0.1:0\"\n{config_text}")).unwrap();
@@ -187,11 +202,17 @@ impl Server {
         if let Some(datadir) = datadir {
             command.arg("--datadir").arg(datadir);
         }
+        let stderr = if logged {
+            command.env("RUST_LOG", "debug");
+            Stdio::from(std::fs::File::create(config_dir.path().join("server.log")).unwrap())
+        } else {
+            Stdio::null()
+        };
         let mut child = command
             .arg("--config")
             .arg(&config)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let mut line = String::new();
@@ -309,6 +330,24 @@ impl WsClient {
     pub fn connect(url: &str) -> Self {
         let (socket, _) = tungstenite::connect(url).unwrap();
         Self(socket)
+    }
+
+    /// Connects to `url` with extra upgrade request headers (a browser's `Origin`, say);
+    /// the HTTP status of a refused upgrade as the error.
+    pub fn connect_with(url: &str, headers: &[(&str, &str)]) -> Result<Self, u16> {
+        use tungstenite::client::IntoClientRequest;
+        let mut request = url.into_client_request().unwrap();
+        for (name, value) in headers {
+            request.headers_mut().insert(
+                tungstenite::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        match tungstenite::connect(request) {
+            Ok((socket, _)) => Ok(Self(socket)),
+            Err(tungstenite::Error::Http(response)) => Err(response.status().as_u16()),
+            Err(e) => panic!("WebSocket connection to {url} failed: {e}"),
+        }
     }
 
     /// Sends one text message without waiting for a reply.

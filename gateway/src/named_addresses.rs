@@ -1,0 +1,384 @@
+//! Which addresses a call names, for a key's contract allowlist: every served method is
+//! classed here, as taking addresses (and where) or as naming none, and the server refuses to
+//! start with a method left out, so no method slips past the allowlist. The addresses are read
+//! with quarry-eth's own parameter parsers, the ones the methods use.
+
+use alloy_primitives::Address;
+use quarry_eth::{call_params::Call, log_filter::Filter, params::FromArg};
+use serde_json::{Value, value::RawValue};
+
+/// Where a method's parameters name addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressParams {
+    /// None: blocks, transactions and receipts by hash or number, chain facts, filters by id.
+    NoAddress,
+    /// The address at this position (eth_getBalance, eth_getStorageAt, eth_getProof ...).
+    Address(usize),
+    /// The `to` of the call object at this position (eth_call, debug_traceCall ...).
+    CallTo(usize),
+    /// The `address` of the log filter at this position (eth_getLogs, eth_newFilter).
+    LogFilter(usize),
+    /// eth_getStorageValues: the addresses its object of requests is keyed by.
+    StorageRequests,
+    /// eth_simulateV1: the `to` of every call of every block.
+    SimulatedCalls,
+    /// eth_subscribe: the filter of a `logs` subscription; other kinds name none.
+    Subscription,
+    /// The recipient of the signed transaction at this position (eth_sendRawTransaction).
+    RawTransactionTo(usize),
+}
+
+/// Methods that take an address, and where.
+const ADDRESS_TAKING: [(&str, AddressParams); 19] = [
+    ("eth_getBalance", AddressParams::Address(0)),
+    ("eth_getAccount", AddressParams::Address(0)),
+    ("eth_getAccountInfo", AddressParams::Address(0)),
+    (
+        "eth_getTransactionBySenderAndNonce",
+        AddressParams::Address(0),
+    ),
+    ("eth_sendRawTransaction", AddressParams::RawTransactionTo(0)),
+    (
+        "eth_sendRawTransactionSync",
+        AddressParams::RawTransactionTo(0),
+    ),
+    ("eth_getCode", AddressParams::Address(0)),
+    ("eth_getTransactionCount", AddressParams::Address(0)),
+    ("eth_getStorageAt", AddressParams::Address(0)),
+    ("eth_getProof", AddressParams::Address(0)),
+    ("eth_getStorageValues", AddressParams::StorageRequests),
+    ("eth_call", AddressParams::CallTo(0)),
+    ("eth_estimateGas", AddressParams::CallTo(0)),
+    ("eth_createAccessList", AddressParams::CallTo(0)),
+    ("debug_traceCall", AddressParams::CallTo(0)),
+    ("eth_simulateV1", AddressParams::SimulatedCalls),
+    ("eth_getLogs", AddressParams::LogFilter(0)),
+    ("eth_newFilter", AddressParams::LogFilter(0)),
+    ("eth_subscribe", AddressParams::Subscription),
+];
+
+/// Methods that name no address. A filter polled by id was checked when it was made.
+const NO_ADDRESS: [&str; 51] = [
+    "eth_blockNumber",
+    "net_listening",
+    "net_peerCount",
+    "eth_accounts",
+    "web3_sha3",
+    "eth_getHeaderByNumber",
+    "eth_getHeaderByHash",
+    "eth_getRawTransactionByHash",
+    "eth_getRawTransactionByBlockNumberAndIndex",
+    "eth_getRawTransactionByBlockHashAndIndex",
+    "txpool_status",
+    "txpool_content",
+    "eth_chainId",
+    "net_version",
+    "web3_clientVersion",
+    "rollup_getInfo",
+    "eth_syncing",
+    "eth_config",
+    "eth_capabilities",
+    "eth_gasPrice",
+    "eth_maxPriorityFeePerGas",
+    "eth_blobBaseFee",
+    "eth_baseFee",
+    "eth_feeHistory",
+    "eth_getBlockByNumber",
+    "eth_getBlockByHash",
+    "eth_getUncleByBlockNumberAndIndex",
+    "eth_getUncleByBlockHashAndIndex",
+    "eth_getBlockTransactionCountByNumber",
+    "eth_getBlockTransactionCountByHash",
+    "eth_getUncleCountByBlockNumber",
+    "eth_getUncleCountByBlockHash",
+    "eth_getTransactionByBlockNumberAndIndex",
+    "eth_getTransactionByBlockHashAndIndex",
+    "eth_getTransactionByHash",
+    "eth_getTransactionReceipt",
+    "eth_getBlockReceipts",
+    "debug_getRawHeader",
+    "debug_getRawBlock",
+    "debug_getRawReceipts",
+    "debug_getRawTransaction",
+    "debug_traceTransaction",
+    "debug_traceBlockByNumber",
+    "debug_traceBlockByHash",
+    "debug_traceBlock",
+    "eth_unsubscribe",
+    "eth_newBlockFilter",
+    "eth_newPendingTransactionFilter",
+    "eth_getFilterChanges",
+    "eth_getFilterLogs",
+    "eth_uninstallFilter",
+];
+
+/// How `method` names addresses; `None` for a method classed nowhere (the server refuses to
+/// start when it serves one).
+pub fn address_params(method: &str) -> Option<AddressParams> {
+    if let Some((_, params)) = ADDRESS_TAKING.iter().find(|(name, _)| *name == method) {
+        return Some(*params);
+    }
+    NO_ADDRESS
+        .contains(&method)
+        .then_some(AddressParams::NoAddress)
+}
+
+/// The addresses a call names, as far as the allowlist is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Named {
+    /// The method names no address.
+    Nothing,
+    Addresses(Vec<Address>),
+    /// The call could name any contract: what it lacks (a log filter without an address, a
+    /// call without `to`), or why its parameters could not be read.
+    Unbounded(String),
+}
+
+/// The addresses call `method` names with `params`. A method classed nowhere names nothing
+/// here: it is not served, and its call is answered "method not found".
+pub fn named_addresses(method: &str, params: Option<&RawValue>) -> Named {
+    let Some(kind) = address_params(method) else {
+        return Named::Nothing;
+    };
+    if kind == AddressParams::NoAddress {
+        return Named::Nothing;
+    }
+    // The common case, one plain address, read without building JSON values.
+    if let AddressParams::Address(i) = kind
+        && let Some(address) = params.and_then(|p| plain_address(p, i))
+    {
+        return Named::Addresses(vec![address]);
+    }
+    let values: Vec<Value> = match params.map(|p| serde_json::from_str::<Value>(p.get())) {
+        None | Some(Ok(Value::Null)) => Vec::new(),
+        Some(Ok(Value::Array(values))) => values,
+        Some(_) => return Named::Unbounded("parameters that are not a JSON array".into()),
+    };
+    let at = |i: usize| values.get(i).filter(|v| !v.is_null());
+    let read = |result: Result<Vec<Address>, String>| match result {
+        Ok(addresses) => Named::Addresses(addresses),
+        Err(why) => Named::Unbounded(why),
+    };
+    match kind {
+        AddressParams::NoAddress => Named::Nothing,
+        AddressParams::Address(i) => match at(i) {
+            Some(value) => read(Address::from_arg(value).map(|a| vec![a])),
+            None => Named::Unbounded("no address".into()),
+        },
+        AddressParams::CallTo(i) => match at(i) {
+            Some(value) => call_to(value),
+            None => Named::Unbounded("no call object".into()),
+        },
+        AddressParams::LogFilter(i) => log_filter(at(i)),
+        AddressParams::StorageRequests => match at(0) {
+            // Keyed by address, as `SlotRequests` reads them; the slots are the method's.
+            Some(Value::Object(requests)) => read(
+                requests
+                    .keys()
+                    .map(|address| Address::from_arg(&Value::String(address.clone())))
+                    .collect(),
+            ),
+            _ => Named::Unbounded("no object of storage requests".into()),
+        },
+        AddressParams::SimulatedCalls => simulated_calls(at(0)),
+        AddressParams::Subscription => match at(0).and_then(Value::as_str) {
+            Some("logs") => log_filter(at(1)),
+            _ => Named::Nothing,
+        },
+        AddressParams::RawTransactionTo(i) => raw_transaction_to(at(i)),
+    }
+}
+
+/// The address at position `i` of `params` when it is written plainly (`"0x"` and 40 hex
+/// digits, no escapes), as `Address::from_arg` reads it; `None` otherwise (then read the slow
+/// way).
+fn plain_address(params: &RawValue, i: usize) -> Option<Address> {
+    let values: Vec<&RawValue> = serde_json::from_str(params.get()).ok()?;
+    let text = values.get(i)?.get().strip_prefix('"')?.strip_suffix('"')?;
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))?;
+    let mut bytes = [0u8; 20];
+    (digits.len() == 40)
+        .then(|| alloy_primitives::hex::decode_to_slice(digits, &mut bytes).ok())??;
+    Some(Address::from(bytes))
+}
+
+fn call_to(value: &Value) -> Named {
+    match Call::from_arg(value) {
+        Ok(call) => match call.request.to {
+            Some(to) => Named::Addresses(vec![to]),
+            None => Named::Unbounded("a call without \"to\" (a contract creation)".into()),
+        },
+        Err(why) => Named::Unbounded(format!("a call object that cannot be read ({why})")),
+    }
+}
+
+fn raw_transaction_to(value: Option<&Value>) -> Named {
+    let bytes = match value.map(alloy_primitives::Bytes::from_arg) {
+        Some(Ok(bytes)) => bytes,
+        Some(Err(why)) => {
+            return Named::Unbounded(format!("transaction bytes that cannot be read ({why})"));
+        }
+        None => return Named::Unbounded("no transaction".into()),
+    };
+    match quarry_eth::raw_transaction::transaction_to(&bytes) {
+        Ok(Some(to)) => Named::Addresses(vec![to]),
+        Ok(None) => Named::Unbounded("a transaction without \"to\" (a contract creation)".into()),
+        Err(why) => Named::Unbounded(why.to_string()),
+    }
+}
+
+fn log_filter(value: Option<&Value>) -> Named {
+    let filter = match value.map(Filter::from_arg) {
+        None => return Named::Unbounded("a log filter without an address".into()),
+        Some(Ok(filter)) => filter,
+        Some(Err(why)) => {
+            return Named::Unbounded(format!("a log filter that cannot be read ({why})"));
+        }
+    };
+    if filter.addresses.is_empty() {
+        Named::Unbounded("a log filter without an address".into())
+    } else {
+        Named::Addresses(filter.addresses)
+    }
+}
+
+/// The `to` of every call of an eth_simulateV1 payload.
+fn simulated_calls(payload: Option<&Value>) -> Named {
+    let blocks = payload
+        .and_then(|p| p.get("blockStateCalls"))
+        .and_then(Value::as_array);
+    let mut addresses = Vec::new();
+    for block in blocks.into_iter().flatten() {
+        let calls = block.get("calls").and_then(Value::as_array);
+        for call in calls.into_iter().flatten() {
+            match call_to(call) {
+                Named::Addresses(to) => addresses.extend(to),
+                other => return other,
+            }
+        }
+    }
+    if addresses.is_empty() {
+        return Named::Unbounded("a simulation without calls".into());
+    }
+    Named::Addresses(addresses)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn named(method: &str, params: Value) -> Named {
+        let raw = serde_json::value::to_raw_value(&params).unwrap();
+        named_addresses(method, Some(&raw))
+    }
+
+    #[test]
+    fn a_sent_transaction_names_its_recipient() {
+        // The dev chain's block 2, transaction 5: an approve on its Token contract.
+        let raw = "0x02f8b282053909843b9aca00849809ef168301388094aff35580d3ba5711dc4154c80d66e035ba2a473e80b844095ea7b3000000000000000000000000becee83b6fad403f5ef53f064653857c7b6ac3fb00000000000000000000000000000000000000000000000000000000000001f4c001a0d2bfaf29bd2e8f16155435bf1a7be85858965aaa56cc41fbfdbd42ef54ba6945a04e1780402677726965c0ea778daaf9f0023db32dbba8ec5344a4cdd925cb8487";
+        let token: Address = "0xaff35580d3ba5711dc4154c80d66e035ba2a473e"
+            .parse()
+            .unwrap();
+        for method in ["eth_sendRawTransaction", "eth_sendRawTransactionSync"] {
+            assert_eq!(named(method, json!([raw])), Named::Addresses(vec![token]));
+            assert!(matches!(
+                named(method, json!(["0x02"])),
+                Named::Unbounded(_)
+            ));
+            assert!(matches!(named(method, json!([])), Named::Unbounded(_)));
+        }
+    }
+
+    #[test]
+    fn every_method_of_the_table_is_classed() {
+        for spec in quarry_eth::methods() {
+            assert!(
+                address_params(spec.name).is_some(),
+                "{} is classed neither as taking addresses nor as naming none",
+                spec.name
+            );
+        }
+    }
+
+    #[test]
+    fn addresses_are_found_where_each_method_names_them() {
+        let a = Address::repeat_byte(0xaa);
+        let b = Address::repeat_byte(0xbb);
+        let just = |addresses: Vec<Address>| Named::Addresses(addresses);
+        assert_eq!(named("eth_getBalance", json!([a, "latest"])), just(vec![a]));
+        let upper = json!([format!("0X{}", alloy_primitives::hex::encode_upper(a))]);
+        assert_eq!(named("eth_getBalance", upper), just(vec![a]));
+        let escaped = serde_json::value::RawValue::from_string(
+            r#"["\u0030xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"]"#.into(),
+        )
+        .unwrap();
+        assert_eq!(
+            named_addresses("eth_getCode", Some(&escaped)),
+            just(vec![a])
+        );
+        assert!(matches!(
+            named("eth_getBalance", json!(["0xaa"])),
+            Named::Unbounded(_)
+        ));
+        assert_eq!(named("eth_getStorageAt", json!([a, "0x0"])), just(vec![a]));
+        assert_eq!(
+            named("eth_getProof", json!([b, [], "latest"])),
+            just(vec![b])
+        );
+        assert_eq!(
+            named("eth_call", json!([{"to": a}, "latest"])),
+            just(vec![a])
+        );
+        assert_eq!(named("debug_traceCall", json!([{"to": b}])), just(vec![b]));
+        assert!(matches!(
+            named("eth_estimateGas", json!([{"data": "0x00"}])),
+            Named::Unbounded(_)
+        ));
+        assert_eq!(
+            named("eth_getLogs", json!([{"address": [a, b]}])),
+            just(vec![a, b])
+        );
+        assert!(matches!(
+            named("eth_getLogs", json!([{}])),
+            Named::Unbounded(_)
+        ));
+        assert!(matches!(
+            named("eth_newFilter", json!([{"topics": []}])),
+            Named::Unbounded(_)
+        ));
+        assert_eq!(
+            named("eth_subscribe", json!(["logs", {"address": b}])),
+            just(vec![b])
+        );
+        assert!(matches!(
+            named("eth_subscribe", json!(["logs"])),
+            Named::Unbounded(_)
+        ));
+        assert_eq!(named("eth_subscribe", json!(["newHeads"])), Named::Nothing);
+        let requests = json!([{ a.to_string(): ["0x0"], b.to_string(): [] }, "latest"]);
+        assert_eq!(named("eth_getStorageValues", requests), just(vec![a, b]));
+        let payload = json!([{"blockStateCalls": [{"calls": [{"to": a}, {"to": b}]}]}]);
+        assert_eq!(named("eth_simulateV1", payload), just(vec![a, b]));
+        let creation = json!([{"blockStateCalls": [{"calls": [{"to": a}, {"data": "0x00"}]}]}]);
+        assert!(matches!(
+            named("eth_simulateV1", creation),
+            Named::Unbounded(_)
+        ));
+        assert_eq!(
+            named("eth_getBlockByNumber", json!(["latest", false])),
+            Named::Nothing
+        );
+        // An address that cannot be read is no allowed address.
+        assert!(matches!(
+            named("eth_getCode", json!(["0xnot-an-address"])),
+            Named::Unbounded(_)
+        ));
+        assert!(matches!(
+            named("eth_getBalance", json!({"address": a})),
+            Named::Unbounded(_)
+        ));
+    }
+}
