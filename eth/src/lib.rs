@@ -12,6 +12,7 @@ pub mod log_filter;
 mod methods;
 mod node;
 pub mod params;
+mod parity_params;
 mod rpc_error;
 mod simulate_params;
 mod trace_params;
