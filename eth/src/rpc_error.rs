@@ -31,13 +31,11 @@ pub enum RpcError {
     #[error("query returned more than {limit} results")]
     TooManyLogs { from: u64, to: u64, limit: usize },
     /// trace_filter matched more than `limit` traces with no `count`; `from..=through` is a
-    /// range that fits.
-    #[error(
-        "query returned more than {limit} traces: ask for blocks {from}..={through} or page with after and count"
-    )]
+    /// range that fits (`None`: block `from` alone holds more).
+    #[error("query returned more than {limit} traces: {}", too_many_hint(*.from, *.through))]
     TooManyTraces {
         from: u64,
-        through: u64,
+        through: Option<u64>,
         limit: usize,
     },
     /// trace_filter ran past its time limit after searching `from..=through`.
@@ -121,6 +119,13 @@ pub enum RpcError {
 
 pub type Result<T> = std::result::Result<T, RpcError>;
 
+fn too_many_hint(from: u64, through: Option<u64>) -> String {
+    match through {
+        Some(through) => format!("ask for blocks {from}..={through}, or page with after and count"),
+        None => format!("block {from} alone holds more; page with after and count"),
+    }
+}
+
 impl From<quarry_executor::CallError> for RpcError {
     fn from(error: quarry_executor::CallError) -> Self {
         use quarry_executor::CallError;
@@ -161,7 +166,7 @@ impl From<RpcError> for ErrorObjectOwned {
             } => {
                 let data = serde_json::json!({
                     "from": format!("{from:#x}"),
-                    "to": format!("{through:#x}"),
+                    "to": through.map(|through| format!("{through:#x}")),
                     "limit": limit,
                 });
                 return ErrorObject::owned(LIMIT_EXCEEDED_CODE, error.to_string(), Some(data));

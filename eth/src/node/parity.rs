@@ -304,7 +304,7 @@ impl Node {
                 if filter.count.is_none() {
                     return Err(RpcError::TooManyTraces {
                         from,
-                        through: number.saturating_sub(1).max(from),
+                        through: (number > from.max(1)).then(|| number - 1),
                         limit: cap,
                     });
                 }
