@@ -740,3 +740,91 @@ fn refusals_say_what_was_wrong() {
     assert_eq!(code, -32005);
     assert!(message.starts_with("query timeout exceeded"), "{message}");
 }
+
+/// Both servers of one datadir: the trace index's, and one scanning every block.
+fn with_and_without_the_index(datadir: &Path, check: impl Fn(&mut Transport)) {
+    let indexed = Server::start(datadir, "");
+    check(&mut Transport::Http(&indexed));
+    check(&mut Transport::Ws(Box::new(indexed.ws())));
+    let scanning = Server::start(datadir, "log_index = false");
+    check(&mut Transport::Http(&scanning));
+}
+
+/// The trace index ingest writes names, for every block, every address the block's frames
+/// and rewards name (what `quarry index-traces` would find by re-executing it), and is
+/// complete through the head.
+fn index_covers_every_frame(datadir: &Path) {
+    let db = quarry_storage::Database::open(datadir).unwrap();
+    let reader = db.reader().unwrap();
+    let head = reader.head().unwrap().unwrap().0;
+    assert_eq!(reader.trace_index_head().unwrap(), Some(head));
+    let spec = quarry_executor::ChainSpec::stored(&reader)
+        .unwrap()
+        .unwrap();
+    let entries = quarry_executor::parity_trace::index_entries(&spec, &reader, 1, head).unwrap();
+    let mut named = 0;
+    for (number, addresses) in entries {
+        for address in addresses {
+            let found = reader.trace_candidates(&[address], number, number).unwrap();
+            assert_eq!(found, Some(vec![number]), "block {number} {address}");
+            named += 1;
+        }
+    }
+    assert!(named > 0);
+}
+
+/// trace_filter with the index ingest wrote and without it: the same answers, trace_block
+/// filtered.
+#[test]
+fn filters_answer_alike_with_and_without_the_index() {
+    for folder in [fixtures(), devnet()] {
+        let datadir = ingested(&folder);
+        index_covers_every_frame(&datadir);
+        with_and_without_the_index(&datadir, |rpc| {
+            let top = head(rpc);
+            check_filters(rpc, 1, top);
+        });
+    }
+}
+
+/// Across a reorganisation: a dev chain of 40 blocks, then a branch from block 30 to 45
+/// ingested with `--reorg`; the index holds the branch's blocks only (the same entries as a
+/// fresh ingest of the branch) and trace_filter answers as trace_block of the new chain,
+/// with and without it.
+#[test]
+fn filters_follow_a_reorganisation() {
+    let root = tempfile::tempdir().unwrap();
+    let args = |blocks: &'static str, fork: &[&'static str]| {
+        let mut args = vec!["--blocks", blocks, "--txs-per-block", "6", "--seed", "2"];
+        args.extend(fork);
+        args
+    };
+    let (stored, long) = (root.path().join("stored"), root.path().join("long"));
+    support::devchain(&stored, &args("40", &[]));
+    support::devchain(&long, &args("45", &["--fork-at", "30", "--fork-seed", "2"]));
+    let datadir = root.path().join("data");
+    let genesis = stored.join("genesis.json");
+    support::run_quarry(support::ingest_args(
+        &datadir,
+        &genesis,
+        &[&stored.join("chain.rlp")],
+    ));
+    let branch = long.join("chain.rlp");
+    let mut reorg = support::ingest_args(&datadir, &genesis, &[&branch]);
+    reorg.push("--reorg".as_ref());
+    support::run_quarry(reorg);
+    index_covers_every_frame(&datadir);
+    let fresh = ingested(&long);
+    let digest = |datadir: &Path| {
+        support::table_digests(datadir, &[])
+            .into_iter()
+            .find(|(table, _)| *table == quarry_storage::Table::TraceAddresses)
+            .unwrap()
+    };
+    assert_eq!(digest(&datadir), digest(&fresh));
+    with_and_without_the_index(&datadir, |rpc| {
+        assert_eq!(head(rpc), 45);
+        check_filters(rpc, 25, 45);
+        check_filters(rpc, 1, 45);
+    });
+}

@@ -250,6 +250,71 @@ pub fn reward_traces(
     traces
 }
 
+/// The addresses trace_filter matches in `traces`: a call's sender and recipient, a
+/// creation's creator and contract, a self-destruct's contract and beneficiary, a reward's
+/// author.
+pub fn filter_addresses(traces: &[LocalizedTransactionTrace]) -> Vec<Address> {
+    let mut addresses = Vec::new();
+    for trace in traces {
+        match &trace.trace.action {
+            Action::Call(call) => addresses.extend([call.from, call.to]),
+            Action::Create(create) => {
+                addresses.push(create.from);
+                let created = trace
+                    .trace
+                    .result
+                    .as_ref()
+                    .and_then(|r| r.created_contract());
+                addresses.extend(created);
+            }
+            Action::Selfdestruct(destruct) => {
+                addresses.extend([destruct.address, destruct.refund_address]);
+            }
+            Action::Reward(reward) => addresses.push(reward.author),
+        }
+    }
+    addresses
+}
+
+/// The trace index's entries of stored blocks `from..=to` (`quarry index-traces`, for blocks
+/// stored before the index): each block re-executed, its frames' and rewards' addresses.
+pub fn index_entries(
+    spec: &ChainSpec,
+    tx: &quarry_storage::ReadTx,
+    from: u64,
+    to: u64,
+) -> Result<Vec<(u64, Vec<Address>)>, TraceError> {
+    let cache = crate::StateCache::default();
+    let mut entries = Vec::new();
+    for number in from.max(1)..=to {
+        let missing = || TraceError::Execution(format!("block {number} is not stored"));
+        let hash = tx.canonical_hash(number)?.ok_or_else(missing)?;
+        let header = tx.header(number)?.ok_or_else(missing)?;
+        let body = tx.body(number)?.ok_or_else(missing)?;
+        let senders = tx.senders(number)?.unwrap_or_default();
+        let replay = BlockReplay {
+            spec,
+            tx,
+            cache: &cache,
+            block: crate::trace::BlockRef {
+                hash,
+                header: &header,
+                transactions: &body.transactions,
+                senders: &senders,
+                ommers: &body.ommers,
+                withdrawals: body.withdrawals.as_ref().map(|w| w.as_slice()),
+            },
+            parent_is_head: false,
+            only: None,
+            timeout: std::time::Duration::from_secs(3600),
+            deadline: std::time::Instant::now() + std::time::Duration::from_secs(3600),
+            max_bytes: usize::MAX,
+        };
+        entries.push((number, filter_addresses(&replay.localized_traces()?)));
+    }
+    Ok(entries)
+}
+
 /// One call of trace_call or trace_callMany: the call as eth_call takes it, its gas, and the
 /// traces it asks for.
 #[derive(Debug, Clone)]

@@ -279,7 +279,7 @@ impl Node {
         let deadline = tx.deadline(self.logs.timeout);
         let matcher = filter.matcher();
         let mut found = Vec::new();
-        for number in from.max(1)..=to {
+        for number in self.filter_blocks(tx, filter, from, to)? {
             if Instant::now() >= deadline {
                 return Err(RpcError::TraceFilterTimeout {
                     from,
@@ -313,6 +313,39 @@ impl Node {
         }
         found.truncate(wanted);
         Ok(found.split_off(after.min(found.len())))
+    }
+}
+
+impl Node {
+    /// The blocks of `from..=to` trace_filter re-executes: those where the trace index has an
+    /// entry for one of the filter's addresses, as far as the index reaches, and every block
+    /// past it (every block of the range when the filter names no address, or the node scans
+    /// without its indexes).
+    fn filter_blocks(
+        &self,
+        tx: &Snapshot,
+        filter: &TraceFilter,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<u64>> {
+        let from = from.max(1);
+        let mut addresses = filter.from_address.clone();
+        addresses.extend(&filter.to_address);
+        if addresses.is_empty() || !self.logs.use_index {
+            return Ok((from..=to).collect());
+        }
+        let Some(indexed) = tx.trace_index_head()? else {
+            return Ok((from..=to).collect());
+        };
+        let through = to.min(indexed);
+        let mut blocks = match through >= from {
+            true => tx
+                .trace_candidates(&addresses, from, through)?
+                .unwrap_or_else(|| (from..=through).collect()),
+            false => Vec::new(),
+        };
+        blocks.extend(from.max(through.saturating_add(1))..=to);
+        Ok(blocks)
     }
 }
 
