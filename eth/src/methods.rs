@@ -769,6 +769,21 @@ mod tests {
         };
         assert_eq!(cost("eth_call"), Some(calls));
         assert_eq!(cost("debug_traceCall"), Some(calls));
+        for name in [
+            "trace_block",
+            "trace_call",
+            "trace_replayTransaction",
+            "trace_get",
+        ] {
+            assert_eq!(cost(name), Some(calls), "{name}");
+        }
+        assert_eq!(
+            cost("trace_filter"),
+            Some(Cost::Heavy {
+                pool: Pool::Call,
+                limit: Limit::Logs
+            })
+        );
         assert_eq!(
             cost("eth_getLogs"),
             Some(Cost::Heavy {

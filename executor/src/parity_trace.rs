@@ -408,3 +408,57 @@ impl CallContext<'_> {
         Ok((results, bytes, db))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy_primitives::B256;
+
+    #[test]
+    fn rewards_are_the_block_and_ommer_rewards_before_the_merge_only() {
+        let config = alloy_genesis::ChainConfig {
+            byzantium_block: Some(0),
+            constantinople_block: Some(10),
+            ..Default::default()
+        };
+        let spec = ChainSpec::from_config(config);
+        let header = Header {
+            number: 5,
+            beneficiary: Address::repeat_byte(1),
+            ..Default::default()
+        };
+        let ommer = Header {
+            number: 3,
+            beneficiary: Address::repeat_byte(2),
+            ..Default::default()
+        };
+        let eth = |hundred_thousandths: u128| U256::from(hundred_thousandths * 10_000_000_000_000);
+        let traces = reward_traces(&spec, false, B256::ZERO, &header, &[ommer.clone()]);
+        let rewards: Vec<_> = traces
+            .iter()
+            .map(|trace| match &trace.trace.action {
+                Action::Reward(reward) => (reward.author, reward.reward_type, reward.value),
+                other => panic!("not a reward: {other:?}"),
+            })
+            .collect();
+        // Byzantium's 3 ETH plus 1/32 of it for the ommer; the ommer, two blocks back, 6/8.
+        assert_eq!(
+            rewards,
+            vec![
+                (Address::repeat_byte(1), RewardType::Block, eth(309_375)),
+                (Address::repeat_byte(2), RewardType::Uncle, eth(225_000)),
+            ]
+        );
+        assert!(traces.iter().all(|t| t.block_number == Some(5)
+            && t.transaction_hash.is_none()
+            && t.trace.trace_address.is_empty()));
+        let later = Header {
+            number: 12,
+            ..header.clone()
+        };
+        let traces = reward_traces(&spec, false, B256::ZERO, &later, &[]);
+        assert!(matches!(&traces[0].trace.action,
+            Action::Reward(reward) if reward.value == eth(200_000)));
+        assert!(reward_traces(&spec, true, B256::ZERO, &header, &[ommer]).is_empty());
+    }
+}
