@@ -433,7 +433,13 @@ mod tests {
             ..Default::default()
         };
         let eth = |hundred_thousandths: u128| U256::from(hundred_thousandths * 10_000_000_000_000);
-        let traces = reward_traces(&spec, false, B256::ZERO, &header, &[ommer.clone()]);
+        let traces = reward_traces(
+            &spec,
+            false,
+            B256::ZERO,
+            &header,
+            std::slice::from_ref(&ommer),
+        );
         let rewards: Vec<_> = traces
             .iter()
             .map(|trace| match &trace.trace.action {
