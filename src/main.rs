@@ -298,6 +298,14 @@ enum Command {
         #[arg(long)]
         datadir: PathBuf,
     },
+    /// Build the trace_filter index of a database whose blocks were stored before quarry had
+    /// one (ingest keeps it up to date otherwise; `quarry migrate` runs this too): each block
+    /// past the index is re-executed for the addresses its call frames name. Resumable: each
+    /// batch of blocks commits on its own.
+    IndexTraces {
+        #[arg(long)]
+        datadir: PathBuf,
+    },
     /// Remove every block above a given one from a datadir, as a reorganisation does before
     /// it applies a new branch (state, history, receipts, log index and trie return to that
     /// block's), in one commit.
@@ -466,6 +474,7 @@ fn main() -> Result<()> {
             },
         ),
         Command::IndexLogs { datadir } => index_logs(datadir),
+        Command::IndexTraces { datadir } => index_traces(&datadir),
         Command::Migrate {
             datadir,
             proof_history,
@@ -888,6 +897,55 @@ fn index_logs(datadir: PathBuf) -> Result<()> {
     Ok(())
 }
 
+fn index_traces(datadir: &Path) -> Result<()> {
+    const BATCH: u64 = 200;
+    if !datadir.join("mdbx.dat").exists() {
+        bail!("no quarry database in {}", datadir.display());
+    }
+    let db = Database::open(datadir)
+        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
+    let Some(spec) = quarry_executor::ChainSpec::stored(&db.reader()?)? else {
+        bail!("no chain in the database in {}", datadir.display());
+    };
+    let started = Instant::now();
+    loop {
+        let reader = db.reader()?;
+        let head = reader.head()?.map_or(0, |(number, _)| number);
+        let next = reader.trace_index_head()?.map_or(1, |indexed| indexed + 1);
+        if next > head {
+            println!(
+                "trace index complete through block {head} in {:.2}s",
+                started.elapsed().as_secs_f64()
+            );
+            return Ok(());
+        }
+        let last = head.min(next + BATCH - 1);
+        let entries = quarry_executor::parity_trace::index_entries(&spec, &reader, next, last)
+            .wrap_err_with(|| format!("cannot trace blocks {next} to {last}"))?;
+        let traced = reader.canonical_hash(last)?;
+        drop(reader);
+        let tx = db.writer()?;
+        if tx.canonical_hash(last)? != traced {
+            // A reorganisation replaced the traced blocks: trace the new ones.
+            continue;
+        }
+        if next == 1 {
+            tx.index_block_traces(0, &[])?;
+        }
+        for (number, addresses) in &entries {
+            tx.index_block_traces(*number, addresses)?;
+        }
+        let indexed = tx.trace_index_head()?;
+        tx.commit()?;
+        if indexed != Some(last) {
+            // A reorganisation moved the chain under the batch: start again from the index.
+            eprintln!("the chain changed while indexing blocks {next} to {last}; continuing");
+            continue;
+        }
+        eprintln!("trace index through block {last} of {head}");
+    }
+}
+
 fn unwind(datadir: &Path, genesis: &Path, to: u64) -> Result<()> {
     if !datadir.join("mdbx.dat").exists() {
         bail!("no quarry database in {}", datadir.display());
@@ -969,6 +1027,8 @@ fn migrate(datadir: PathBuf, proof_history: Option<u64>) -> Result<()> {
             db.reader()?.trie_history_fine_from()?
         );
     }
+    // The trace index, for the blocks stored before it.
+    index_traces(&datadir)?;
     println!(
         "{} is at layout {} ({:.2}s)",
         datadir.display(),

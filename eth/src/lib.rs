@@ -12,6 +12,7 @@ pub mod log_filter;
 mod methods;
 mod node;
 pub mod params;
+mod parity_params;
 pub mod raw_transaction;
 mod rpc_error;
 mod simulate_params;

@@ -6,12 +6,13 @@ use crate::{
     call_params::{Call, Overrides},
     node::{BlockAt, Node, RawPart, Reads, Snapshot},
     params::{self, Args, BlockId, BlockTag, Index, ProofKeys, SlotRequests, StorageKey},
+    parity_params::{CallsArg, FilterArg, IndicesArg, TraceTypesArg},
     rpc_error::{Result, RpcError},
     simulate_params::SimulateRequest,
     trace_params::{BlockRlp, TraceCallConfig, trace_options},
 };
 use alloy_primitives::{Address, Bytes, keccak256};
-use quarry_executor::StateOverrides;
+use quarry_executor::{BlockOverrides, StateOverrides};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::{sync::Arc, time::Duration};
@@ -121,6 +122,7 @@ pub fn methods() -> Vec<MethodSpec> {
     all.extend(state());
     all.extend(calls());
     all.extend(traces());
+    all.extend(parity_traces());
     all.extend(chain());
     all
 }
@@ -585,6 +587,118 @@ fn traces() -> Vec<MethodSpec> {
     ]
 }
 
+/// The trace_* methods (OpenEthereum's trace API, in reth's shapes): heavy, on the calls' pool
+/// like debug_trace*; trace_filter within the eth_getLogs time limit.
+fn parity_traces() -> Vec<MethodSpec> {
+    let cost = (Pool::Call, Limit::Call);
+    let types = |args: &Args, position| args.required::<TraceTypesArg>(position).map(|t| t.0);
+    vec![
+        heavy(
+            "trace_transaction",
+            &["transactionHash"],
+            1,
+            cost,
+            |node, tx, args| node.parity_transaction(tx, args.required(0)?),
+        ),
+        heavy(
+            "trace_get",
+            &["transactionHash", "indices"],
+            2,
+            cost,
+            |node, tx, args| {
+                let IndicesArg(indices) = args.required(1)?;
+                node.parity_get(tx, args.required(0)?, &indices)
+            },
+        ),
+        heavy("trace_block", &["block"], 1, cost, |node, tx, args| {
+            node.parity_block(tx, block_at(args.required(0)?))
+        }),
+        heavy(
+            "trace_replayTransaction",
+            &["transactionHash", "traceTypes"],
+            2,
+            cost,
+            move |node, tx, args| node.replay_transaction(tx, args.required(0)?, &types(args, 1)?),
+        ),
+        heavy(
+            "trace_replayBlockTransactions",
+            &["block", "traceTypes"],
+            2,
+            cost,
+            move |node, tx, args| {
+                node.replay_block(tx, block_at(args.required(0)?), &types(args, 1)?)
+            },
+        ),
+        heavy(
+            "trace_call",
+            &[
+                "transaction",
+                "traceTypes",
+                "block",
+                "stateOverrides",
+                "blockOverrides",
+            ],
+            2,
+            cost,
+            move |node, tx, args| {
+                let call: Call = args.required(0)?;
+                let overrides = args
+                    .optional::<Overrides>(3)?
+                    .map(|o| o.0)
+                    .unwrap_or_default();
+                let block = match args.optional::<crate::call_params::BlockOverridesArg>(4)? {
+                    Some(arg) => match arg.extra {
+                        Some(field) => {
+                            return Err(RpcError::InvalidParams(format!(
+                                "invalid argument 4: block override \"{field}\" is not supported for this RPC method"
+                            )));
+                        }
+                        None => arg.overrides,
+                    },
+                    None => BlockOverrides::default(),
+                };
+                let at = block_or_latest(args, 2)?;
+                node.parity_call(tx, (&call, types(args, 1)?), at, &overrides, &block)
+            },
+        ),
+        heavy(
+            "trace_callMany",
+            &["calls", "block"],
+            1,
+            cost,
+            |node, tx, args| {
+                let CallsArg(calls) = args.required(0)?;
+                let calls = calls
+                    .iter()
+                    .map(|(call, types)| (call, types.clone()))
+                    .collect();
+                let none = (StateOverrides::default(), Default::default());
+                node.parity_call_many(tx, calls, block_or_latest(args, 1)?, &none.0, &none.1)
+            },
+        ),
+        heavy(
+            "trace_rawTransaction",
+            &["data", "traceTypes", "block"],
+            2,
+            cost,
+            move |node, tx, args| {
+                let raw: Bytes = args.required(0)?;
+                node.parity_raw_transaction(tx, &raw, &types(args, 1)?, block_or_latest(args, 2)?)
+            },
+        ),
+        heavy(
+            "trace_filter",
+            &["filter"],
+            1,
+            (Pool::Call, Limit::Logs),
+            |node, tx, args| {
+                let FilterArg(filter) = args.required(0)?;
+                node.parity_filter(tx, &filter)
+            },
+        ),
+    ]
+}
+
 /// Chain facts, fees and sync status.
 fn chain() -> Vec<MethodSpec> {
     const FEES: &[&str] = &["blockCount", "newestBlock", "rewardPercentiles"];
@@ -646,7 +760,7 @@ mod tests {
             assert!(names.insert(spec.name), "{} declared twice", spec.name);
             assert!(spec.required <= spec.params.len(), "{}", spec.name);
         }
-        assert_eq!(specs.len(), 58);
+        assert_eq!(specs.len(), 67);
     }
 
     #[test]
@@ -663,6 +777,21 @@ mod tests {
         };
         assert_eq!(cost("eth_call"), Some(calls));
         assert_eq!(cost("debug_traceCall"), Some(calls));
+        for name in [
+            "trace_block",
+            "trace_call",
+            "trace_replayTransaction",
+            "trace_get",
+        ] {
+            assert_eq!(cost(name), Some(calls), "{name}");
+        }
+        assert_eq!(
+            cost("trace_filter"),
+            Some(Cost::Heavy {
+                pool: Pool::Call,
+                limit: Limit::Logs
+            })
+        );
         assert_eq!(
             cost("eth_getLogs"),
             Some(Cost::Heavy {

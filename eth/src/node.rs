@@ -26,6 +26,7 @@ mod calls;
 mod fees;
 mod info;
 mod logs;
+mod parity;
 mod proofs;
 mod simulations;
 mod state;

@@ -30,6 +30,19 @@ pub enum RpcError {
     /// eth_getLogs matched more than `limit` logs; `from..=to` is a range that fits.
     #[error("query returned more than {limit} results")]
     TooManyLogs { from: u64, to: u64, limit: usize },
+    /// trace_filter matched more than `limit` traces with no `count`; `from..=through` is a
+    /// range that fits (`None`: block `from` alone holds more).
+    #[error("query returned more than {limit} traces: {}", too_many_hint(*.from, *.through))]
+    TooManyTraces {
+        from: u64,
+        through: Option<u64>,
+        limit: usize,
+    },
+    /// trace_filter ran past its time limit after searching `from..=through`.
+    #[error(
+        "query timeout exceeded: blocks {from}..={through} were searched in time; ask for a narrower range or fewer addresses"
+    )]
+    TraceFilterTimeout { from: u64, through: u64 },
     /// eth_getLogs ran past its time limit and stopped.
     #[error("query timeout exceeded")]
     LogsTimeout,
@@ -118,6 +131,13 @@ pub enum RpcError {
 
 pub type Result<T> = std::result::Result<T, RpcError>;
 
+fn too_many_hint(from: u64, through: Option<u64>) -> String {
+    match through {
+        Some(through) => format!("ask for blocks {from}..={through}, or page with after and count"),
+        None => format!("block {from} alone holds more; page with after and count"),
+    }
+}
+
 impl From<quarry_executor::CallError> for RpcError {
     fn from(error: quarry_executor::CallError) -> Self {
         use quarry_executor::CallError;
@@ -148,6 +168,25 @@ impl From<RpcError> for ErrorObjectOwned {
                     "from": format!("{from:#x}"),
                     "to": format!("{to:#x}"),
                     "limit": limit,
+                });
+                return ErrorObject::owned(LIMIT_EXCEEDED_CODE, error.to_string(), Some(data));
+            }
+            RpcError::TooManyTraces {
+                from,
+                through,
+                limit,
+            } => {
+                let data = serde_json::json!({
+                    "from": format!("{from:#x}"),
+                    "to": through.map(|through| format!("{through:#x}")),
+                    "limit": limit,
+                });
+                return ErrorObject::owned(LIMIT_EXCEEDED_CODE, error.to_string(), Some(data));
+            }
+            RpcError::TraceFilterTimeout { from, through } => {
+                let data = serde_json::json!({
+                    "from": format!("{from:#x}"),
+                    "to": format!("{through:#x}"),
                 });
                 return ErrorObject::owned(LIMIT_EXCEEDED_CODE, error.to_string(), Some(data));
             }

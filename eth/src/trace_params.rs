@@ -180,7 +180,9 @@ impl From<TraceError> for RpcError {
     fn from(error: TraceError) -> Self {
         match error {
             TraceError::State(e) => RpcError::Storage(e),
-            TraceError::TooLarge { .. } => RpcError::TraceTooLarge(error.to_string()),
+            TraceError::TooLarge { .. } | TraceError::ParityTooLarge { .. } => {
+                RpcError::TraceTooLarge(error.to_string())
+            }
             TraceError::Execution(e) => RpcError::Internal(e),
             TraceError::Timeout | TraceError::Tracer(_) | TraceError::Invalid(_) => {
                 RpcError::Execution(error.to_string())

@@ -62,6 +62,9 @@ pub struct ExecutedBlock {
     pub state_root_time: std::time::Duration,
     /// The block's changes to the stored state trie (hashed state and nodes), to write with it.
     pub trie: StateTrie,
+    /// Every address the block's call frames name, and its rewarded miners: the trace index's
+    /// entries for the block (unsorted, repeated).
+    pub trace_addresses: Vec<Address>,
 }
 
 /// Accounts and storage slots are kept in an [`ExecutionCache`] up to this many, together; past
@@ -486,7 +489,10 @@ fn run<K: Access>(
     let evm = EthEvmFactory::default().create_evm_with_inspector(
         &mut state,
         env,
-        StorageCollision::default(),
+        StorageCollision {
+            error: None,
+            frames: Some(Vec::new()),
+        },
     );
     let evm = crate::eip1283::for_block(spec, header.number, evm);
     let mut executor =
@@ -538,6 +544,14 @@ fn run<K: Access>(
     if spec.is_prague_active_at_timestamp(header.timestamp) {
         check_request_contracts(executor.evm_mut().db_mut())?;
     }
+    let mut trace_addresses = executor
+        .evm_mut()
+        .inspector_mut()
+        .frames
+        .take()
+        .unwrap_or_default();
+    trace_addresses.push(header.beneficiary);
+    trace_addresses.extend(block.body.ommers.iter().map(|ommer| ommer.beneficiary));
     let (_, result) = executor.finish().map_err(execution_error)?;
     state.merge_transitions(BundleRetention::PlainState);
     let bundle = state.take_bundle();
@@ -590,6 +604,7 @@ fn run<K: Access>(
         total_difficulty: U256::ZERO,
         state_root_time,
         trie,
+        trace_addresses,
     };
     Ok((executed, outputs, settled(state.cache, &bundle)))
 }

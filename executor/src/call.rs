@@ -289,14 +289,7 @@ impl CallContext<'_> {
         request: &CallRequest,
         overrides: &BlockOverrides,
     ) -> Result<EvmEnv, CallError> {
-        let parent_td = match self.header.number.checked_sub(1) {
-            Some(parent) => self.tx.total_difficulty(parent)?.unwrap_or_default(),
-            None => U256::ZERO,
-        };
-        let merged = self.spec.is_merged(parent_td, self.header.timestamp);
-        let rules = self.spec.at_block(merged);
-        let blob_params = self.spec.blob_params_at(self.header.timestamp);
-        let mut env = EvmEnv::for_eth_block(self.header, rules, self.spec.chain_id, blob_params);
+        let mut env = self.block_env()?;
         overrides.apply(&mut env);
         let cfg = &mut env.cfg_env;
         cfg.disable_nonce_check = true;
@@ -314,6 +307,23 @@ impl CallContext<'_> {
             blob.blob_gasprice = 0;
         }
         Ok(env)
+    }
+
+    /// The block's own environment, with every transaction check a block applies.
+    pub(crate) fn block_env(&self) -> Result<EvmEnv, CallError> {
+        let parent_td = match self.header.number.checked_sub(1) {
+            Some(parent) => self.tx.total_difficulty(parent)?.unwrap_or_default(),
+            None => U256::ZERO,
+        };
+        let merged = self.spec.is_merged(parent_td, self.header.timestamp);
+        let rules = self.spec.at_block(merged);
+        let blob_params = self.spec.blob_params_at(self.header.timestamp);
+        Ok(EvmEnv::for_eth_block(
+            self.header,
+            rules,
+            self.spec.chain_id,
+            blob_params,
+        ))
     }
 
     pub(crate) fn database(&self) -> Result<CallDb<'_>, CallError> {

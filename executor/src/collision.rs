@@ -11,10 +11,10 @@ use revm::{
     context_interface::journaled_state::account::JournaledAccountTr,
     database::{CacheDB, State, WrapDatabaseRef, in_memory_db::AccountState},
     interpreter::{
-        CreateInputs, CreateOutcome, Gas, InstructionResult, InterpreterResult,
-        interpreter::EthInterpreter,
+        CallInputs, CallOutcome, CreateInputs, CreateOutcome, Gas, InstructionResult,
+        InterpreterResult, interpreter::EthInterpreter,
     },
-    primitives::{Address, Bytes, KECCAK_EMPTY},
+    primitives::{Address, Bytes, KECCAK_EMPTY, U256},
 };
 
 /// revm's call depth limit.
@@ -64,11 +64,15 @@ pub(crate) fn storage_collision<CTX: ContextTr>(
     ))
 }
 
-/// Block execution's inspector: storage as the block's earlier transactions left it.
+/// Block execution's inspector: storage as the block's earlier transactions left it; and,
+/// when `frames` is set, every address a call frame names (the trace index's entries).
 #[derive(Debug, Default)]
 pub struct StorageCollision {
     /// A database error met while checking, reported after the transaction.
     pub error: Option<quarry_storage::Error>,
+    /// The caller, target and code address of every call, the creator and created address
+    /// of every creation, the contract and beneficiary of every self-destruct.
+    pub frames: Option<Vec<Address>>,
 }
 
 type BlockDb<'s, 't, K> = &'s mut State<WrapDatabaseRef<StateSnapshot<'t, K>>>;
@@ -94,6 +98,35 @@ where
                 false
             })
         })
+    }
+
+    fn call(&mut self, _context: &mut CTX, inputs: &mut CallInputs) -> Option<CallOutcome> {
+        if let Some(frames) = &mut self.frames {
+            frames.extend([
+                inputs.caller,
+                inputs.target_address,
+                inputs.bytecode_address,
+            ]);
+        }
+        None
+    }
+
+    fn create_end(
+        &mut self,
+        _context: &mut CTX,
+        inputs: &CreateInputs,
+        outcome: &mut CreateOutcome,
+    ) {
+        if let Some(frames) = &mut self.frames {
+            frames.push(inputs.caller());
+            frames.extend(outcome.address);
+        }
+    }
+
+    fn selfdestruct(&mut self, contract: Address, target: Address, _value: U256) {
+        if let Some(frames) = &mut self.frames {
+            frames.extend([contract, target]);
+        }
     }
 }
 

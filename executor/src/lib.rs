@@ -13,6 +13,7 @@ pub mod error;
 pub mod forks;
 pub mod genesis;
 pub mod overrides;
+pub mod parity_trace;
 mod receipt_builder;
 pub mod simulate;
 pub mod state_db;

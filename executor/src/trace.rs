@@ -25,14 +25,14 @@ use alloy_evm::{
 use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256, U256, map::HashMap};
 use alloy_rpc_types_trace::geth::{GethDebugTracingOptions, GethDefaultTracingOptions};
-use quarry_storage::ReadTx;
+use quarry_storage::{ReadOnly, ReadTx};
 use revm::{
     DatabaseRef, Inspector,
     context::{
         BlockEnv, ContextTr, JournalTr, TxEnv,
         result::{EVMError, ExecutionResult, ResultAndState},
     },
-    database::State,
+    database::{State, WrapDatabaseRef},
     handler::FrameResult,
     inspector::JournalExt,
     interpreter::{
@@ -85,6 +85,11 @@ pub enum TraceError {
         "trace exceeds the server's limit of {max_bytes} bytes of struct logs (reached after {steps} steps): trace fewer steps with the \"limit\" option, disable the stack, memory or storage, or use a tracer such as callTracer"
     )]
     TooLarge { max_bytes: usize, steps: u64 },
+    /// A trace_* answer grew past the server's limit.
+    #[error(
+        "trace exceeds the server's limit of {max_bytes} bytes: ask for fewer trace types (vmTrace is the largest) or fewer transactions (trace_replayTransaction instead of trace_replayBlockTransactions, a narrower trace_filter)"
+    )]
+    ParityTooLarge { max_bytes: usize },
     /// An unknown tracer or a tracer config that does not parse.
     #[error("{0}")]
     Tracer(String),
@@ -148,98 +153,184 @@ pub fn trace_block(
     only: Option<usize>,
     request: &TraceRequest<'_>,
 ) -> Result<Vec<(B256, TraceJson)>, TraceError> {
-    let header = block.header;
-    let parent = header
-        .number
-        .checked_sub(1)
-        .ok_or_else(|| TraceError::Execution("the genesis block has no parent".into()))?;
-    let parent_td = tx.total_difficulty(parent)?.unwrap_or_default();
-    let merged = spec.is_merged(parent_td, header.timestamp);
-    let rules = spec.at_block(merged);
-    let env = EvmEnv::for_eth_block(
-        header,
-        rules,
-        spec.chain_id,
-        spec.blob_params_at(header.timestamp),
-    );
-    let block_env = env.block_env.clone();
-    let at = if parent_is_head {
-        StateAt::Latest
-    } else {
-        StateAt::Block(parent)
+    let replay = BlockReplay {
+        spec,
+        tx,
+        cache,
+        block,
+        parent_is_head,
+        only,
+        timeout: request.timeout,
+        deadline: request.deadline,
+        max_bytes: request.max_bytes,
     };
-    let mut state = State::builder()
-        .with_database_ref(StateSnapshot::cached(tx, at, parent, cache))
-        .build();
-    let inspector = (
-        Guard::new(None, request.deadline, request.max_bytes),
-        StorageCollision::default(),
-    );
-    let evm = EthEvmFactory::default().create_evm_with_inspector(&mut state, env, inspector);
-    // Replays meter SSTORE as block execution did.
-    let evm = crate::eip1283::for_block(spec, header.number, evm);
-    let ctx = EthBlockExecutionCtx {
-        parent_hash: header.parent_hash,
-        parent_beacon_block_root: header.parent_beacon_block_root,
-        ommers: block.ommers,
-        withdrawals: block.withdrawals.map(Cow::Borrowed),
-        extra_data: header.extra_data.clone(),
-        tx_count_hint: Some(block.transactions.len()),
-        slot_number: None,
-    };
-    let mut executor = EthBlockExecutor::new(evm, ctx, rules, AlloyReceiptBuilder::default());
-    executor
-        .apply_pre_execution_changes()
-        .map_err(replay_error)?;
-    if spec.dao_fork_block() == Some(header.number) {
-        let pre_eip161 = !spec.is_spurious_dragon_active_at_block(header.number);
-        apply_dao_drain(executor.evm_mut().db_mut(), pre_eip161)
-            .map_err(|e| TraceError::Execution(e.to_string()))?;
+    replay.run(&mut GethTracer(request.options))
+}
+
+/// The state a block replay executes on: the parent's, through the shared cache.
+pub(crate) type ReplayState<'a> = State<WrapDatabaseRef<StateSnapshot<'a, ReadOnly>>>;
+
+/// What a block replay does with each traced transaction: which tracer watches it, and what is
+/// made of the tracer once it ran.
+pub(crate) trait TxTracer {
+    type Output;
+    fn tracer(&self) -> Result<Tracer, TraceError>;
+    /// `result` is the transaction's, not yet committed to `db` (which holds the state before
+    /// it).
+    fn finish(
+        &mut self,
+        guard: &mut Guard,
+        result: &ResultAndState,
+        tx_env: &TxEnv,
+        block_env: &BlockEnv,
+        db: &mut ReplayState<'_>,
+        context: TransactionContext,
+    ) -> Result<Self::Output, TraceError>;
+}
+
+/// geth's tracers, each transaction's trace as JSON.
+struct GethTracer<'a>(&'a GethDebugTracingOptions);
+
+impl TxTracer for GethTracer<'_> {
+    type Output = TraceJson;
+
+    fn tracer(&self) -> Result<Tracer, TraceError> {
+        Tracer::new(self.0)
     }
-    let mut traces = Vec::new();
-    for (index, (transaction, sender)) in block.transactions.iter().zip(block.senders).enumerate() {
-        let recovered = Recovered::new_unchecked(transaction, *sender);
-        if only.is_some_and(|only| only != index) {
-            executor
-                .execute_transaction(recovered)
-                .map_err(replay_error)?;
-            check_replayed(executor.evm_mut().inspector_mut())?;
-            continue;
-        }
-        let deadline = request.deadline.min(Instant::now() + request.timeout);
-        executor
-            .evm_mut()
-            .inspector_mut()
-            .0
-            .begin(Tracer::new(request.options)?, deadline);
-        let output = executor
-            .execute_transaction_without_commit(recovered)
-            .map_err(replay_error)?;
-        let (db, inspector, _) = executor.evm_mut().components_mut();
-        if let Some(e) = inspector.1.error.take() {
-            return Err(TraceError::State(e));
-        }
-        let context = TransactionContext {
-            block_hash: Some(block.hash),
-            tx_index: Some(index),
-            tx_hash: Some(*transaction.tx_hash()),
+
+    fn finish(
+        &mut self,
+        guard: &mut Guard,
+        result: &ResultAndState,
+        tx_env: &TxEnv,
+        block_env: &BlockEnv,
+        db: &mut ReplayState<'_>,
+        context: TransactionContext,
+    ) -> Result<TraceJson, TraceError> {
+        guard.finish(result, tx_env, block_env, db, Some(context))
+    }
+}
+
+/// A stored block's re-execution on its parent's state, with some of its transactions traced.
+pub struct BlockReplay<'a> {
+    pub spec: &'a ChainSpec,
+    pub tx: &'a ReadTx,
+    pub cache: &'a StateCache,
+    pub block: BlockRef<'a>,
+    /// Whether the parent's state is the latest one.
+    pub parent_is_head: bool,
+    /// Trace only this transaction (the execution stops after it); `None` traces them all.
+    pub only: Option<usize>,
+    /// Each traced transaction's own limit.
+    pub timeout: Duration,
+    /// The whole request's limit.
+    pub deadline: Instant,
+    pub max_bytes: usize,
+}
+
+impl BlockReplay<'_> {
+    /// Runs the block, tracing as `tracer` says; each traced transaction's hash and output.
+    pub(crate) fn run<T: TxTracer>(
+        &self,
+        tracer: &mut T,
+    ) -> Result<Vec<(B256, T::Output)>, TraceError> {
+        let (spec, tx, block) = (self.spec, self.tx, self.block);
+        let header = block.header;
+        let parent = header
+            .number
+            .checked_sub(1)
+            .ok_or_else(|| TraceError::Execution("the genesis block has no parent".into()))?;
+        let parent_td = tx.total_difficulty(parent)?.unwrap_or_default();
+        let merged = spec.is_merged(parent_td, header.timestamp);
+        let rules = spec.at_block(merged);
+        let env = EvmEnv::for_eth_block(
+            header,
+            rules,
+            spec.chain_id,
+            spec.blob_params_at(header.timestamp),
+        );
+        let block_env = env.block_env.clone();
+        let at = if self.parent_is_head {
+            StateAt::Latest
+        } else {
+            StateAt::Block(parent)
         };
-        let tx_env = TxEnv::from_recovered_tx(transaction, *sender);
-        let trace = inspector.0.finish(
-            &output.result,
-            &tx_env,
-            &block_env,
-            &mut **db,
-            Some(context),
-        )?;
-        traces.push((*transaction.tx_hash(), trace));
-        if only.is_some() {
-            // Nothing runs after it: its changes need not be kept.
-            break;
+        let mut state = State::builder()
+            .with_database_ref(StateSnapshot::cached(tx, at, parent, self.cache))
+            .build();
+        let inspector = (
+            Guard::new(None, self.deadline, self.max_bytes),
+            StorageCollision::default(),
+        );
+        let evm = EthEvmFactory::default().create_evm_with_inspector(&mut state, env, inspector);
+        // Replays meter SSTORE as block execution did.
+        let evm = crate::eip1283::for_block(spec, header.number, evm);
+        let ctx = EthBlockExecutionCtx {
+            parent_hash: header.parent_hash,
+            parent_beacon_block_root: header.parent_beacon_block_root,
+            ommers: block.ommers,
+            withdrawals: block.withdrawals.map(Cow::Borrowed),
+            extra_data: header.extra_data.clone(),
+            tx_count_hint: Some(block.transactions.len()),
+            slot_number: None,
+        };
+        let mut executor = EthBlockExecutor::new(evm, ctx, rules, AlloyReceiptBuilder::default());
+        executor
+            .apply_pre_execution_changes()
+            .map_err(replay_error)?;
+        if spec.dao_fork_block() == Some(header.number) {
+            let pre_eip161 = !spec.is_spurious_dragon_active_at_block(header.number);
+            apply_dao_drain(executor.evm_mut().db_mut(), pre_eip161)
+                .map_err(|e| TraceError::Execution(e.to_string()))?;
         }
-        executor.commit_transaction(output);
+        let mut traces = Vec::new();
+        for (index, (transaction, sender)) in
+            block.transactions.iter().zip(block.senders).enumerate()
+        {
+            let recovered = Recovered::new_unchecked(transaction, *sender);
+            if self.only.is_some_and(|only| only != index) {
+                executor
+                    .execute_transaction(recovered)
+                    .map_err(replay_error)?;
+                check_replayed(executor.evm_mut().inspector_mut())?;
+                continue;
+            }
+            let deadline = self.deadline.min(Instant::now() + self.timeout);
+            executor
+                .evm_mut()
+                .inspector_mut()
+                .0
+                .begin(tracer.tracer()?, deadline);
+            let output = executor
+                .execute_transaction_without_commit(recovered)
+                .map_err(replay_error)?;
+            let (db, inspector, _) = executor.evm_mut().components_mut();
+            if let Some(e) = inspector.1.error.take() {
+                return Err(TraceError::State(e));
+            }
+            let context = TransactionContext {
+                block_hash: Some(block.hash),
+                tx_index: Some(index),
+                tx_hash: Some(*transaction.tx_hash()),
+            };
+            let tx_env = TxEnv::from_recovered_tx(transaction, *sender);
+            let trace = tracer.finish(
+                &mut inspector.0,
+                &output.result,
+                &tx_env,
+                &block_env,
+                db,
+                context,
+            )?;
+            traces.push((*transaction.tx_hash(), trace));
+            if self.only.is_some() {
+                // Nothing runs after it: its changes need not be kept.
+                break;
+            }
+            executor.commit_transaction(output);
+        }
+        Ok(traces)
     }
-    Ok(traces)
 }
 
 /// After an untraced transaction: the server's deadline, and a storage error met by EIP-7610's
@@ -287,28 +378,42 @@ impl CallContext<'_> {
         if let Some(e) = inspector.1.error.take() {
             return Err(TraceError::State(e));
         }
-        let result = result.map_err(|e| match e {
-            EVMError::Database(StateError(e)) => TraceError::State(e),
-            EVMError::Transaction(
-                revm::context::result::InvalidTransaction::GasPriceLessThanBasefee,
-            ) => TraceError::Invalid(format!(
-                "max fee per gas less than block base fee: address {caller}, maxFeePerGas: {}, baseFee: {base_fee}",
-                request.max_fee_per_gas.or(request.gas_price).unwrap_or_default()
-            )),
-            EVMError::Transaction(invalid) => {
-                TraceError::Invalid(invalid_message(&invalid, caller))
-            }
-            other => TraceError::Invalid(other.to_string()),
-        })?;
+        let fee_cap = request.max_fee_per_gas.or(request.gas_price);
+        let result = result.map_err(|e| transact_error(e, caller, fee_cap, base_fee))?;
         inspector.0.finish(&result, &tx, &block_env, db, None)
     }
 }
 
-/// The tracer a request names: geth's struct logger (the default) or a built-in one.
+/// Why a traced call or transaction could not run, in geth's words.
+pub(crate) fn transact_error(
+    error: EVMError<StateError>,
+    caller: Address,
+    fee_cap: Option<u128>,
+    base_fee: u64,
+) -> TraceError {
+    match error {
+        EVMError::Database(StateError(e)) => TraceError::State(e),
+        EVMError::Transaction(
+            revm::context::result::InvalidTransaction::GasPriceLessThanBasefee,
+        ) => TraceError::Invalid(format!(
+            "max fee per gas less than block base fee: address {caller}, maxFeePerGas: {}, baseFee: {base_fee}",
+            fee_cap.unwrap_or_default()
+        )),
+        EVMError::Transaction(invalid) => TraceError::Invalid(invalid_message(&invalid, caller)),
+        other => TraceError::Invalid(other.to_string()),
+    }
+}
+
+/// The tracer a request names: geth's struct logger (the default) or a built-in one, or the
+/// Parity trace builder's recorder for trace_* (`vm_trace` when it records every step).
 #[derive(Debug)]
-enum Tracer {
+pub(crate) enum Tracer {
     StructLogs(Box<TracingInspector>, GethDefaultTracingOptions),
     BuiltIn(Box<DebugInspector>),
+    Parity {
+        inspector: Box<TracingInspector>,
+        vm_trace: bool,
+    },
 }
 
 impl Tracer {
@@ -343,6 +448,7 @@ macro_rules! delegate {
         match $self {
             Tracer::StructLogs($inspector, _) => Inspector::<CTX>::$method(&mut **$inspector, $($arg),*),
             Tracer::BuiltIn($inspector) => Inspector::<CTX>::$method(&mut **$inspector, $($arg),*),
+            Tracer::Parity { inspector: $inspector, .. } => Inspector::<CTX>::$method(&mut **$inspector, $($arg),*),
         }
     };
 }
@@ -388,6 +494,9 @@ impl<CTX: ContextTr<Journal: JournalExt>> Inspector<CTX> for Tracer {
             Tracer::BuiltIn(inspector) => {
                 Inspector::<CTX>::selfdestruct(&mut **inspector, contract, target, value)
             }
+            Tracer::Parity { inspector, .. } => {
+                Inspector::<CTX>::selfdestruct(&mut **inspector, contract, target, value)
+            }
         }
     }
     fn frame_start(
@@ -419,7 +528,7 @@ enum Stop {
 /// once), stops recording steps past geth's `limit`, and keeps geth's refund counter, which
 /// counts the whole transaction's refunds where revm counts each frame's.
 #[derive(Debug)]
-struct Guard {
+pub(crate) struct Guard {
     /// `None` while block replay runs a transaction that is not traced.
     tracer: Option<Tracer>,
     deadline: Instant,
@@ -460,7 +569,7 @@ const MEMORY_WORD_BYTES: usize = 70;
 const STORAGE_ENTRY_BYTES: usize = 140;
 
 impl Guard {
-    fn new(tracer: Option<Tracer>, deadline: Instant, max_bytes: usize) -> Self {
+    pub(crate) fn new(tracer: Option<Tracer>, deadline: Instant, max_bytes: usize) -> Self {
         let mut guard = Self {
             tracer: None,
             deadline,
@@ -491,6 +600,14 @@ impl Guard {
             logs.memory = options.is_memory_enabled();
             logs.return_data = options.is_return_data_enabled();
             logs.storage = options.is_storage_enabled();
+        }
+        if let Tracer::Parity { .. } = &tracer {
+            // A vmTrace step costs about a struct log's fixed fields; nothing else is counted.
+            logs.limit = u64::MAX;
+            logs.stack = false;
+            logs.memory = false;
+            logs.return_data = false;
+            logs.storage = false;
         }
         self.deadline = deadline;
         self.tracer = Some(tracer);
@@ -539,6 +656,40 @@ impl Guard {
         true
     }
 
+    /// The tracer of the transaction that just ran, or why its trace cannot be read.
+    pub(crate) fn take_tracer(&mut self) -> Result<Option<Tracer>, TraceError> {
+        let tracer = self.tracer.take();
+        // geth's timer stops a tracer whenever it fires before the result is read.
+        if self.stop.is_none() && Instant::now() >= self.deadline {
+            self.stop = Some(Stop::Timeout);
+        }
+        match self.stop {
+            Some(Stop::Timeout) => Err(TraceError::Timeout),
+            Some(Stop::TooLarge) => Err(match tracer {
+                Some(Tracer::Parity { .. }) => TraceError::ParityTooLarge {
+                    max_bytes: self.logs.max_bytes,
+                },
+                _ => TraceError::TooLarge {
+                    max_bytes: self.logs.max_bytes,
+                    steps: self.logs.recorded,
+                },
+            }),
+            None => Ok(tracer),
+        }
+    }
+
+    /// Counts `bytes` of a Parity trace against the request's budget.
+    pub(crate) fn charge(&mut self, bytes: usize) -> Result<(), TraceError> {
+        let logs = &mut self.logs;
+        logs.bytes = logs.bytes.saturating_add(bytes);
+        if logs.bytes > logs.max_bytes {
+            return Err(TraceError::ParityTooLarge {
+                max_bytes: logs.max_bytes,
+            });
+        }
+        Ok(())
+    }
+
     /// The trace of the transaction that just ran, or why there is none.
     fn finish<DB>(
         &mut self,
@@ -552,21 +703,7 @@ impl Guard {
         DB: DatabaseRef,
         DB::Error: Into<TraceError>,
     {
-        let tracer = self.tracer.take();
-        // geth's timer stops a tracer whenever it fires before the result is read.
-        if self.stop.is_none() && Instant::now() >= self.deadline {
-            self.stop = Some(Stop::Timeout);
-        }
-        match self.stop {
-            Some(Stop::Timeout) => return Err(TraceError::Timeout),
-            Some(Stop::TooLarge) => {
-                return Err(TraceError::TooLarge {
-                    max_bytes: self.logs.max_bytes,
-                    steps: self.logs.recorded,
-                });
-            }
-            None => {}
-        }
+        let tracer = self.take_tracer()?;
         let json = match tracer {
             Some(Tracer::StructLogs(inspector, options)) => {
                 serde_json::value::to_raw_value(&StructLogs {
@@ -585,7 +722,9 @@ impl Guard {
                     })?;
                 serde_json::value::to_raw_value(&trace)
             }
-            None => return Err(TraceError::Execution("no tracer was set".into())),
+            Some(Tracer::Parity { .. }) | None => {
+                return Err(TraceError::Execution("no geth tracer was set".into()));
+            }
         };
         json.map_err(|e| TraceError::Execution(format!("cannot write the trace: {e}")))
     }
@@ -606,7 +745,10 @@ impl<CTX: ContextTr<Journal: JournalExt>> Inspector<CTX> for Guard {
             self.stop = Some(Stop::Timeout);
         }
         if self.stop.is_none()
-            && matches!(self.tracer, Some(Tracer::StructLogs(..)))
+            && matches!(
+                self.tracer,
+                Some(Tracer::StructLogs(..) | Tracer::Parity { vm_trace: true, .. })
+            )
             && !self.record_step(interp, context)
         {
             // Past geth's limit the step is not recorded; past the budget, execution stops.

@@ -24,12 +24,21 @@ pub enum AddressParams {
     SimulatedCalls,
     /// eth_subscribe: the filter of a `logs` subscription; other kinds name none.
     Subscription,
-    /// The recipient of the signed transaction at this position (eth_sendRawTransaction).
+    /// The recipient of the signed transaction at this position (eth_sendRawTransaction,
+    /// trace_rawTransaction).
     RawTransactionTo(usize),
+    /// trace_callMany: the `to` of each call of its list.
+    CallsTo,
+    /// trace_filter: the filter's `fromAddress` and `toAddress` lists.
+    TraceFilter,
 }
 
 /// Methods that take an address, and where.
-const ADDRESS_TAKING: [(&str, AddressParams); 19] = [
+const ADDRESS_TAKING: [(&str, AddressParams); 23] = [
+    ("trace_call", AddressParams::CallTo(0)),
+    ("trace_callMany", AddressParams::CallsTo),
+    ("trace_rawTransaction", AddressParams::RawTransactionTo(0)),
+    ("trace_filter", AddressParams::TraceFilter),
     ("eth_getBalance", AddressParams::Address(0)),
     ("eth_getAccount", AddressParams::Address(0)),
     ("eth_getAccountInfo", AddressParams::Address(0)),
@@ -58,7 +67,12 @@ const ADDRESS_TAKING: [(&str, AddressParams); 19] = [
 ];
 
 /// Methods that name no address. A filter polled by id was checked when it was made.
-const NO_ADDRESS: [&str; 51] = [
+const NO_ADDRESS: [&str; 56] = [
+    "trace_transaction",
+    "trace_get",
+    "trace_block",
+    "trace_replayTransaction",
+    "trace_replayBlockTransactions",
     "eth_blockNumber",
     "net_listening",
     "net_peerCount",
@@ -186,6 +200,8 @@ pub fn named_addresses(method: &str, params: Option<&RawValue>) -> Named {
             _ => Named::Nothing,
         },
         AddressParams::RawTransactionTo(i) => raw_transaction_to(at(i)),
+        AddressParams::CallsTo => calls_to(at(0)),
+        AddressParams::TraceFilter => trace_filter(at(0)),
     }
 }
 
@@ -212,6 +228,48 @@ fn call_to(value: &Value) -> Named {
         },
         Err(why) => Named::Unbounded(format!("a call object that cannot be read ({why})")),
     }
+}
+
+/// The `to` of every call of trace_callMany's list of `[call, traceTypes]` pairs.
+fn calls_to(list: Option<&Value>) -> Named {
+    let Some(pairs) = list
+        .and_then(Value::as_array)
+        .filter(|pairs| !pairs.is_empty())
+    else {
+        return Named::Unbounded("no list of calls".into());
+    };
+    let mut addresses = Vec::new();
+    for pair in pairs {
+        let Some(call) = pair.get(0) else {
+            return Named::Unbounded("a call list entry without a call".into());
+        };
+        match call_to(call) {
+            Named::Addresses(to) => addresses.extend(to),
+            other => return other,
+        }
+    }
+    Named::Addresses(addresses)
+}
+
+/// trace_filter's `fromAddress` and `toAddress`: a filter naming neither could match any
+/// contract.
+fn trace_filter(filter: Option<&Value>) -> Named {
+    let mut addresses = Vec::new();
+    for field in ["fromAddress", "toAddress"] {
+        let listed = filter.and_then(|f| f.get(field)).filter(|v| !v.is_null());
+        for value in listed.and_then(Value::as_array).into_iter().flatten() {
+            match Address::from_arg(value) {
+                Ok(address) => addresses.push(address),
+                Err(why) => {
+                    return Named::Unbounded(format!("a {field} that cannot be read ({why})"));
+                }
+            }
+        }
+    }
+    if addresses.is_empty() {
+        return Named::Unbounded("a trace filter without fromAddress or toAddress".into());
+    }
+    Named::Addresses(addresses)
 }
 
 fn raw_transaction_to(value: Option<&Value>) -> Named {
@@ -273,6 +331,27 @@ mod tests {
     fn named(method: &str, params: Value) -> Named {
         let raw = serde_json::value::to_raw_value(&params).unwrap();
         named_addresses(method, Some(&raw))
+    }
+
+    #[test]
+    fn trace_calls_and_filters_name_their_addresses() {
+        let (a, b) = (Address::repeat_byte(0xa), Address::repeat_byte(0xb));
+        let calls = json!([[[{"to": a}, ["trace"]], [{"to": b}, ["stateDiff"]]], "latest"]);
+        assert_eq!(named("trace_callMany", calls), Named::Addresses(vec![a, b]));
+        let creation = json!([[[{"data": "0x00"}, ["trace"]]]]);
+        assert!(matches!(
+            named("trace_callMany", creation),
+            Named::Unbounded(_)
+        ));
+        let filter = json!([{"fromBlock": "0x1", "fromAddress": [a], "toAddress": [b]}]);
+        assert_eq!(named("trace_filter", filter), Named::Addresses(vec![a, b]));
+        let open = json!([{"fromBlock": "0x1", "toBlock": "0x2"}]);
+        assert!(matches!(named("trace_filter", open), Named::Unbounded(_)));
+        assert_eq!(
+            named("trace_call", json!([{"to": a}, ["trace"]])),
+            Named::Addresses(vec![a])
+        );
+        assert_eq!(named("trace_block", json!(["0x1"])), Named::Nothing);
     }
 
     #[test]

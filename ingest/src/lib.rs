@@ -867,6 +867,7 @@ impl Importer {
             receipts: &executed.receipts,
             total_difficulty: executed.total_difficulty,
         })?;
+        tx.index_block_traces(block.header.number, &executed.trace_addresses)?;
         tx.apply_state_changes(block.header.number, &executed.accounts, &executed.bytecodes)?;
         executed
             .trie

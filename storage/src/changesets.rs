@@ -254,6 +254,7 @@ impl StorageTx<RwSync> {
         }
         let receipts = self.receipts(number)?.unwrap_or_default();
         self.unindex_block_logs(number, &receipts)?;
+        self.unindex_block_traces(number)?;
         self.del(Table::HeaderNumbers, hash.as_slice())?;
         for table in [
             Table::Headers,

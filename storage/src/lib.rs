@@ -13,6 +13,7 @@ mod receipts;
 mod staged;
 mod tables;
 mod tail;
+mod trace_index;
 mod trie;
 mod trie_history;
 

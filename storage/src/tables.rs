@@ -78,6 +78,10 @@ tables! {
     /// position i (0-3) of some log of the block, then which receipts hold a log with the topic
     /// at any position (as in `LogAddresses`; absent in entries written before the lists).
     LogTopics = "log_topics";
+    /// Trace index (trace_index.rs): one entry per block whose call frames name the address.
+    /// Key: address (20 bytes) then block number (u64 BE); value empty. And per block, key: the
+    /// block number (u64 BE) alone, value: the addresses it indexed, 20 bytes each.
+    TraceAddresses = "trace_addresses";
     /// Key: code hash (32 bytes). Value: the raw bytecode.
     Bytecodes = "bytecodes";
     /// Latest state of every existing account. Key: address (20 bytes). Value: `StoredAccount`

@@ -106,6 +106,18 @@ impl Node {
                 spec.chain_id
             )));
         }
+        self.with_state_context(tx, at, overrides, run)
+    }
+
+    /// Where calls run: the state after block `at`, changed by `overrides`.
+    pub(super) fn with_state_context<T>(
+        &self,
+        tx: &Snapshot,
+        at: BlockId,
+        overrides: &StateOverrides,
+        run: impl FnOnce(&CallContext<'_>, &Header) -> Result<T>,
+    ) -> Result<T> {
+        let spec = self.spec.as_deref().ok_or(RpcError::NoChain)?;
         let (number, is_head) = self.state_block(tx, at)?;
         let header = tx.header(number)?.ok_or(RpcError::HeaderNotFound)?;
         let context = CallContext {
