@@ -107,88 +107,202 @@ impl StorageTx<RwSync> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Database, SCHEMA_VERSION, StoredReceipt, receipts};
-    use alloy_primitives::Address;
+    use crate::{
+        BlockRecord, Database, ReceiptOutcome, SCHEMA_VERSION, StoredReceipt, block_codec, receipts,
+    };
+    use alloy_consensus::{Header, Signed, TxEnvelope, TxLegacy};
+    use alloy_primitives::{Address, Bytes, Log, LogData, Signature, TxKind, U256};
 
-    /// A datadir whose blocks 0-5 were written in the layout before: raw values, lookups
-    /// keyed by whole hashes.
-    fn old_layout(dir: &std::path::Path) -> Database {
-        let db = Database::open(dir).unwrap();
+    /// Block `number`: `number % 4` transactions (hashes built from the block and index, the
+    /// last block's sharing an 8-byte prefix with block 1's first), each with a receipt of
+    /// two logs, and senders.
+    fn write_block(tx: &StorageTx<RwSync>, number: u64) {
+        let header = Header {
+            number,
+            ..Default::default()
+        };
+        let count = number % 4;
+        let mut transactions = Vec::new();
+        let mut receipts = Vec::new();
+        for i in 0..count {
+            let mut hash = [0u8; 32];
+            hash[..8].copy_from_slice(&(number * 16 + i).to_be_bytes());
+            hash[31] = number as u8;
+            if number == 9 && i == 0 {
+                hash[..8].copy_from_slice(&16u64.to_be_bytes());
+            }
+            let legacy = TxLegacy {
+                nonce: i,
+                gas_limit: 21_000,
+                to: TxKind::Call(Address::repeat_byte(0xaa)),
+                input: Bytes::from(vec![number as u8; 64]),
+                ..Default::default()
+            };
+            transactions.push(TxEnvelope::Legacy(Signed::new_unchecked(
+                legacy,
+                Signature::test_signature(),
+                B256::from(hash),
+            )));
+            let log = |topic: u8| Log {
+                address: Address::repeat_byte(topic),
+                data: LogData::new_unchecked(
+                    vec![B256::repeat_byte(topic), B256::with_last_byte(number as u8)],
+                    Bytes::from(vec![topic; 32]),
+                ),
+            };
+            receipts.push(StoredReceipt {
+                tx_type: 0,
+                outcome: ReceiptOutcome::Status(i % 2 == 0),
+                cumulative_gas_used: 21_000 * (i + 1),
+                gas_used: 21_000,
+                effective_gas_price: 7,
+                contract_address: None,
+                blob_gas: None,
+                logs: vec![log(1), log(2 + i as u8)],
+            });
+        }
+        let body = StoredBody {
+            transactions,
+            ommers: Vec::new(),
+            withdrawals: None,
+        };
+        let senders: Vec<Address> = (0..count).map(|i| Address::repeat_byte(i as u8)).collect();
+        tx.insert_block(&BlockRecord {
+            hash: header.hash_slow(),
+            header: &header,
+            body: &body,
+            senders: &senders,
+            receipts: &receipts,
+            total_difficulty: U256::from(number),
+        })
+        .unwrap();
+    }
+
+    fn chain(db: &Database) {
         let tx = db.writer().unwrap();
-        for number in 0..6u64 {
+        tx.put_schema_version().unwrap();
+        for number in 0..10 {
+            write_block(&tx, number);
+        }
+        tx.commit().unwrap();
+    }
+
+    /// Rewrites a current datadir's blocks as the layout before wrote them: uncompressed
+    /// values, lookups keyed by the whole hash.
+    fn downgrade(db: &Database) {
+        let tx = db.writer().unwrap();
+        for number in 0..10u64 {
             let key = number.to_be_bytes();
-            let body = StoredBody::default();
-            tx.put(Table::BlockBodies, &key, &alloy_rlp::encode(&body))
-                .unwrap();
-            let senders: Vec<u8> = (0..number).flat_map(|i| [i as u8; 20]).collect();
-            tx.put(Table::Senders, &key, &senders).unwrap();
-            let list: Vec<StoredReceipt> = Vec::new();
-            tx.put(
-                Table::Receipts,
-                &key,
-                &receipts::encode_block_receipts(&list),
-            )
-            .unwrap();
-            let hashes: Vec<u8> = (0..number)
-                .flat_map(|i| [number as u8 * 16 + i as u8; 32])
-                .collect();
-            tx.put(Table::BlockTxHashes, &key, &hashes).unwrap();
-            for i in 0..number {
-                let hash = [number as u8 * 16 + i as u8; 32];
+            for kind in BlockData::ALL {
+                let stored = tx.get(kind.table(), &key).unwrap().unwrap().into_owned();
+                let raw = block_codec::decompress(&stored).unwrap().into_owned();
+                tx.put(kind.table(), &key, &raw).unwrap();
+            }
+            let hashes = tx.transaction_hashes(number).unwrap().unwrap();
+            for (index, hash) in hashes.iter().enumerate() {
                 let location = TxLocation {
                     block_number: number,
-                    index: i as u32,
+                    index: index as u32,
                 };
-                tx.put(Table::TxLookup, &hash, &location.encode()).unwrap();
+                tx.del_tx_lookup(hash, location).unwrap();
+                tx.put(Table::TxLookup, hash.as_slice(), &location.encode())
+                    .unwrap();
             }
         }
         tx.put_schema(COMPRESSED_BLOCKS_LAYOUT - 1).unwrap();
         tx.commit().unwrap();
-        db
     }
 
+    /// Digests of every table but Meta.
+    fn digests(db: &Database) -> Vec<(Table, (u64, B256))> {
+        let r = db.reader().unwrap();
+        Table::ALL
+            .iter()
+            .filter(|t| **t != Table::Meta)
+            .map(|t| (*t, r.table_digest(*t).unwrap()))
+            .collect()
+    }
+
+    /// A datadir of the layout before, migrated in small resumable steps (reading every
+    /// block in either layout between them), holds exactly the tables a fresh write of the
+    /// same blocks does, and answers the same.
     #[test]
-    fn block_data_is_rewritten_resumably_and_read_in_both_layouts_meanwhile() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = old_layout(dir.path());
-        let senders_of = |n: u64| {
-            (0..n)
-                .map(|i| Address::repeat_byte(i as u8))
-                .collect::<Vec<_>>()
+    fn a_migrated_datadir_equals_a_fresh_one() {
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (fresh, old) = (
+            Database::open(dir_a.path()).unwrap(),
+            Database::open(dir_b.path()).unwrap(),
+        );
+        chain(&fresh);
+        chain(&old);
+        downgrade(&old);
+        assert_ne!(digests(&fresh), digests(&old));
+        let raw_values = |db: &Database| {
+            let r = db.reader().unwrap();
+            let mut all = Vec::new();
+            for number in 0..10 {
+                for kind in BlockData::ALL {
+                    all.push(r.block_data(kind, number).unwrap().unwrap());
+                }
+            }
+            all
         };
+        let expected = raw_values(&fresh);
+        assert_eq!(raw_values(&old), expected);
         let mut steps = 0;
         loop {
-            let tx = db.writer().unwrap();
-            let done = tx.migrate_step(4).unwrap();
+            let tx = old.writer().unwrap();
+            let done = tx.migrate_step(5).unwrap();
             tx.commit().unwrap();
             steps += 1;
-            let r = db.reader().unwrap();
-            for number in 0..6u64 {
-                let raw = r.block_data(BlockData::Senders, number).unwrap().unwrap();
-                assert_eq!(
-                    raw.len(),
-                    number as usize * 20,
-                    "step {steps}, block {number}"
-                );
-            }
+            assert_eq!(raw_values(&old), expected, "after step {steps}");
             if done {
                 break;
             }
         }
-        assert!(steps >= 3, "{steps} steps");
-        let r = db.reader().unwrap();
+        assert!(steps >= 4, "{steps} steps");
+        assert_eq!(digests(&old), digests(&fresh));
+        let r = old.reader().unwrap();
         assert_eq!(r.schema_version().unwrap(), SCHEMA_VERSION);
         assert_eq!(r.meta(COMPRESS_PROGRESS).unwrap(), None);
-        for number in 0..6u64 {
-            assert_eq!(r.senders(number).unwrap().unwrap(), senders_of(number));
-            assert_eq!(r.body(number).unwrap().unwrap(), StoredBody::default());
-            assert_eq!(r.receipts(number).unwrap().unwrap(), Vec::new());
-            for i in 0..number {
-                let hash = B256::repeat_byte(number as u8 * 16 + i as u8);
-                let location = r.tx_location(&hash).unwrap().unwrap();
-                assert_eq!((location.block_number, location.index), (number, i as u32));
+        // The lookups, one pair sharing a prefix.
+        assert_eq!(r.tx_lookup_collisions().unwrap(), (13, 1));
+        for number in 0..10 {
+            let f = fresh.reader().unwrap();
+            assert_eq!(r.body(number).unwrap(), f.body(number).unwrap());
+            assert_eq!(r.senders(number).unwrap(), f.senders(number).unwrap());
+            assert_eq!(r.receipts(number).unwrap(), f.receipts(number).unwrap());
+            for (index, hash) in r
+                .transaction_hashes(number)
+                .unwrap()
+                .unwrap()
+                .iter()
+                .enumerate()
+            {
+                let location = r.tx_location(hash).unwrap().unwrap();
+                assert_eq!(
+                    (location.block_number, location.index),
+                    (number, index as u32)
+                );
             }
         }
-        assert_eq!(r.tx_lookup_collisions().unwrap(), (15, 0));
+    }
+
+    /// A datadir that says it has the layout before but whose blocks this layout wrote (as
+    /// tests make them) is left as it is.
+    #[test]
+    fn blocks_already_compressed_are_not_compressed_again() {
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (fresh, relabelled) = (
+            Database::open(dir_a.path()).unwrap(),
+            Database::open(dir_b.path()).unwrap(),
+        );
+        chain(&fresh);
+        chain(&relabelled);
+        let tx = relabelled.writer().unwrap();
+        tx.put_schema(COMPRESSED_BLOCKS_LAYOUT - 1).unwrap();
+        while !tx.migrate_step(3).unwrap() {}
+        tx.commit().unwrap();
+        assert_eq!(digests(&relabelled), digests(&fresh));
     }
 }
