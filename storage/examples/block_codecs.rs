@@ -1,5 +1,5 @@
-//! Measures the block data codecs on a datadir's own blocks: every body, senders and receipts
-//! value compressed with LZ4, zstd, and zstd with a dictionary trained on a sample of the
+//! Measures the block data codecs on a datadir's own blocks: every body and receipts value
+//! compressed with LZ4, zstd, and zstd with a dictionary trained on a sample of the
 //! same table's values; for each, the total size (the values' bytes, and the bytes of the
 //! whole 4 KiB overflow pages MDBX gives a value above about half a page, or the value and 16
 //! bytes of node in a leaf page)

@@ -1,5 +1,5 @@
-//! The migration step to `COMPRESSED_BLOCKS_LAYOUT`: rewrites a datadir's bodies, senders and
-//! receipts in their compressed encoding (block_codec.rs) and its transaction lookups with
+//! The migration step to `COMPRESSED_BLOCKS_LAYOUT`: rewrites a datadir's bodies and receipts
+//! in their compressed encoding (block_codec.rs) and its transaction lookups with
 //! prefix keys (tx_lookup.rs), block by block, resumably.
 //!
 //! Progress is the next block to rewrite (`Meta` key `compress_progress`), written in the same
@@ -17,7 +17,7 @@ use signet_libmdbx::{RwSync, TransactionKind};
 const COMPRESS_PROGRESS: &str = "compress_progress";
 
 impl<K: TransactionKind> StorageTx<K> {
-    /// Whether block `number`'s bodies, senders and receipts values are compressed: in the
+    /// Whether block `number`'s body and receipts values are compressed: in the
     /// current layout always, during the migration to it below its progress.
     pub(crate) fn block_data_compressed(&self, number: u64) -> Result<bool> {
         if self.schema_version()? >= COMPRESSED_BLOCKS_LAYOUT {
@@ -28,7 +28,7 @@ impl<K: TransactionKind> StorageTx<K> {
             .is_some_and(|next| number < next))
     }
 
-    /// The last block number with a stored body, senders or receipts.
+    /// The last block number with a stored body or receipts.
     fn last_block_data(&self) -> Result<Option<u64>> {
         let mut last = None;
         for kind in BlockData::ALL {
@@ -108,7 +108,7 @@ impl StorageTx<RwSync> {
 mod tests {
     use super::*;
     use crate::{
-        BlockRecord, Database, ReceiptOutcome, SCHEMA_VERSION, StoredReceipt, block_codec, receipts,
+        BlockRecord, Database, ReceiptOutcome, SCHEMA_VERSION, StoredReceipt, block_codec,
     };
     use alloy_consensus::{Header, Signed, TxEnvelope, TxLegacy};
     use alloy_primitives::{Address, Bytes, Log, LogData, Signature, TxKind, U256};

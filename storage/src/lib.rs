@@ -475,9 +475,9 @@ impl<K: TransactionKind> StorageTx<K> {
     }
 
     pub fn senders(&self, number: u64) -> Result<Option<Vec<Address>>> {
-        self.with_block_data(BlockData::Senders, number, |v| {
-            Ok(v.chunks_exact(20).map(Address::from_slice).collect())
-        })
+        Ok(self
+            .get(Table::Senders, &number.to_be_bytes())?
+            .map(|v| v.chunks_exact(20).map(Address::from_slice).collect()))
     }
 
     /// Every receipt of block `number`, decoded.
@@ -800,7 +800,7 @@ impl StorageTx<RwSync> {
         block.body.encode(&mut buf);
         self.put_block_data(BlockData::Body, number, &buf, true)?;
         let senders: Vec<u8> = block.senders.iter().flat_map(|a| a.0.0).collect();
-        self.put_block_data(BlockData::Senders, number, &senders, true)?;
+        self.append(Table::Senders, &key, &senders)?;
         let hashes: Vec<u8> = block
             .body
             .transactions

@@ -57,8 +57,8 @@ tables! {
     /// `BlockBody<TxEnvelope>` (transactions in their network encoding, ommer headers, optional
     /// withdrawals).
     BlockBodies = "block_bodies";
-    /// Key: block number (u64 BE). Value: compressed (see block_codec.rs): the recovered sender
-    /// of each transaction, 20 bytes each, concatenated in block order.
+    /// Key: block number (u64 BE). Value: the recovered sender of each transaction, 20 bytes each,
+    /// concatenated in block order (uncompressed: see `BlockData` in block_codec.rs).
     Senders = "senders";
     /// Key: the transaction hash's first 8 bytes, then its block number (u64 BE) and index in
     /// the block (u32 BE). Value: empty. Hashes that share the prefix are told apart by the
