@@ -4,21 +4,22 @@
 # receipts) that `log_index = false` selects, as the reference.
 #
 #   bench/logs.sh                 RUNS=10 (index), SCAN_RUNS=3 (reference scan)
+#   NO_BUILD=1 QUARRY_BIN=path DATADIR=dir bench/logs.sh   # another build, on its own datadir
 #
 # Generates and ingests the chain first if target/bench does not hold it yet (bench/scale.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 chain=target/bench/scale-20000x100
-datadir=target/bench/scale-20000x100-db
+datadir=${DATADIR:-target/bench/scale-20000x100-db}
 source bench/lib.sh
 if [ ! -f "$chain/chain.rlp" ]; then
   BLOCKS=20000 TXS=100 bench/scale.sh
 fi
 if [ ! -f "$datadir/mdbx.dat" ]; then
-  ./target/release/quarry ingest --datadir "$datadir" --genesis "$chain/genesis.json" "$chain/chain.rlp" >/dev/null 2>&1
+  "$quarry" ingest --datadir "$datadir" --genesis "$chain/genesis.json" "$chain/chain.rlp" >/dev/null 2>&1
 fi
 # A datadir kept by an older quarry is brought to the current layout (nothing to do otherwise).
-./target/release/quarry migrate --datadir "$datadir" >/dev/null 2>&1
+"$quarry" migrate --datadir "$datadir" >/dev/null 2>&1
 serve index "$datadir" $'[[keys]]\nkey = "bench"'
 serve scan "$datadir" $'log_index = false\n[[keys]]\nkey = "bench"'
 index=$(address index)

@@ -12,7 +12,8 @@
 # With RETH set, the same chain is imported with `reth import` and served by `reth node` (no
 # peers), and every row is measured on both servers in the same round, each paired with its own
 # server's ceiling run; the table then compares requests/s. BEFORE (another quarry build, e.g.
-# the commit before a change) is served the same way, from the same datadir, and compared alike.
+# the commit before a change) is served the same way, from a datadir it ingests itself (so
+# builds of different layouts compare), and compared alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-2}
@@ -33,7 +34,9 @@ url="http://$addr/v3/bench-key"
 servers=("quarry|$url")
 declare -A server_pid=([quarry]=${pids[-1]})
 if [[ -n $BEFORE ]]; then
-  quarry=$BEFORE serve before "$work/data" $'[[keys]]\nkey = "bench-key"'
+  "$BEFORE" ingest --datadir "$work/before-data" --genesis "$FIXTURES/genesis.json" \
+    "$FIXTURES/chain.rlp" >/dev/null 2>&1
+  quarry=$BEFORE serve before "$work/before-data" $'[[keys]]\nkey = "bench-key"'
   servers+=("before|http://$(address before)/v3/bench-key")
   server_pid[before]=${pids[-1]}
 fi
@@ -76,6 +79,7 @@ cases=(
   "eth_getStorageAt latest|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"0x0\",\"latest\"]"
   "eth_getStorageAt block 10|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"0x0\",\"0xa\"]"
   "eth_getStorageAt latest, new slot each time|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"NEWSLOT\",\"latest\"]"
+  "eth_getTransactionByHash|eth_getTransactionByHash|[\"$tx\"]"
   "eth_getTransactionReceipt|eth_getTransactionReceipt|[\"$tx\"]"
   "eth_getTransactionReceipt, block 2 (big logs)|eth_getTransactionReceipt|[\"$big_tx\"]"
   "eth_getLogs address, blocks 1-4|eth_getLogs|[{\"address\":\"$emitter\",\"fromBlock\":\"0x1\",\"toBlock\":\"0x4\"}]"

@@ -249,8 +249,17 @@ impl StorageTx<RwSync> {
         let hash = self
             .canonical_hash(number)?
             .ok_or_else(|| missing("hash"))?;
-        for tx_hash in self.transaction_hashes(number)?.unwrap_or_default() {
-            self.del(Table::TxLookup, tx_hash.as_slice())?;
+        for (index, tx_hash) in self
+            .transaction_hashes(number)?
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let location = crate::TxLocation {
+                block_number: number,
+                index: index as u32,
+            };
+            self.del_tx_lookup(&tx_hash, location)?;
         }
         let receipts = self.receipts(number)?.unwrap_or_default();
         self.unindex_block_logs(number, &receipts)?;
@@ -590,7 +599,7 @@ mod tests {
             .unwrap();
         tx.del(Table::Meta, b"state_history_from").unwrap();
         assert!(!tx.migrate_step(10).unwrap());
-        assert!(tx.migrate_step(10).unwrap());
+        while !tx.migrate_step(10).unwrap() {}
         tx.commit().unwrap();
         let r = db.reader().unwrap();
         assert_eq!(r.schema_version().unwrap(), crate::SCHEMA_VERSION);
@@ -619,7 +628,7 @@ mod tests {
             .unwrap();
         tx.stop_trie_history().unwrap();
         tx.del(Table::Meta, b"state_history_from").unwrap();
-        assert!(tx.migrate_step(10).unwrap());
+        while !tx.migrate_step(10).unwrap() {}
         tx.commit().unwrap();
         let r = db.reader().unwrap();
         assert_eq!(r.trie_history_from().unwrap(), None);

@@ -3,6 +3,8 @@
 //! It knows nothing of RPC or of revm.
 
 mod backup;
+pub mod block_codec;
+mod block_migrate;
 mod changesets;
 pub mod keccak;
 mod log_index;
@@ -16,11 +18,13 @@ mod tail;
 mod trace_index;
 mod trie;
 mod trie_history;
+mod tx_lookup;
 
 pub use backup::BackupReport;
+pub use block_codec::BlockData;
 pub use changesets::{RestoredAccount, Unwound};
 pub use log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
-pub use migrate::{CHANGESETS_LAYOUT, SCHEMA_VERSION};
+pub use migrate::{CHANGESETS_LAYOUT, COMPRESSED_BLOCKS_LAYOUT, SCHEMA_VERSION};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use proof_history::{COARSE_NODE_WINDOW, DEFAULT_PROOF_HISTORY, PRUNE_BUDGET};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
@@ -88,6 +92,8 @@ pub enum Error {
     Read(#[from] signet_libmdbx::ReadError),
     #[error("database holds a malformed value: {0}")]
     Corrupt(String),
+    #[error("cannot compress a value of {table}: {reason}")]
+    Compress { table: &'static str, reason: String },
     #[error(
         "the trie history was read in a write transaction before its staged records were written"
     )]
@@ -477,9 +483,7 @@ impl<K: TransactionKind> StorageTx<K> {
     }
 
     pub fn body(&self, number: u64) -> Result<Option<StoredBody>> {
-        self.get(Table::BlockBodies, &number.to_be_bytes())?
-            .map(|v| decode_rlp("block body", &v))
-            .transpose()
+        self.with_block_data(BlockData::Body, number, |v| decode_rlp("block body", v))
     }
 
     pub fn senders(&self, number: u64) -> Result<Option<Vec<Address>>> {
@@ -501,18 +505,11 @@ impl<K: TransactionKind> StorageTx<K> {
         number: u64,
         read: impl FnOnce(BlockReceiptsView<'_>) -> T,
     ) -> Result<Option<T>> {
-        let Some(bytes) = self.get(Table::Receipts, &number.to_be_bytes())? else {
-            return Ok(None);
-        };
-        let view = BlockReceiptsView::new(&bytes)
-            .map_err(|e| Error::Corrupt(format!("receipts of block {number}: {e}")))?;
-        Ok(Some(read(view)))
-    }
-
-    pub fn tx_location(&self, hash: &B256) -> Result<Option<TxLocation>> {
-        self.get(Table::TxLookup, hash.as_slice())?
-            .map(|v| TxLocation::decode(&v))
-            .transpose()
+        self.with_block_data(BlockData::Receipts, number, |bytes| {
+            let view = BlockReceiptsView::new(bytes)
+                .map_err(|e| Error::Corrupt(format!("receipts of block {number}: {e}")))?;
+            Ok(read(view))
+        })
     }
 
     /// The number of transactions in blocks 0 through `number`.
@@ -816,7 +813,7 @@ impl StorageTx<RwSync> {
         )?;
         buf.clear();
         block.body.encode(&mut buf);
-        self.append(Table::BlockBodies, &key, &buf)?;
+        self.put_block_data(BlockData::Body, number, &buf, true)?;
         let senders: Vec<u8> = block.senders.iter().flat_map(|a| a.0.0).collect();
         self.append(Table::Senders, &key, &senders)?;
         let hashes: Vec<u8> = block
@@ -826,11 +823,8 @@ impl StorageTx<RwSync> {
             .flat_map(|tx| tx.tx_hash().0)
             .collect();
         self.append(Table::BlockTxHashes, &key, &hashes)?;
-        self.append(
-            Table::Receipts,
-            &key,
-            &receipts::encode_block_receipts(block.receipts),
-        )?;
+        let receipts = receipts::encode_block_receipts(block.receipts);
+        self.put_block_data(BlockData::Receipts, number, &receipts, true)?;
         self.index_block_logs(number, block.receipts)?;
         let earlier = match number.checked_sub(1) {
             Some(parent) => self.transactions_through(parent)?.unwrap_or(0),
@@ -843,7 +837,7 @@ impl StorageTx<RwSync> {
                 block_number: number,
                 index: index as u32,
             };
-            self.put_staged(Table::TxLookup, tx.tx_hash().as_slice(), &location.encode())?;
+            self.put_tx_lookup(tx.tx_hash(), location)?;
         }
         Ok(())
     }
@@ -859,7 +853,7 @@ impl StorageTx<RwSync> {
         }
         let mut buf = Vec::new();
         body.encode(&mut buf);
-        self.put(Table::BlockBodies, &number.to_be_bytes(), &buf)
+        self.put_block_data(BlockData::Body, number, &buf, false)
     }
 
     pub fn put_bytecode(&self, code_hash: &B256, code: &[u8]) -> Result<()> {

@@ -31,7 +31,8 @@ tables! {
     /// head `quarry follow` last saw its upstream at (u64 BE) then when (unix seconds, u64
     /// BE), then its `net_peerCount` (u64 BE) when it answered one; `log_index_head`: the
     /// highest block through which `LogAddresses` and `LogTopics` are complete (u64 BE);
-    /// `schema`: the layout version (u64 BE, see `SCHEMA_VERSION`); `unwinds`: how many
+    /// `schema`: the layout version (u64 BE, see `SCHEMA_VERSION`); `compress_progress`: while
+    /// `quarry migrate` compresses the block data, the next block to rewrite (u64 BE); `unwinds`: how many
     /// unwinds were ever committed (u64 BE), so a reader that caches by block number can tell
     /// that stored blocks changed; `trie_history_from`: the first block whose trie node changes
     /// the trie history tables record (u64 BE); `trie_history_window`: how many blocks the node
@@ -52,18 +53,23 @@ tables! {
     /// Key: block number (u64 BE). Value: total difficulty up to and including the block
     /// (U256, 32 bytes BE).
     TotalDifficulty = "total_difficulty";
-    /// Key: block number (u64 BE). Value: RLP of `BlockBody<TxEnvelope>` (transactions in their
-    /// network encoding, ommer headers, optional withdrawals).
+    /// Key: block number (u64 BE). Value: compressed (a codec tag, see block_codec.rs) RLP of
+    /// `BlockBody<TxEnvelope>` (transactions in their network encoding, ommer headers, optional
+    /// withdrawals).
     BlockBodies = "block_bodies";
     /// Key: block number (u64 BE). Value: the recovered sender of each transaction, 20 bytes each,
-    /// concatenated in block order.
+    /// concatenated in block order (uncompressed: see `BlockData` in block_codec.rs).
     Senders = "senders";
-    /// Key: transaction hash (32 bytes). Value: block number (u64 BE) then index in block (u32 BE).
+    /// Key: the transaction hash's first 8 bytes, then its block number (u64 BE) and index in
+    /// the block (u32 BE). Value: empty. Hashes that share the prefix are told apart by the
+    /// block's `BlockTxHashes` (see tx_lookup.rs). Layouts before 7: key the whole hash, value
+    /// the block number then the index.
     TxLookup = "tx_lookup";
     /// Key: block number (u64 BE). Value: the number of transactions in blocks 0 through this
     /// one (u64 BE), so a transaction's position in the whole chain is one read away.
     TxCounts = "tx_counts";
-    /// Key: block number (u64 BE). Value: RLP list of `StoredReceipt`, in transaction order.
+    /// Key: block number (u64 BE). Value: compressed (see block_codec.rs): the block's receipts
+    /// in receipts.rs's in-place encoding, in transaction order.
     Receipts = "receipts";
     /// Key: block number (u64 BE). Value: the hashes of the block's transactions, 32 bytes each,
     /// concatenated in block order (what a log needs without decoding the body).
