@@ -38,9 +38,11 @@ fn encode_account(account: Option<&StoredAccount>) -> Vec<u8> {
     account.map_or_else(Vec::new, StoredAccount::encode)
 }
 
-/// An account changeset value: the account before the block (`None`: there was none) and,
+/// An account changeset entry: the account before the block (`None`: there was none) and,
 /// when it had storage, its storage root then (entries written before layout 7 hold none).
-fn decode_account_before(value: &[u8]) -> Result<Option<(StoredAccount, Option<B256>)>> {
+pub(crate) type AccountBefore = Option<(StoredAccount, Option<B256>)>;
+
+fn decode_account_before(value: &[u8]) -> Result<AccountBefore> {
     if value.is_empty() {
         return Ok(None);
     }
@@ -167,7 +169,7 @@ impl<K: TransactionKind> StorageTx<K> {
         &self,
         number: u64,
         address: &Address,
-    ) -> Result<Option<Option<(StoredAccount, Option<B256>)>>> {
+    ) -> Result<Option<AccountBefore>> {
         self.get(
             Table::AccountChangeSets,
             &account_changeset_key(number, address),

@@ -13,7 +13,8 @@
 //! `hashed_storages_history`), and then empties those tables.
 
 use crate::{
-    Error, Result, StorageTx, StoredAccount, Table, models::be_u64, slot_key, trie::hashed_slot_key,
+    Error, Result, StorageTx, StoredAccount, Table, changesets::AccountBefore, models::be_u64,
+    slot_key, trie::hashed_slot_key,
 };
 use alloy_primitives::{Address, B256, U256, keccak256, map::B256Map};
 use roaring::RoaringBitmap;
@@ -204,7 +205,7 @@ impl<K: TransactionKind> StorageTx<K> {
         lookup: &mut Cursor<'_, K>,
         hashed: &B256,
         block: u64,
-    ) -> Result<Option<Option<(StoredAccount, Option<B256>)>>> {
+    ) -> Result<Option<AccountBefore>> {
         let Some((first, plain)) =
             self.first_change_after(lookup, Lists::Accounts, hashed.as_slice(), block)?
         else {
