@@ -634,6 +634,187 @@ mod tests {
         assert_eq!(after(6_009), None);
     }
 
+    /// Writes `blocks` blocks as an import does: accounts 1-3 change in turn, account 3 with
+    /// storage (a storage root of its own in each block, and a slot), and account 2 is
+    /// deleted in block 5 and created again in block 8.
+    fn write_chain(db: &Database, blocks: u64) {
+        use crate::AccountChange;
+        let tx = db.writer().unwrap();
+        tx.start_trie_history(1, 1).unwrap();
+        for block in 0..=blocks {
+            let mut changes = Vec::new();
+            for i in 1..=3u8 {
+                if block > 0 && (block + u64::from(i)) % 2 != 0 && i != 3 {
+                    continue;
+                }
+                let gone = i == 2 && (5..8).contains(&block);
+                let account = (!gone).then(|| StoredAccount {
+                    nonce: block,
+                    balance: U256::from(block * 100 + u64::from(i)),
+                    code_hash: B256::repeat_byte(i),
+                });
+                let storage = if i == 3 {
+                    vec![(
+                        B256::with_last_byte((block % 3) as u8),
+                        U256::from(block + 1),
+                    )]
+                } else {
+                    Vec::new()
+                };
+                changes.push(AccountChange {
+                    address: Address::repeat_byte(i),
+                    account,
+                    wiped: false,
+                    storage,
+                });
+            }
+            tx.apply_state_changes(block, &changes, &[]).unwrap();
+            let history = (block > 0).then_some(block);
+            for change in &changes {
+                let hashed = keccak256(change.address);
+                for (slot, value) in &change.storage {
+                    tx.put_hashed_slot(&hashed, &keccak256(slot), *value, history)
+                        .unwrap();
+                }
+                let root = match change.address == Address::repeat_byte(3) {
+                    true => B256::repeat_byte(block as u8 + 1),
+                    false => alloy_trie::EMPTY_ROOT_HASH,
+                };
+                let leaf = change.account.map(|a| alloy_trie::TrieAccount {
+                    nonce: a.nonce,
+                    balance: a.balance,
+                    storage_root: root,
+                    code_hash: a.code_hash,
+                });
+                tx.put_hashed_account(&hashed, leaf.as_ref(), history)
+                    .unwrap();
+            }
+        }
+        tx.put_schema_version().unwrap();
+        tx.commit().unwrap();
+    }
+
+    /// Rewrites a datadir as layout 6 held it: the leaf history (each changed leaf before its
+    /// block) instead of the lists, and account changeset entries without storage roots.
+    fn downgrade_to_leaf_history(db: &Database) {
+        use crate::models::{SlotValue, encode_trie_account};
+        let tx = db.writer().unwrap();
+        let (head, _) = tx.head().unwrap().unwrap_or_default();
+        let head = head.max(20);
+        for block in 1..=head {
+            for (address, _) in tx.account_changeset(block).unwrap() {
+                let key = shard_key(keccak256(address).as_slice(), block);
+                let leaf = match tx
+                    .account_changeset_entry(block, &address)
+                    .unwrap()
+                    .unwrap()
+                {
+                    Some((account, root)) => {
+                        tx.put(
+                            Table::AccountChangeSets,
+                            &[&block.to_be_bytes()[..], address.as_slice()].concat(),
+                            &account.encode(),
+                        )
+                        .unwrap();
+                        encode_trie_account(&alloy_trie::TrieAccount {
+                            nonce: account.nonce,
+                            balance: account.balance,
+                            storage_root: root.unwrap_or(alloy_trie::EMPTY_ROOT_HASH),
+                            code_hash: account.code_hash,
+                        })
+                    }
+                    None => Vec::new(),
+                };
+                tx.put(Table::HashedAccountsHistory, &key, &leaf).unwrap();
+            }
+            for (address, slot, before) in tx.storage_changeset(block).unwrap() {
+                let hashed = hashed_slot_key(&keccak256(address), &keccak256(slot));
+                let value = match before.is_zero() {
+                    true => Vec::new(),
+                    false => SlotValue::new(before).as_slice().to_vec(),
+                };
+                tx.put(
+                    Table::HashedStoragesHistory,
+                    &shard_key(&hashed, block),
+                    &value,
+                )
+                .unwrap();
+            }
+        }
+        for lists in [Lists::Accounts, Lists::Storages] {
+            tx.tx.clear_db(tx.db(lists.table())).unwrap();
+        }
+        tx.put_schema(crate::migrate::STATE_HISTORY_LAYOUT).unwrap();
+        tx.commit().unwrap();
+    }
+
+    /// A layout 6 datadir migrated in small resumable steps holds what the current layout
+    /// writes, table for table: the lists, the storage roots in the account changesets, and no
+    /// leaf history.
+    #[test]
+    fn the_leaf_history_migrates_to_the_lists_resumably() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        // Blocks are not stored here: the changesets and state are what the lists follow.
+        write_chain(&db, 20);
+        let tables = [
+            Table::AccountChangeSets,
+            Table::StorageChangeSets,
+            Table::AccountChangeLists,
+            Table::StorageChangeLists,
+            Table::HashedAccounts,
+        ];
+        let digests = |db: &Database| -> Vec<(u64, B256)> {
+            let rx = db.reader().unwrap();
+            tables.map(|t| rx.table_digest(t).unwrap()).to_vec()
+        };
+        let written = digests(&db);
+        assert!(written[2].0 >= 3 && written[3].0 >= 3, "{written:?}");
+        let reads = |db: &Database| -> Vec<(Option<StoredAccount>, U256)> {
+            let rx = db.reader().unwrap();
+            (0..=20)
+                .flat_map(|block| (1..=3u8).map(move |i| (Address::repeat_byte(i), block)))
+                .map(|(address, block)| {
+                    let slot = B256::with_last_byte((block % 3) as u8);
+                    (
+                        rx.account_at(&address, block).unwrap(),
+                        rx.storage_at(&address, &slot, block).unwrap(),
+                    )
+                })
+                .collect()
+        };
+        let answers = reads(&db);
+        // Account 3's storage roots went into its changeset entries.
+        let rx = db.reader().unwrap();
+        let entry = rx.account_changeset_entry(6, &Address::repeat_byte(3));
+        assert_eq!(
+            entry.unwrap().unwrap().unwrap().1,
+            Some(B256::repeat_byte(6))
+        );
+        drop(rx);
+
+        downgrade_to_leaf_history(&db);
+        assert_ne!(digests(&db), written);
+        let mut steps = 0;
+        loop {
+            let tx = db.writer().unwrap();
+            let done = tx.migrate_step(7).unwrap();
+            tx.commit().unwrap();
+            steps += 1;
+            if done {
+                break;
+            }
+        }
+        assert!(steps > 5, "{steps} steps");
+        assert_eq!(digests(&db), written);
+        assert_eq!(reads(&db), answers);
+        let rx = db.reader().unwrap();
+        assert_eq!(rx.schema_version().unwrap(), crate::SCHEMA_VERSION);
+        for table in [Table::HashedAccountsHistory, Table::HashedStoragesHistory] {
+            assert_eq!(rx.table_digest(table).unwrap().0, 0, "{}", table.name());
+        }
+    }
+
     /// Blocks past u32 are refused with an error naming them, not wrapped.
     #[test]
     fn blocks_beyond_u32_are_refused() {

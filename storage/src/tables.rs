@@ -39,8 +39,10 @@ tables! {
     /// blocks behind the head the node history keeps those windows (u64 BE; absent: all);
     /// `trie_history_coarse_window`: the window older node history is thinned to (u64 BE;
     /// absent: 1,024); `trie_history_fine_from`: the first block from which every window's node
-    /// records are kept (u64 BE; absent: none thinned; see proof_history.rs); `state_history_from`: the first block whose
-    /// leaf changes they record (u64 BE), from which the state history reads them.
+    /// records are kept (u64 BE; absent: none thinned; see proof_history.rs); `state_history_from`: the first block from
+    /// which the state history (the block lists of `AccountChangeLists` and
+    /// `StorageChangeLists` over the changesets) answers (u64 BE); `state_lists_progress`: how
+    /// far `quarry migrate` has built those lists (see state_lists.rs).
     Meta = "meta";
     /// Key: block number (u64 BE). Value: the RLP-encoded header.
     Headers = "headers";
@@ -87,7 +89,7 @@ tables! {
     /// (32 bytes BE).
     PlainStorage = "plain_storage";
     /// Account history as layouts before 6 kept it (now only read, for blocks before
-    /// `state_history_from`; later ones read `HashedAccountsHistory`): one entry per block that
+    /// `state_history_from`; later ones read `AccountChangeLists`): one entry per block that
     /// changed the account, holding the account as it was after that block. Key: address (20
     /// bytes) then block number (u64 BE). Value: `StoredAccount` (72 bytes), or empty when the
     /// account did not exist after the block.

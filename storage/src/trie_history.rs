@@ -1,17 +1,18 @@
-//! The state trie's history: every leaf a block changed, as it was before the block, and every
-//! branch node a window of blocks changed, as it was before the window (reth's trie changesets,
-//! indexed by path). With it the trie after an older block (for nodes: one that ends a window)
-//! reads like the latest one: each node or leaf is the current entry, unless a later block
-//! changed it, in which case it is the value the first such change recorded, one seek away. A
-//! proof at an older block so costs the same however far back it is.
+//! The state trie's history: every branch node a window of blocks changed, as it was before the
+//! window (reth's trie changesets, indexed by path), and every leaf's values after older blocks,
+//! read from the state history (the changesets through the block lists of state_lists.rs). With
+//! it the trie after an older block (for nodes: one that ends a window) reads like the latest
+//! one: each node or leaf is the current entry, unless a later block changed it, in which case it
+//! is the value the first such change recorded, one seek away for a node and two for a leaf (its
+//! list, then that block's changeset). A proof at an older block so costs the same however far
+//! back it is.
 //!
-//! The leaves' history is also the state history: an account or slot after an older block is
-//! its first later change's record, or the latest value. It is recorded from the block in the
-//! `state_history_from` meta entry on (the block after genesis; for a datadir `quarry migrate`
-//! brought from an older layout, where its trie history or else its head started), and older
-//! blocks' state is in the plain history tables those layouts wrote. Node history is recorded
-//! from `trie_history_from` on, unless `--no-trie-history` stopped it; proofs at blocks it does
-//! not cover undo the changesets in memory instead.
+//! The state history answers from the block in the `state_history_from` meta entry on (the
+//! block after genesis; for a datadir `quarry migrate` brought from an older layout, where its
+//! trie history or else its head started), and older blocks' state is in the plain history
+//! tables those layouts wrote. Node history is recorded from `trie_history_from` on, unless
+//! `--no-trie-history` stopped it; proofs at blocks it does not cover undo the changesets in
+//! memory instead.
 
 use crate::{
     Error, Result, StorageTx, StoredAccount, Table,
