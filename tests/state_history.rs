@@ -167,8 +167,9 @@ fn the_bundled_dev_chain_reads_every_block_through_the_lists() {
 }
 
 /// A 2,000-block chain, then a branch that replaces its last 300 blocks (and adds 50), then an
-/// unwind of 850 more: the lists answer as the changesets do at every block each time, and unwound
-/// blocks are gone from them (a list naming one would read a changeset entry that is gone).
+/// unwind of 850 more: each time the lists answer as the changesets do (see `compare_blocks`),
+/// and unwound blocks are gone from them (a list naming one would read a changeset entry that
+/// is gone, an error).
 #[test]
 fn deep_reorganisations_and_unwinds_keep_the_lists_equal_to_the_changesets() {
     let dir = tempfile::tempdir().unwrap();
