@@ -19,6 +19,9 @@ use std::{
 };
 use support::{devchain, ingest_args, ingested, run_quarry};
 
+/// The accounts and the slots one block changed.
+type BlockKeys = (BTreeSet<Address>, BTreeSet<(Address, B256)>);
+
 /// The accounts and slots some changeset names, with their values after each block from the
 /// head down (the changesets replayed over the latest state), compared with the lists' answers:
 /// every key at every block when `every` is 1; otherwise every key at every `every`-th block,
@@ -33,8 +36,7 @@ fn compare_blocks(tx: &ReadTx, every: u64) -> usize {
     let mut accounts: BTreeMap<Address, Option<StoredAccount>> = BTreeMap::new();
     let mut slots: BTreeMap<(Address, B256), U256> = BTreeMap::new();
     // The keys each block changed, for the blocks at and after each transition.
-    let mut changed: Vec<(BTreeSet<Address>, BTreeSet<(Address, B256)>)> =
-        vec![Default::default(); head as usize + 2];
+    let mut changed: Vec<BlockKeys> = vec![Default::default(); head as usize + 2];
     for number in 1..=head {
         for (address, _) in tx.account_changeset(number).unwrap() {
             accounts.insert(address, None);
