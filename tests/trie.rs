@@ -86,7 +86,7 @@ fn without_trie_history_older_proofs_undo_the_changesets() {
         Table::StoragesTrieHistory,
         Table::TrieChangeSets,
     ];
-    let leaf_history = [Table::HashedAccountsHistory, Table::HashedStoragesHistory];
+    let leaf_history = [Table::AccountChangeLists, Table::StorageChangeLists];
     let without_db = Database::open(&without).unwrap();
     let reader = without_db.reader().unwrap();
     assert_eq!(reader.trie_history_from().unwrap(), None);

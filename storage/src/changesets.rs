@@ -8,7 +8,7 @@
 use crate::{
     BlockMark, CHANGESETS_LAYOUT, Error, Result, StorageTx, StoredAccount, Table, b256,
     history_key,
-    models::{SlotValue, be_u64},
+    models::{self, SlotValue, be_u64},
     slot_key,
 };
 use alloy_primitives::{Address, B256, U256};
@@ -38,12 +38,19 @@ fn encode_account(account: Option<&StoredAccount>) -> Vec<u8> {
     account.map_or_else(Vec::new, StoredAccount::encode)
 }
 
-fn decode_account(value: &[u8]) -> Result<Option<StoredAccount>> {
+/// An account changeset entry: the account before the block (`None`: there was none) and,
+/// when it had storage, its storage root then (entries written before layout 8 hold none).
+pub(crate) type AccountBefore = Option<(StoredAccount, Option<B256>)>;
+
+fn decode_account_before(value: &[u8]) -> Result<AccountBefore> {
     if value.is_empty() {
-        Ok(None)
-    } else {
-        StoredAccount::decode(value).map(Some)
+        return Ok(None);
     }
+    models::decode_account(value, StoredAccount::FIXED_LEN).map(Some)
+}
+
+fn decode_account(value: &[u8]) -> Result<Option<StoredAccount>> {
+    Ok(decode_account_before(value)?.map(|(account, _)| account))
 }
 
 /// One account as an unwind left it: its state at the ancestor, and each slot the unwound
@@ -156,6 +163,30 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(changed)
     }
 
+    /// The changeset entry of `address` at block `number`: `None` when the block did not change
+    /// it, else the account before the block and its storage root then, if recorded.
+    pub(crate) fn account_changeset_entry(
+        &self,
+        number: u64,
+        address: &Address,
+    ) -> Result<Option<AccountBefore>> {
+        self.get(
+            Table::AccountChangeSets,
+            &account_changeset_key(number, address),
+        )?
+        .map(|value| decode_account_before(&value))
+        .transpose()
+    }
+
+    /// The changeset entry of the slot with plain key `plain` (address then slot) at block
+    /// `number`: its value before the block, if the block changed it.
+    pub(crate) fn slot_changeset_entry(&self, number: u64, plain: &[u8]) -> Result<Option<U256>> {
+        let key = [&number.to_be_bytes()[..], plain].concat();
+        Ok(self
+            .get(Table::StorageChangeSets, &key)?
+            .map(|value| U256::from_be_slice(&value)))
+    }
+
     fn for_each_with_prefix(
         &self,
         table: Table,
@@ -187,6 +218,34 @@ impl StorageTx<RwSync> {
             &account_changeset_key(block, address),
             &encode_account(before),
         )
+    }
+
+    /// Adds to the changeset entry of `address` at `block` its storage root before the block
+    /// (nothing for the empty trie's, which is what an entry without one means): a proof at an
+    /// older block reads the account's trie leaf from it.
+    pub(crate) fn add_storage_root(
+        &self,
+        block: u64,
+        address: &Address,
+        storage_root: B256,
+    ) -> Result<()> {
+        if storage_root == alloy_trie::EMPTY_ROOT_HASH {
+            return Ok(());
+        }
+        let key = account_changeset_key(block, address);
+        let Some(value) = self.get(Table::AccountChangeSets, &key)? else {
+            return Ok(());
+        };
+        let Some((account, recorded)) = decode_account_before(&value)? else {
+            return Ok(());
+        };
+        drop(value);
+        if recorded != Some(storage_root) {
+            let value =
+                models::encode_account(&account, Some(storage_root), StoredAccount::FIXED_LEN);
+            self.put(Table::AccountChangeSets, &key, &value)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn record_slot_before(

@@ -13,6 +13,7 @@ mod models;
 mod proof_history;
 mod receipts;
 mod staged;
+mod state_lists;
 mod tables;
 mod tail;
 mod trace_index;
@@ -24,7 +25,9 @@ pub use backup::BackupReport;
 pub use block_codec::BlockData;
 pub use changesets::{RestoredAccount, Unwound};
 pub use log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
-pub use migrate::{CHANGESETS_LAYOUT, COMPRESSED_BLOCKS_LAYOUT, SCHEMA_VERSION};
+pub use migrate::{
+    CHANGESETS_LAYOUT, COMPRESSED_BLOCKS_LAYOUT, SCHEMA_VERSION, STATE_LISTS_LAYOUT,
+};
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use proof_history::{COARSE_NODE_WINDOW, DEFAULT_PROOF_HISTORY, PRUNE_BUDGET};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
@@ -98,6 +101,10 @@ pub enum Error {
         "the trie history was read in a write transaction before its staged records were written"
     )]
     HistoryStaged,
+    #[error(
+        "block {0} is beyond the state history's block lists, which hold block numbers up to 2^32 - 1"
+    )]
+    BlockBeyondLists(u64),
     #[error("cannot create database directory {path}: {source}")]
     CreateDir {
         path: String,
@@ -207,6 +214,7 @@ impl Database {
             recorded_nodes: Default::default(),
             staged: Default::default(),
             staged_nodes: Default::default(),
+            staged_lists: Default::default(),
         })
     }
 
@@ -254,6 +262,7 @@ impl Database {
             recorded_nodes: Default::default(),
             staged: Default::default(),
             staged_nodes: Default::default(),
+            staged_lists: Default::default(),
         })
     }
 }
@@ -282,6 +291,8 @@ pub struct StorageTx<K: TransactionKind> {
     staged: staged::StagedIndexes,
     /// Trie node writes of a write transaction, written at the latest on commit.
     staged_nodes: staged::StagedNodes,
+    /// Changed keys' blocks a write transaction adds to the state history's lists on commit.
+    staged_lists: state_lists::StagedLists,
 }
 
 /// A `Meta` number a transaction reads once and keeps (for numbers that are never 0 or
@@ -318,13 +329,6 @@ fn slot_key(address: &Address, slot: &B256) -> [u8; 52] {
     key[..20].copy_from_slice(address.as_slice());
     key[20..].copy_from_slice(slot.as_slice());
     key
-}
-
-/// Which entry of a key's history [`StorageTx::history_entry`] finds.
-#[derive(Clone, Copy)]
-enum Side {
-    AtOrBefore,
-    After,
 }
 
 /// A history key: the account address (or slot key) followed by the block number.
@@ -366,26 +370,14 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(self.tx.get::<Cow<'_, [u8]>>(self.db(table).dbi(), key)?)
     }
 
-    /// The entry of `prefix`'s history in `table` next to `block` (keys: `prefix`, then a
-    /// block number): the last at or before it (`Side::AtOrBefore`: the plain history, whose
-    /// entries hold values after their block), or the first after it (`Side::After`: the leaf
-    /// history, whose records hold values before their block; `None` then means no change
-    /// since, so the latest value holds).
-    fn history_entry(
-        &self,
-        table: Table,
-        prefix: &[u8],
-        block: u64,
-        side: Side,
-    ) -> Result<Option<Vec<u8>>> {
-        self.check_history_written()?;
+    /// The entry of `prefix`'s plain history in `table` (keys: `prefix`, then a block number;
+    /// values: the value after that block) at or before `block`: the last one.
+    fn history_entry(&self, table: Table, prefix: &[u8], block: u64) -> Result<Option<Vec<u8>>> {
         let mut cursor = self.tx.cursor(self.db(table))?;
         let seek = history_key(prefix, block.saturating_add(1));
-        let found = cursor.set_range::<Vec<u8>, Vec<u8>>(&seek)?;
-        let entry = match (side, found) {
-            (Side::After, found) => found,
-            (Side::AtOrBefore, Some(_)) => cursor.prev::<Vec<u8>, Vec<u8>>()?,
-            (Side::AtOrBefore, None) => cursor.last::<Vec<u8>, Vec<u8>>()?,
+        let entry = match cursor.set_range::<Vec<u8>, Vec<u8>>(&seek)? {
+            Some(_) => cursor.prev::<Vec<u8>, Vec<u8>>()?,
+            None => cursor.last::<Vec<u8>, Vec<u8>>()?,
         };
         Ok(entry.and_then(|(key, value)| {
             (key.len() == prefix.len() + 8 && key.starts_with(prefix)).then_some(value)
@@ -541,30 +533,22 @@ impl<K: TransactionKind> StorageTx<K> {
             .unwrap_or_default())
     }
 
-    /// The account as it was after block `block`: its first later change's record in the
-    /// leaf history, or the latest account.
+    /// The account as it was after block `block`: the changeset entry of the first later block
+    /// that changed it (the account before that block), or the latest account.
     pub fn account_at(&self, address: &Address, block: u64) -> Result<Option<StoredAccount>> {
         if !self.state_history_covers(block)? {
             return self.plain_account_at(address, block);
         }
         let hashed = alloy_primitives::keccak256(address);
-        match self.history_entry(
-            Table::HashedAccountsHistory,
-            hashed.as_slice(),
-            block,
-            Side::After,
-        )? {
-            Some(record) if record.is_empty() => Ok(None),
-            Some(record) => {
-                let leaf = models::decode_trie_account(&record)?;
-                Ok(Some(StoredAccount::from(&leaf)))
-            }
+        let mut lookup = self.list_cursor(state_lists::Lists::Accounts)?;
+        match self.listed_account_after(&mut lookup, &hashed, block)? {
+            Some(then) => Ok(then.map(|(account, _)| account)),
             None => self.account(address),
         }
     }
 
-    /// A storage value as it was after block `block` (zero when unset): its first later
-    /// change's record in the leaf history, or the latest value.
+    /// A storage value as it was after block `block` (zero when unset): the changeset entry of
+    /// the first later block that changed it, or the latest value.
     pub fn storage_at(&self, address: &Address, slot: &B256, block: u64) -> Result<U256> {
         if !self.state_history_covers(block)? {
             return self.plain_storage_at(address, slot, block);
@@ -573,8 +557,9 @@ impl<K: TransactionKind> StorageTx<K> {
             &alloy_primitives::keccak256(address),
             &alloy_primitives::keccak256(slot),
         );
-        match self.history_entry(Table::HashedStoragesHistory, &key, block, Side::After)? {
-            Some(record) => Ok(U256::from_be_slice(&record)),
+        let mut lookup = self.list_cursor(state_lists::Lists::Storages)?;
+        match self.listed_slot_after(&mut lookup, &key, block)? {
+            Some(value) => Ok(value),
             None => self.storage(address, slot),
         }
     }
@@ -582,12 +567,7 @@ impl<K: TransactionKind> StorageTx<K> {
     /// The account after `block` from the plain history (the state history of layouts before
     /// 6): its last entry at or before the block.
     fn plain_account_at(&self, address: &Address, block: u64) -> Result<Option<StoredAccount>> {
-        match self.history_entry(
-            Table::AccountHistory,
-            address.as_slice(),
-            block,
-            Side::AtOrBefore,
-        )? {
+        match self.history_entry(Table::AccountHistory, address.as_slice(), block)? {
             Some(value) if value.is_empty() => Ok(None),
             Some(value) => StoredAccount::decode(&value).map(Some),
             None => Ok(None),
@@ -598,7 +578,7 @@ impl<K: TransactionKind> StorageTx<K> {
     fn plain_storage_at(&self, address: &Address, slot: &B256, block: u64) -> Result<U256> {
         let prefix = slot_key(address, slot);
         Ok(self
-            .history_entry(Table::StorageHistory, &prefix, block, Side::AtOrBefore)?
+            .history_entry(Table::StorageHistory, &prefix, block)?
             .map(|v| U256::from_be_slice(&v))
             .unwrap_or_default())
     }
@@ -861,7 +841,7 @@ impl StorageTx<RwSync> {
     }
 
     /// Sets an account in the latest state (`None`: it no longer exists) and returns it as it
-    /// was. Its history is the trie's leaf history, which the state trie's writes record.
+    /// was. Its history is recorded by [`StorageTx::apply_state_changes`].
     pub fn set_account(
         &self,
         address: &Address,
@@ -896,8 +876,9 @@ impl StorageTx<RwSync> {
     }
 
     /// Writes a block's state changes into the latest plain state and (above block 0) its
-    /// changeset: each changed account and slot as it was before. The history of the state
-    /// is the trie's leaf history, recorded by the state trie's writes.
+    /// changeset, each changed account and slot as it was before, and lists the block in their
+    /// block lists (the state history, state_lists.rs). The state trie's write of the block
+    /// then adds the storage roots before it to the account changeset (see trie.rs).
     pub fn apply_state_changes(
         &self,
         block: u64,
@@ -919,6 +900,7 @@ impl StorageTx<RwSync> {
             if record {
                 for (slot, before) in &wiped {
                     self.record_slot_before(block, address, slot, *before)?;
+                    self.list_slot_change(block, address, slot)?;
                 }
             }
             for (slot, value) in &change.storage {
@@ -926,11 +908,13 @@ impl StorageTx<RwSync> {
                 // A wiped slot's value before the block was recorded before the wipe.
                 if record && wiped.binary_search_by_key(slot, |(s, _)| *s).is_err() {
                     self.record_slot_before(block, address, slot, before)?;
+                    self.list_slot_change(block, address, slot)?;
                 }
             }
             let before = self.set_account(address, change.account.as_ref())?;
             if record {
                 self.record_account_before(block, address, before.as_ref())?;
+                self.list_account_change(block, address)?;
             }
         }
         Ok(())
@@ -975,10 +959,15 @@ mod tests {
         }
     }
 
-    /// Sets an account after `block` as an import does: the plain state, and the trie leaf
-    /// whose history is the state history (block 0 records none).
+    /// Sets an account after `block` as an import does: the plain state, its changeset entry
+    /// and block list (block 0 records none), and the trie leaf.
     fn set_at(tx: &WriteTx, address: &Address, account: Option<StoredAccount>, block: u64) {
-        tx.set_account(address, account.as_ref()).unwrap();
+        let before = tx.set_account(address, account.as_ref()).unwrap();
+        if block > 0 {
+            tx.record_account_before(block, address, before.as_ref())
+                .unwrap();
+            tx.list_account_change(block, address).unwrap();
+        }
         let leaf = account.map(|a| alloy_trie::TrieAccount {
             nonce: a.nonce,
             balance: a.balance,
@@ -992,7 +981,11 @@ mod tests {
     }
 
     fn set_slot_at(tx: &WriteTx, address: &Address, slot: &B256, value: U256, block: u64) {
-        tx.set_storage(address, slot, value).unwrap();
+        let before = tx.set_storage(address, slot, value).unwrap();
+        if block > 0 {
+            tx.record_slot_before(block, address, slot, before).unwrap();
+            tx.list_slot_change(block, address, slot).unwrap();
+        }
         let (account, slot) = (
             alloy_primitives::keccak256(address),
             alloy_primitives::keccak256(slot),

@@ -18,11 +18,15 @@ pub const TRIE_HISTORY_LAYOUT: u64 = 5;
 /// `StorageHistory` are no longer written, and only blocks before `state_history_from` read
 /// them.
 pub const STATE_HISTORY_LAYOUT: u64 = 6;
-/// The first layout whose bodies, senders and receipts are compressed (block_codec.rs) and
-/// whose transaction lookups are keyed by a hash prefix (tx_lookup.rs); see block_migrate.rs.
+/// The first layout whose bodies and receipts are compressed (block_codec.rs) and whose
+/// transaction lookups are keyed by a hash prefix (tx_lookup.rs); see block_migrate.rs.
 pub const COMPRESSED_BLOCKS_LAYOUT: u64 = 7;
+/// The first layout whose state history is the block lists of state_lists.rs over the
+/// changesets (account changeset entries then hold the storage root before their block), not
+/// the leaf history (`HashedAccountsHistory`, `HashedStoragesHistory`, emptied).
+pub const STATE_LISTS_LAYOUT: u64 = 8;
 /// The database layout this quarry writes.
-pub const SCHEMA_VERSION: u64 = COMPRESSED_BLOCKS_LAYOUT;
+pub const SCHEMA_VERSION: u64 = STATE_LISTS_LAYOUT;
 const SCHEMA: &str = "schema";
 /// Progress of the receipts' re-encoding: the next block to re-encode (u64 BE).
 const RECEIPTS_PROGRESS: &str = "receipts_progress";
@@ -59,6 +63,7 @@ impl StorageTx<RwSync> {
             layout if layout < TRIE_HISTORY_LAYOUT => self.start_recording_trie_history()?,
             layout if layout < STATE_HISTORY_LAYOUT => self.start_leaf_state_history()?,
             layout if layout < COMPRESSED_BLOCKS_LAYOUT => self.compress_block_data(budget)?,
+            layout if layout < STATE_LISTS_LAYOUT => self.build_state_lists(budget)?,
             _ => return Ok(true),
         };
         Ok(self.schema_version()? >= SCHEMA_VERSION)

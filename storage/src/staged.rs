@@ -32,17 +32,14 @@ const STAGED_BYTES_LIMIT: usize = 32 << 20;
 enum Written {
     /// Put; of two entries with one key, the later staged wins.
     LastWins,
-    /// The leaf history: put unless the key is there; the first record of a block is the
-    /// value before it.
-    FirstWins,
-    /// The node history: as `FirstWins`, and each record written adds its entry to the
-    /// `TrieChangeSets` index (staged values carry it, see [`trie_history::staged_node_record`]).
+    /// The node history: put unless the key is there (the first record of a window is the
+    /// node before it), and each record written adds its entry to the `TrieChangeSets` index
+    /// (staged values carry it, see [`trie_history::staged_node_record`]).
     FirstWinsIndexed,
 }
 
 fn written(table: Table) -> Written {
     match table {
-        Table::HashedAccountsHistory | Table::HashedStoragesHistory => Written::FirstWins,
         Table::AccountsTrieHistory | Table::StoragesTrieHistory => Written::FirstWinsIndexed,
         _ => Written::LastWins,
     }
@@ -373,6 +370,7 @@ impl StorageTx<RwSync> {
     /// each, so that each put starts from the page the last one left.
     pub fn write_staged(&self) -> Result<()> {
         self.write_staged_nodes(None)?;
+        self.write_staged_lists()?;
         let mut staged = self.staged.take();
         if staged.entries.is_empty() {
             self.staged.reuse(staged);
@@ -388,23 +386,13 @@ impl StorageTx<RwSync> {
             let how = written(table);
             while let Some(entry) = entries.next_if(|entry| entry.table == table) {
                 let (key, value) = (staged.key(entry), staged.value(entry));
-                let (index_prefix, record) = match how {
-                    Written::LastWins => {
-                        cursor.put(key, value, WriteFlags::empty())?;
-                        continue;
-                    }
-                    Written::FirstWins => (None, value),
-                    Written::FirstWinsIndexed => {
-                        let (prefix, record) = trie_history::split_staged_node_record(value)?;
-                        (Some(prefix), record)
-                    }
-                };
+                if how == Written::LastWins {
+                    cursor.put(key, value, WriteFlags::empty())?;
+                    continue;
+                }
+                let (prefix, record) = trie_history::split_staged_node_record(value)?;
                 match cursor.put(key, record, WriteFlags::NO_OVERWRITE) {
-                    Ok(()) => {
-                        if let Some(prefix) = index_prefix {
-                            index.push(trie_history::changeset_index(prefix, key));
-                        }
-                    }
+                    Ok(()) => index.push(trie_history::changeset_index(prefix, key)),
                     Err(MdbxError::KeyExist) => {}
                     Err(err) => return Err(err.into()),
                 }
@@ -427,7 +415,7 @@ impl<K: TransactionKind> StorageTx<K> {
     /// Refuses a read of the trie history while this transaction stages some: the read would
     /// miss it. Nothing does that today; an unwind writes what is staged before it reads.
     pub(crate) fn check_history_written(&self) -> Result<()> {
-        if self.staged.holds_history() {
+        if self.staged.holds_history() || self.staged_lists.holds_blocks() {
             return Err(Error::HistoryStaged);
         }
         Ok(())

@@ -40,8 +40,10 @@ tables! {
     /// blocks behind the head the node history keeps those windows (u64 BE; absent: all);
     /// `trie_history_coarse_window`: the window older node history is thinned to (u64 BE;
     /// absent: 1,024); `trie_history_fine_from`: the first block from which every window's node
-    /// records are kept (u64 BE; absent: none thinned; see proof_history.rs); `state_history_from`: the first block whose
-    /// leaf changes they record (u64 BE), from which the state history reads them.
+    /// records are kept (u64 BE; absent: none thinned; see proof_history.rs); `state_history_from`: the first block from
+    /// which the state history (the block lists of `AccountChangeLists` and
+    /// `StorageChangeLists` over the changesets) answers (u64 BE); `state_lists_progress`: how
+    /// far `quarry migrate` has built those lists (see state_lists.rs).
     Meta = "meta";
     /// Key: block number (u64 BE). Value: the RLP-encoded header.
     Headers = "headers";
@@ -97,7 +99,7 @@ tables! {
     /// (32 bytes BE).
     PlainStorage = "plain_storage";
     /// Account history as layouts before 6 kept it (now only read, for blocks before
-    /// `state_history_from`; later ones read `HashedAccountsHistory`): one entry per block that
+    /// `state_history_from`; later ones read `AccountChangeLists`): one entry per block that
     /// changed the account, holding the account as it was after that block. Key: address (20
     /// bytes) then block number (u64 BE). Value: `StoredAccount` (72 bytes), or empty when the
     /// account did not exist after the block.
@@ -106,9 +108,11 @@ tables! {
     /// block that changed the slot, holding its value after that block. Key: address (20) then
     /// slot (32) then block number (u64 BE). Value: 32 bytes BE (zero when cleared).
     StorageHistory = "storage_history";
-    /// What each block changed, for unwinding it: every account the block changed, as it was
-    /// before the block. Key: block number (u64 BE) then address (20 bytes). Value:
-    /// `StoredAccount` (72 bytes), or empty when the account did not exist before the block.
+    /// What each block changed, for unwinding it and for the state history: every account the
+    /// block changed, as it was before the block. Key: block number (u64 BE) then address (20
+    /// bytes). Value: the account in the compact encoding of models.rs (`encode_account`), with
+    /// its storage root before the block when that is not the empty trie's (older entries:
+    /// `StoredAccount`'s 72 bytes), or empty when the account did not exist before the block.
     AccountChangeSets = "account_changesets";
     /// Every storage slot a block changed (including the slots a self-destruct cleared), with
     /// its value before the block. Key: block number (u64 BE) then address (20) then slot (32).
@@ -144,15 +148,26 @@ tables! {
     /// `AccountsTrieHistory` key without its block number, or 1 and the `StoragesTrieHistory`
     /// key without it. Value: empty.
     TrieChangeSets = "trie_changesets";
-    /// What each block changed in the accounts trie's leaves, as they were before the block:
-    /// the state history (an account after block N is its first record after N, or the latest
-    /// account). Key: keccak256 of the address (32) then the block number (u64 BE). Value: the
-    /// leaf as in `HashedAccounts` (104 bytes), or empty when the account did not exist.
+    /// The state history of layouts 6 (now only emptied, by `quarry migrate`): what each block
+    /// changed in the accounts trie's leaves, as they were before the block. Key: keccak256 of
+    /// the address (32) then the block number (u64 BE). Value: the leaf as in `HashedAccounts`,
+    /// or empty when the account did not exist.
     HashedAccountsHistory = "hashed_accounts_history";
-    /// What each block changed in the storage tries' leaves, as they were before the block.
-    /// Key: keccak256 of the address (32), of the slot (32), then the block number (u64 BE).
-    /// Value: the value as in `HashedStorages`, or empty when it was unset.
+    /// As `HashedAccountsHistory` (layout 6, emptied by `quarry migrate`), for the storage tries'
+    /// leaves. Key: keccak256 of the address (32), of the slot (32), then the block number (u64
+    /// BE). Value: the value as in `HashedStorages`, or empty when it was unset.
     HashedStoragesHistory = "hashed_storages_history";
+    /// The state history's block lists for accounts (see state_lists.rs): the blocks whose
+    /// `AccountChangeSets` hold an account, cut in shards of at most 2,000. Key: keccak256 of
+    /// the address (32 bytes, so keys walk in the accounts trie's order) then the shard's
+    /// highest block (u64 BE; `u64::MAX` for the last shard). Value: the address (20 bytes), then
+    /// the shard's block numbers as a serialized roaring bitmap. An account after block N is
+    /// the changeset entry of its first listed block after N, or else the latest account.
+    AccountChangeLists = "account_change_lists";
+    /// As `AccountChangeLists`, for storage slots and `StorageChangeSets`. Key: keccak256 of the
+    /// address (32), of the slot (32), then the shard's highest block (u64 BE). Value: the
+    /// address (20) and slot (32), then the serialized roaring bitmap.
+    StorageChangeLists = "storage_change_lists";
 }
 
 /// Which of a trie's two kinds of entries.
@@ -203,8 +218,8 @@ impl TrieId {
         match (self, entries) {
             (TrieId::Accounts, Entries::Nodes) => Table::AccountsTrieHistory,
             (TrieId::Storage(_), Entries::Nodes) => Table::StoragesTrieHistory,
-            (TrieId::Accounts, Entries::Leaves) => Table::HashedAccountsHistory,
-            (TrieId::Storage(_), Entries::Leaves) => Table::HashedStoragesHistory,
+            (TrieId::Accounts, Entries::Leaves) => Table::AccountChangeLists,
+            (TrieId::Storage(_), Entries::Leaves) => Table::StorageChangeLists,
         }
     }
 }

@@ -435,7 +435,8 @@ impl StorageTx<RwSync> {
         let trie = TrieId::Storage(*account);
         self.write_staged_nodes(Some(account))?;
         for entries in [Entries::Leaves, Entries::Nodes] {
-            let history = history.filter(|_| entries == Entries::Leaves || record_nodes);
+            // The leaves' history is the storage changesets (with the slots a wipe cleared).
+            let history = history.filter(|_| entries == Entries::Nodes && record_nodes);
             let mut cursor = self.tx.cursor(self.db(trie.table(entries)))?;
             let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(account.as_slice())?;
             while let Some((key, value)) =
@@ -443,7 +444,7 @@ impl StorageTx<RwSync> {
             {
                 if let Some(block) = history {
                     let logical = logical_key(entries, &key[trie.prefix().len()..]);
-                    self.record_before(&trie, entries, &logical, block, Some(&value), None)?;
+                    self.record_node_before(&trie, &logical, block, Some(&value), None)?;
                 }
                 cursor.del()?;
                 entry = cursor.get_current::<Vec<u8>, Vec<u8>>()?;
@@ -483,15 +484,17 @@ impl StorageTx<RwSync> {
             };
             if before != value {
                 let (before, after) = (before.as_deref(), value.as_deref());
-                self.record_before(trie, Entries::Nodes, &logical, block, before, after)?;
+                self.record_node_before(trie, &logical, block, before, after)?;
                 recorded = true;
             }
         }
         self.stage_node(table, &key, value, recorded.then_some(window))
     }
 
-    /// Sets (or with `None` deletes) the leaf of `trie` under table key `key`, recording its
-    /// value before `history`'s block when it changes.
+    /// Sets (or with `None` deletes) the leaf of `trie` under table key `key`. The state
+    /// history is the changesets: an account leaf's storage root before `history`'s block, if
+    /// not the empty trie's, is added to the account's changeset entry of that block, which
+    /// holds the rest of the leaf.
     fn put_trie_leaf(
         &self,
         trie: &TrieId,
@@ -499,20 +502,24 @@ impl StorageTx<RwSync> {
         value: Option<&[u8]>,
         history: Option<u64>,
     ) -> Result<()> {
-        let entries = Entries::Leaves;
-        let table = trie.table(entries);
-        let Some(block) = history else {
+        let table = trie.leaves_table();
+        let (Some(block), TrieId::Accounts) = (history, trie) else {
             return match value {
                 Some(value) => self.put(table, key, value),
                 None => self.del(table, key),
             };
         };
         let before = self.replace(table, key, value)?;
-        if before.as_deref() == value {
+        let Some(before) = before else {
             return Ok(());
+        };
+        let storage_root = decode_trie_account(&before)?.storage_root;
+        let hashed = B256::try_from(key)
+            .map_err(|_| Error::Corrupt(format!("account leaf key of {} bytes", key.len())))?;
+        match self.recorded_account(block, &hashed) {
+            Some(address) => self.add_storage_root(block, &address, storage_root),
+            None => Ok(()),
         }
-        let logical = logical_key(entries, &key[trie.prefix().len()..]);
-        self.record_before(trie, entries, &logical, block, before.as_deref(), value)
     }
 }
 

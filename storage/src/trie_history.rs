@@ -1,23 +1,25 @@
-//! The state trie's history: every leaf a block changed, as it was before the block, and every
-//! branch node a window of blocks changed, as it was before the window (reth's trie changesets,
-//! indexed by path). With it the trie after an older block (for nodes: one that ends a window)
-//! reads like the latest one: each node or leaf is the current entry, unless a later block
-//! changed it, in which case it is the value the first such change recorded, one seek away. A
-//! proof at an older block so costs the same however far back it is.
+//! The state trie's history: every branch node a window of blocks changed, as it was before the
+//! window (reth's trie changesets, indexed by path), and every leaf's values after older blocks,
+//! read from the state history (the changesets through the block lists of state_lists.rs). With
+//! it the trie after an older block (for nodes: one that ends a window) reads like the latest
+//! one: each node or leaf is the current entry, unless a later block changed it, in which case it
+//! is the value the first such change recorded, one seek away for a node and two for a leaf (its
+//! list, then that block's changeset). A proof at an older block so costs the same however far
+//! back it is.
 //!
-//! The leaves' history is also the state history: an account or slot after an older block is
-//! its first later change's record, or the latest value. It is recorded from the block in the
-//! `state_history_from` meta entry on (the block after genesis; for a datadir `quarry migrate`
-//! brought from an older layout, where its trie history or else its head started), and older
-//! blocks' state is in the plain history tables those layouts wrote. Node history is recorded
-//! from `trie_history_from` on, unless `--no-trie-history` stopped it; proofs at blocks it does
-//! not cover undo the changesets in memory instead.
+//! The state history answers from the block in the `state_history_from` meta entry on (the
+//! block after genesis; for a datadir `quarry migrate` brought from an older layout, where its
+//! trie history or else its head started), and older blocks' state is in the plain history
+//! tables those layouts wrote. Node history is recorded from `trie_history_from` on, unless
+//! `--no-trie-history` stopped it; proofs at blocks it does not cover undo the changesets in
+//! memory instead.
 
 use crate::{
     Error, Result, StorageTx, StoredAccount, Table,
+    models::{SlotValue, encode_trie_account},
     tables::{Entries, TrieId},
 };
-use alloy_primitives::{Address, B256, U256, keccak256};
+use alloy_primitives::{Address, B256, U256};
 use alloy_trie::Nibbles;
 use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
 
@@ -256,9 +258,10 @@ fn history_key(trie: &TrieId, logical: &[u8], block: u64) -> Vec<u8> {
 /// history table, each key resolved to its value after the block. Keys are compared in their
 /// history form ("logical" keys), which sorts as the current table does.
 pub(crate) struct AsOf<'tx, K: TransactionKind> {
+    tx: &'tx StorageTx<K>,
     block: u64,
     entries: Entries,
-    /// Walks the history table's distinct keys.
+    /// Walks the history table's distinct keys (for leaves: the block lists', state_lists.rs).
     keys: Cursor<'tx, K>,
     /// Resolves one key: its first change after `block`.
     lookup: Cursor<'tx, K>,
@@ -276,6 +279,7 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
         tx.check_history_written()?;
         let table = tx.db(trie.history_table(entries));
         Ok(Self {
+            tx,
             block,
             entries,
             keys: tx.tx.cursor(table)?,
@@ -393,14 +397,17 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
     }
 
     /// The value of `logical` after `block`, given its current value: the value the first
-    /// later change recorded (a leaf's as it was; a node's undone from the current one through
-    /// every later change's record), or the current one when nothing changed it since.
+    /// later change recorded (a leaf's in its changeset; a node's undone from the current one
+    /// through every later change's record), or the current one when nothing changed it since.
     fn value_after_block(
         &mut self,
         trie: &TrieId,
         logical: &[u8],
         current: Option<&[u8]>,
     ) -> Result<Option<Vec<u8>>> {
+        if self.entries == Entries::Leaves {
+            return self.leaf_after_block(trie, logical, current);
+        }
         let seek = history_key(trie, logical, self.block.saturating_add(1));
         let len = seek.len();
         let of_key = |entry: Option<(Vec<u8>, Vec<u8>)>| {
@@ -410,9 +417,6 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
         let Some((_, record)) = first else {
             return Ok(current.map(<[u8]>::to_vec));
         };
-        if self.entries == Entries::Leaves {
-            return Ok((!record.is_empty()).then_some(record));
-        }
         // A whole node (or none) needs nothing after it; a diff needs every later record.
         if record.first() != Some(&DIFF) {
             return node_before(&record, None);
@@ -430,6 +434,51 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
             value = node_before(record, value.as_deref())?;
         }
         Ok(value)
+    }
+}
+
+impl<K: TransactionKind> AsOf<'_, K> {
+    /// A leaf's value after `block`, encoded as the leaves table holds it: from the changeset
+    /// of the first later block its list names (for an account, with the storage root that
+    /// entry holds), or `current` when none does.
+    fn leaf_after_block(
+        &mut self,
+        trie: &TrieId,
+        logical: &[u8],
+        current: Option<&[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
+        let tx = self.tx;
+        match trie {
+            TrieId::Accounts => {
+                let hashed = B256::try_from(logical).map_err(|_| {
+                    Error::Corrupt(format!("account list key of {} bytes", logical.len()))
+                })?;
+                Ok(
+                    match tx.listed_account_after(&mut self.lookup, &hashed, self.block)? {
+                        None => current.map(<[u8]>::to_vec),
+                        Some(None) => None,
+                        Some(Some((account, storage_root))) => {
+                            Some(encode_trie_account(&alloy_trie::TrieAccount {
+                                nonce: account.nonce,
+                                balance: account.balance,
+                                storage_root: storage_root.unwrap_or(alloy_trie::EMPTY_ROOT_HASH),
+                                code_hash: account.code_hash,
+                            }))
+                        }
+                    },
+                )
+            }
+            TrieId::Storage(address) => {
+                let hashed = [address.as_slice(), logical].concat();
+                Ok(
+                    match tx.listed_slot_after(&mut self.lookup, &hashed, self.block)? {
+                        None => current.map(<[u8]>::to_vec),
+                        Some(value) if value.is_zero() => None,
+                        Some(value) => Some(SlotValue::new(value).as_slice().to_vec()),
+                    },
+                )
+            }
+        }
     }
 }
 
@@ -517,23 +566,18 @@ impl StorageTx<RwSync> {
         Ok(self.recorded_nodes.contains(window_start, &key))
     }
 
-    /// Records `before`, the value an entry of `trie` had before `block` (`None`: none), when
-    /// it is `after` the block, unless this block (for a node: this block's window) already
-    /// recorded one: the first is the value before the block (the window).
-    pub(crate) fn record_before(
+    /// Records `before`, the branch node of `trie` at history path `logical` before `block`
+    /// (`None`: none), when it is `after` the block, unless this block's window already
+    /// recorded one: the first is the node before the window.
+    pub(crate) fn record_node_before(
         &self,
         trie: &TrieId,
-        entries: Entries,
         logical: &[u8],
         block: u64,
         before: Option<&[u8]>,
         after: Option<&[u8]>,
     ) -> Result<()> {
-        let table = trie.history_table(entries);
-        if entries == Entries::Leaves {
-            let key = history_key(trie, logical, block);
-            return self.put_staged(table, &key, before.unwrap_or_default());
-        }
+        let table = trie.history_table(Entries::Nodes);
         let window = self.node_window()?;
         let window_start = block - block % window;
         let key = history_key(trie, logical, window_start);
@@ -618,15 +662,7 @@ impl StorageTx<RwSync> {
         // Node history keys name the block's window; `TrieChangeSets` the block that recorded
         // them, so only that block's unwind deletes them.
         let window_start = number - number % self.node_window()?;
-        for (address, _) in accounts {
-            let key = history_key(&TrieId::Accounts, keccak256(address).as_slice(), number);
-            self.del(Table::HashedAccountsHistory, &key)?;
-        }
-        for (address, slot, _) in slots {
-            let trie = TrieId::Storage(keccak256(address));
-            let key = history_key(&trie, keccak256(slot).as_slice(), number);
-            self.del(Table::HashedStoragesHistory, &key)?;
-        }
+        self.unlist_changesets(number, accounts, slots)?;
         let mut cursor = self.tx.cursor(self.db(Table::TrieChangeSets))?;
         let mut entry = cursor.set_range::<Vec<u8>, ()>(&block)?;
         while let Some((key, ())) = entry {
@@ -767,30 +803,17 @@ mod tests {
         assert_eq!(records(), (1, 1), "the window's record is written again");
     }
 
-    /// History records are staged and written sorted: of one block's two records of a leaf the
-    /// first (the value before the block) is kept; a node's record for a window an earlier
-    /// commit already recorded is dropped with its index entry; and history is not read while
-    /// some is staged.
+    /// Node history records are staged and written sorted: a node's record for a window an
+    /// earlier commit already recorded is dropped with its index entry; and history is not read
+    /// while some is staged (node records, or blocks for the state history's lists).
     #[test]
     fn staged_history_keeps_the_first_record_and_indexes_what_it_writes() {
-        use crate::models::{decode_trie_account, encode_trie_account};
-        use alloy_trie::TrieAccount;
         let dir = tempfile::tempdir().unwrap();
         let db = crate::Database::open(dir.path()).unwrap();
-        let account = |nonce: u64| TrieAccount {
-            nonce,
-            ..Default::default()
-        };
-        let hashed = B256::repeat_byte(7);
         let path = Nibbles::from_nibbles([1, 2]);
 
         let tx = db.writer().unwrap();
         tx.start_trie_history(1, 4).unwrap();
-        tx.put_hashed_account(&hashed, Some(&account(1)), None)
-            .unwrap();
-        tx.put_hashed_account(&hashed, Some(&account(2)), Some(5))
-            .unwrap();
-        tx.put_hashed_account(&hashed, None, Some(5)).unwrap();
         tx.put_trie_node(&TrieId::Accounts, &path, Some(&branch(1)), Some(4))
             .unwrap();
         assert!(matches!(
@@ -805,11 +828,18 @@ mod tests {
             .unwrap();
         tx.commit().unwrap();
 
+        // Staged list blocks refuse reads of the state history too, until written.
+        let tx = db.writer().unwrap();
+        tx.list_account_change(7, &Address::repeat_byte(1)).unwrap();
+        assert!(matches!(
+            tx.account_at(&Address::repeat_byte(1), 5),
+            Err(Error::HistoryStaged)
+        ));
+        tx.write_staged().unwrap();
+        assert!(tx.trie_leaves_after(TrieId::Accounts, Some(4)).is_ok());
+        drop(tx);
+
         let rx = db.reader().unwrap();
-        let key = history_key(&TrieId::Accounts, hashed.as_slice(), 5);
-        let record = rx.get(Table::HashedAccountsHistory, &key).unwrap().unwrap();
-        assert_eq!(decode_trie_account(&record).unwrap(), account(1));
-        assert_eq!(&record[..], &encode_trie_account(&account(1))[..]);
         let all = |table: Table| table_keys(&rx, table);
         let logical = history_path(&path);
         assert_eq!(

@@ -1,0 +1,827 @@
+//! The state history's block lists: for each account and each storage slot, the blocks whose
+//! changesets hold it (`AccountChangeLists`, `StorageChangeLists`), as reth and Erigon keep
+//! their history indices. A key's list is cut into shards of at most [`SHARD_BLOCKS`] blocks,
+//! each a serialized roaring bitmap keyed by the key's hash and the shard's highest block (the
+//! last shard by `u64::MAX`), so one seek at (hashed key, N + 1) lands on the shard holding the
+//! key's first change after block N. That block's changeset entry is the value before it, so the
+//! value after N: two seeks, however far back N is. No change after N: the latest value.
+//!
+//! A write transaction stages the blocks of each changed key and merges them into the key's
+//! last shard once per flush (at the latest on commit), not once per change. An unwind takes
+//! its blocks out of the lists; `quarry migrate` builds them from the changesets of a datadir
+//! whose state history was the leaf history (`hashed_accounts_history`,
+//! `hashed_storages_history`), and then empties those tables.
+
+use crate::{
+    Error, Result, StorageTx, StoredAccount, Table, changesets::AccountBefore, models::be_u64,
+    slot_key, trie::hashed_slot_key,
+};
+use alloy_primitives::{Address, B256, U256, keccak256, map::B256Map};
+use roaring::RoaringBitmap;
+use signet_libmdbx::{RwSync, TransactionKind, WriteFlags, tx::Cursor};
+use std::{
+    collections::BTreeMap,
+    sync::{Mutex, MutexGuard, PoisonError},
+};
+
+/// The most blocks one shard lists: a hot account's shard stays a few kilobytes, read whole.
+pub(crate) const SHARD_BLOCKS: u64 = 2_000;
+/// The block part of the key of a list's last shard, the one new blocks go to.
+const OPEN_SHARD: u64 = u64::MAX;
+/// How many keys a write transaction stages before it merges them into their lists: a bound
+/// on their memory (about 150 bytes each) that still spans many blocks.
+const STAGED_LIST_KEYS: usize = 1 << 17;
+
+/// Which lists: the accounts' or the storage slots'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lists {
+    Accounts,
+    Storages,
+}
+
+impl Lists {
+    pub(crate) fn table(self) -> Table {
+        match self {
+            Lists::Accounts => Table::AccountChangeLists,
+            Lists::Storages => Table::StorageChangeLists,
+        }
+    }
+
+    /// The plain key's length, as the changesets hold it after the block.
+    fn plain_len(self) -> usize {
+        match self {
+            Lists::Accounts => 20,
+            Lists::Storages => 52,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A shard's key: the hashed key, then the shard's highest block (u64 BE).
+fn shard_key(hashed: &[u8], highest: u64) -> Vec<u8> {
+    [hashed, &highest.to_be_bytes()].concat()
+}
+
+/// A block number as the lists hold it.
+fn list_block(block: u64) -> Result<u32> {
+    u32::try_from(block).map_err(|_| Error::BlockBeyondLists(block))
+}
+
+/// A shard's value: the plain key, then the blocks.
+fn encode_shard(plain: &[u8], blocks: &mut RoaringBitmap) -> Result<Vec<u8>> {
+    // Runs (a key changed in consecutive blocks) as run containers where that is smaller.
+    blocks.optimize();
+    let mut out = Vec::with_capacity(plain.len() + blocks.serialized_size());
+    out.extend_from_slice(plain);
+    blocks
+        .serialize_into(&mut out)
+        .map_err(|e| Error::Corrupt(format!("cannot serialize a block list: {e}")))?;
+    Ok(out)
+}
+
+/// A shard's plain key and blocks; `key` names it in errors.
+fn decode_shard<'v>(
+    lists: Lists,
+    key: &[u8],
+    value: &'v [u8],
+) -> Result<(&'v [u8], RoaringBitmap)> {
+    let corrupt = |what: &str| {
+        Error::Corrupt(format!(
+            "{} shard {}: {what}",
+            lists.table().name(),
+            alloy_primitives::hex::encode(key)
+        ))
+    };
+    let (plain, blocks) = value
+        .split_at_checked(lists.plain_len())
+        .ok_or_else(|| corrupt("shorter than its plain key"))?;
+    let blocks = RoaringBitmap::deserialize_from(blocks).map_err(|e| corrupt(&e.to_string()))?;
+    Ok((plain, blocks))
+}
+
+/// The first block in `blocks` after `block`.
+fn first_after(blocks: &RoaringBitmap, block: u64) -> Option<u64> {
+    let Ok(block) = u32::try_from(block) else {
+        return None;
+    };
+    let rank = u32::try_from(blocks.rank(block)).ok()?;
+    blocks.select(rank).map(u64::from)
+}
+
+/// A key's staged blocks, in the order staged (block order), with its plain key.
+struct StagedList {
+    plain: Vec<u8>,
+    blocks: Vec<u32>,
+}
+
+/// Blocks a write transaction staged for the lists, by table and hashed key.
+#[derive(Default)]
+struct ListMaps {
+    lists: [BTreeMap<Vec<u8>, StagedList>; 2],
+    keys: usize,
+    /// The accounts whose changeset entries the last block recorded, by hashed address: the
+    /// state trie's write of that block adds their storage roots to those entries.
+    block_accounts: (u64, B256Map<Address>),
+    /// The last address hashed for a slot key (a block's slots come account by account).
+    last_address: Option<(Address, B256)>,
+}
+
+/// The lists' staged blocks of a write transaction (see the module's documentation).
+#[derive(Default)]
+pub(crate) struct StagedLists(Mutex<ListMaps>);
+
+impl StagedLists {
+    fn lock(&self) -> MutexGuard<'_, ListMaps> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether blocks are staged (the lists then miss them).
+    pub(crate) fn holds_blocks(&self) -> bool {
+        self.lock().keys > 0
+    }
+
+    /// Stages `block` in the list of `hashed`; true when enough keys are staged to write them.
+    fn stage(&self, lists: Lists, hashed: &[u8], plain: &[u8], block: u32) -> bool {
+        let mut maps = self.lock();
+        let added = match maps.lists[lists.index()].get_mut(hashed) {
+            Some(staged) => {
+                if staged.blocks.last() != Some(&block) {
+                    staged.blocks.push(block);
+                }
+                false
+            }
+            None => {
+                let staged = StagedList {
+                    plain: plain.to_vec(),
+                    blocks: vec![block],
+                };
+                maps.lists[lists.index()].insert(hashed.to_vec(), staged);
+                true
+            }
+        };
+        maps.keys += usize::from(added);
+        maps.keys >= STAGED_LIST_KEYS
+    }
+
+    fn take(&self, lists: Lists) -> BTreeMap<Vec<u8>, StagedList> {
+        let mut maps = self.lock();
+        let taken = std::mem::take(&mut maps.lists[lists.index()]);
+        maps.keys = maps.keys.saturating_sub(taken.len());
+        taken
+    }
+}
+
+impl<K: TransactionKind> StorageTx<K> {
+    /// The first block after `block` whose changeset holds the key hashed to `hashed`, and the
+    /// key's plain form (`None`: nothing changed it since). `lookup` is a cursor over `lists`'
+    /// table.
+    pub(crate) fn first_change_after(
+        &self,
+        lookup: &mut Cursor<'_, K>,
+        lists: Lists,
+        hashed: &[u8],
+        block: u64,
+    ) -> Result<Option<(u64, Vec<u8>)>> {
+        self.check_history_written()?;
+        let seek = shard_key(hashed, block.saturating_add(1));
+        let Some((key, value)) = lookup.set_range::<Vec<u8>, Vec<u8>>(&seek)? else {
+            return Ok(None);
+        };
+        if key.len() != seek.len() || !key.starts_with(hashed) {
+            return Ok(None);
+        }
+        let (plain, blocks) = decode_shard(lists, &key, &value)?;
+        Ok(first_after(&blocks, block).map(|first| (first, plain.to_vec())))
+    }
+
+    /// An account after `block` from the lists: `None` when no later block changed it (the
+    /// latest account holds), else the account then (`None`: it did not exist) and its storage
+    /// root if not the empty trie's.
+    pub(crate) fn listed_account_after(
+        &self,
+        lookup: &mut Cursor<'_, K>,
+        hashed: &B256,
+        block: u64,
+    ) -> Result<Option<AccountBefore>> {
+        let Some((first, plain)) =
+            self.first_change_after(lookup, Lists::Accounts, hashed.as_slice(), block)?
+        else {
+            return Ok(None);
+        };
+        let address = Address::from_slice(&plain);
+        match self.account_changeset_entry(first, &address)? {
+            Some(before) => Ok(Some(before)),
+            None => Err(unlisted(Lists::Accounts, &plain, first)),
+        }
+    }
+
+    /// A slot's value after `block` from the lists: `None` when no later block changed it,
+    /// else its value then (zero: unset).
+    pub(crate) fn listed_slot_after(
+        &self,
+        lookup: &mut Cursor<'_, K>,
+        hashed: &[u8],
+        block: u64,
+    ) -> Result<Option<U256>> {
+        let Some((first, plain)) =
+            self.first_change_after(lookup, Lists::Storages, hashed, block)?
+        else {
+            return Ok(None);
+        };
+        match self.slot_changeset_entry(first, &plain)? {
+            Some(before) => Ok(Some(before)),
+            None => Err(unlisted(Lists::Storages, &plain, first)),
+        }
+    }
+
+    /// A cursor over `lists`' table.
+    pub(crate) fn list_cursor(&self, lists: Lists) -> Result<Cursor<'_, K>> {
+        Ok(self.tx.cursor(self.db(lists.table()))?)
+    }
+}
+
+/// A list names a block whose changeset lacks its key.
+fn unlisted(lists: Lists, plain: &[u8], block: u64) -> Error {
+    Error::Corrupt(format!(
+        "{} lists block {block} for {}, whose changeset has no entry for it",
+        lists.table().name(),
+        alloy_primitives::hex::encode(plain)
+    ))
+}
+
+impl StorageTx<RwSync> {
+    /// Lists `block` for the account `address` (its changeset holds it).
+    pub(crate) fn list_account_change(&self, block: u64, address: &Address) -> Result<()> {
+        let hashed = keccak256(address);
+        {
+            let mut maps = self.staged_lists.lock();
+            if maps.block_accounts.0 != block {
+                maps.block_accounts.0 = block;
+                maps.block_accounts.1.clear();
+            }
+            maps.block_accounts.1.insert(hashed, *address);
+        }
+        self.stage_list_block(
+            Lists::Accounts,
+            hashed.as_slice(),
+            address.as_slice(),
+            block,
+        )
+    }
+
+    /// Lists `block` for the slot `slot` of `address`.
+    pub(crate) fn list_slot_change(
+        &self,
+        block: u64,
+        address: &Address,
+        slot: &B256,
+    ) -> Result<()> {
+        let hashed_address = {
+            let mut maps = self.staged_lists.lock();
+            match maps.last_address {
+                Some((last, hashed)) if last == *address => hashed,
+                _ => {
+                    let hashed = keccak256(address);
+                    maps.last_address = Some((*address, hashed));
+                    hashed
+                }
+            }
+        };
+        let hashed = hashed_slot_key(&hashed_address, &keccak256(slot));
+        self.stage_list_block(Lists::Storages, &hashed, &slot_key(address, slot), block)
+    }
+
+    fn stage_list_block(
+        &self,
+        lists: Lists,
+        hashed: &[u8],
+        plain: &[u8],
+        block: u64,
+    ) -> Result<()> {
+        if self
+            .staged_lists
+            .stage(lists, hashed, plain, list_block(block)?)
+        {
+            self.write_staged_lists()?;
+        }
+        Ok(())
+    }
+
+    /// The address hashed to `hashed` if block `block` recorded its changeset entry in this
+    /// transaction (the last block recorded).
+    pub(crate) fn recorded_account(&self, block: u64, hashed: &B256) -> Option<Address> {
+        let maps = self.staged_lists.lock();
+        (maps.block_accounts.0 == block)
+            .then(|| maps.block_accounts.1.get(hashed).copied())
+            .flatten()
+    }
+
+    /// Merges every staged block into its key's last shard, key by key in table order.
+    pub(crate) fn write_staged_lists(&self) -> Result<()> {
+        for lists in [Lists::Accounts, Lists::Storages] {
+            let staged = self.staged_lists.take(lists);
+            if staged.is_empty() {
+                continue;
+            }
+            let mut cursor = self.tx.cursor(self.db(lists.table()))?;
+            for (hashed, list) in staged {
+                self.append_to_list(&mut cursor, lists, &hashed, &list.plain, &list.blocks)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds `blocks` (all after the key's listed ones) to the list of `hashed`: its last shard
+    /// with them, cut into shards of [`SHARD_BLOCKS`], the full ones keyed by their highest
+    /// block and the rest by [`OPEN_SHARD`].
+    fn append_to_list(
+        &self,
+        cursor: &mut Cursor<'_, RwSync>,
+        lists: Lists,
+        hashed: &[u8],
+        plain: &[u8],
+        blocks: &[u32],
+    ) -> Result<()> {
+        let open = shard_key(hashed, OPEN_SHARD);
+        let last = match cursor.set_range::<Vec<u8>, Vec<u8>>(&open)? {
+            Some((key, value)) if key == open => Some((key, value)),
+            Some(_) => cursor.prev::<Vec<u8>, Vec<u8>>()?,
+            None => cursor.last::<Vec<u8>, Vec<u8>>()?,
+        }
+        .filter(|(key, _)| key.len() == open.len() && key.starts_with(hashed));
+        let mut list = match &last {
+            Some((key, value)) => {
+                let (stored_plain, list) = decode_shard(lists, key, value)?;
+                if stored_plain != plain {
+                    return Err(Error::Corrupt(format!(
+                        "{} shard {} is of another plain key",
+                        lists.table().name(),
+                        alloy_primitives::hex::encode(key)
+                    )));
+                }
+                if key != &open {
+                    cursor.del()?;
+                }
+                list
+            }
+            None => RoaringBitmap::new(),
+        };
+        list.extend(blocks.iter().copied());
+        while list.len() > SHARD_BLOCKS {
+            let full = RoaringBitmap::from_sorted_iter(list.iter().take(SHARD_BLOCKS as usize))
+                .map_err(|e| Error::Corrupt(format!("cannot cut a block list: {e}")))?;
+            list.remove_smallest(SHARD_BLOCKS);
+            let mut full = full;
+            let highest = full.max().map_or(0, u64::from);
+            let value = encode_shard(plain, &mut full)?;
+            cursor.put(&shard_key(hashed, highest), &value, WriteFlags::empty())?;
+        }
+        if list.is_empty() {
+            if cursor.set::<()>(&open)?.is_some() {
+                cursor.del()?;
+            }
+            return Ok(());
+        }
+        let value = encode_shard(plain, &mut list)?;
+        cursor.put(&open, &value, WriteFlags::empty())?;
+        Ok(())
+    }
+
+    /// Takes block `block`, an unwound one, out of the list of `hashed`.
+    pub(crate) fn unlist_block(&self, lists: Lists, hashed: &[u8], block: u64) -> Result<()> {
+        let mut cursor = self.tx.cursor(self.db(lists.table()))?;
+        let seek = shard_key(hashed, block);
+        let Some((key, value)) = cursor
+            .set_range::<Vec<u8>, Vec<u8>>(&seek)?
+            .filter(|(key, _)| key.len() == seek.len() && key.starts_with(hashed))
+        else {
+            return Ok(());
+        };
+        let (plain, mut list) = decode_shard(lists, &key, &value)?;
+        if !list.remove(list_block(block)?) {
+            return Ok(());
+        }
+        if list.is_empty() {
+            cursor.del()?;
+        } else {
+            let value = encode_shard(plain, &mut list)?;
+            cursor.put(&key, &value, WriteFlags::CURRENT)?;
+        }
+        Ok(())
+    }
+
+    /// Takes block `number`'s changes out of the lists: `accounts` and `slots` are its
+    /// changesets.
+    pub(crate) fn unlist_changesets(
+        &self,
+        number: u64,
+        accounts: &[(Address, Option<StoredAccount>)],
+        slots: &[(Address, B256, U256)],
+    ) -> Result<()> {
+        for (address, _) in accounts {
+            self.unlist_block(Lists::Accounts, keccak256(address).as_slice(), number)?;
+        }
+        for (address, slot, _) in slots {
+            let hashed = hashed_slot_key(&keccak256(address), &keccak256(slot));
+            self.unlist_block(Lists::Storages, &hashed, number)?;
+        }
+        Ok(())
+    }
+}
+
+/// Meta key: how far `quarry migrate` has built the lists: a phase byte (0: from the account
+/// changesets, 1: from the storage changesets), then the last changeset key done.
+const LISTS_PROGRESS: &str = "state_lists_progress";
+
+impl StorageTx<RwSync> {
+    /// Builds the lists from the changesets, about `budget` changeset entries per call, and
+    /// adds to each account changeset entry the storage root the leaf history recorded for it;
+    /// once every entry is listed, empties the leaf history tables. Returns `true` when done.
+    pub(crate) fn build_state_lists(&self, budget: u64) -> Result<bool> {
+        let (mut phase, mut after) = match self.meta(LISTS_PROGRESS)? {
+            Some(value) if !value.is_empty() => (value[0], Some(value[1..].to_vec())),
+            _ => (0, None),
+        };
+        let mut budget = budget;
+        while phase < 2 {
+            let lists = if phase == 0 {
+                Lists::Accounts
+            } else {
+                Lists::Storages
+            };
+            if !self.lists_from_changesets(lists, &mut after, &mut budget)? {
+                let progress = [&[phase][..], after.as_deref().unwrap_or_default()].concat();
+                self.put_meta(LISTS_PROGRESS, &progress)?;
+                return Ok(false);
+            }
+            phase += 1;
+            after = None;
+        }
+        for table in [Table::HashedAccountsHistory, Table::HashedStoragesHistory] {
+            self.tx.clear_db(self.db(table))?;
+        }
+        self.del(Table::Meta, LISTS_PROGRESS.as_bytes())?;
+        self.put_schema(crate::migrate::STATE_LISTS_LAYOUT)?;
+        Ok(true)
+    }
+
+    /// Lists the entries of `lists`' changesets after key `after`, until `budget` runs out
+    /// (`after` is then the last one done; returns false) or the table ends (true).
+    fn lists_from_changesets(
+        &self,
+        lists: Lists,
+        after: &mut Option<Vec<u8>>,
+        budget: &mut u64,
+    ) -> Result<bool> {
+        let table = match lists {
+            Lists::Accounts => Table::AccountChangeSets,
+            Lists::Storages => Table::StorageChangeSets,
+        };
+        let leaf_history_from = self.state_history_from()?;
+        let mut roots = Vec::new();
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let mut entry = match after.as_deref() {
+            Some(last) => match cursor.set_range::<Vec<u8>, ()>(last)? {
+                Some((key, ())) if key == last => cursor.next::<Vec<u8>, ()>()?,
+                other => other,
+            },
+            None => cursor.first::<Vec<u8>, ()>()?,
+        };
+        let done = loop {
+            let Some((key, ())) = entry else {
+                break true;
+            };
+            if *budget == 0 {
+                break false;
+            }
+            if key.len() != 8 + lists.plain_len() {
+                return Err(Error::Corrupt(format!(
+                    "{} key has {} bytes",
+                    table.name(),
+                    key.len()
+                )));
+            }
+            let block = be_u64(&key[..8])?;
+            let address = Address::from_slice(&key[8..28]);
+            match lists {
+                Lists::Accounts => {
+                    self.list_account_change(block, &address)?;
+                    if leaf_history_from.is_some_and(|from| block >= from) {
+                        roots.push((block, address));
+                    }
+                }
+                Lists::Storages => {
+                    self.list_slot_change(block, &address, &B256::from_slice(&key[28..]))?
+                }
+            }
+            *budget -= 1;
+            *after = Some(key);
+            entry = cursor.next::<Vec<u8>, ()>()?;
+        };
+        drop(cursor);
+        for (block, address) in roots {
+            self.storage_root_from_leaf_history(block, &address)?;
+        }
+        Ok(done)
+    }
+
+    /// Adds to the changeset entry of `address` at `block` the storage root that the leaf
+    /// history of older layouts recorded as the account's before the block.
+    fn storage_root_from_leaf_history(&self, block: u64, address: &Address) -> Result<()> {
+        let key = shard_key(keccak256(address).as_slice(), block);
+        let Some(leaf) = self.get(Table::HashedAccountsHistory, &key)? else {
+            return Ok(());
+        };
+        if leaf.is_empty() {
+            return Ok(());
+        }
+        let root = crate::models::decode_trie_account(&leaf)?.storage_root;
+        drop(leaf);
+        self.add_storage_root(block, address, root)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Database;
+
+    fn listed(tx: &StorageTx<impl TransactionKind>, hashed: &[u8]) -> Vec<(u64, Vec<u32>)> {
+        let mut cursor = tx.list_cursor(Lists::Accounts).unwrap();
+        let mut out = Vec::new();
+        let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(hashed).unwrap();
+        while let Some((key, value)) = entry.filter(|(key, _)| key.starts_with(hashed)) {
+            let (_, blocks) = decode_shard(Lists::Accounts, &key, &value).unwrap();
+            out.push((be_u64(&key[32..]).unwrap(), blocks.iter().collect()));
+            entry = cursor.next::<Vec<u8>, Vec<u8>>().unwrap();
+        }
+        out
+    }
+
+    /// Blocks staged over several commits fill shards of `SHARD_BLOCKS`, the full ones keyed
+    /// by their highest block; the first change after any block is found, and unwinding blocks
+    /// takes them out (a shard left empty goes, and the next appends extend the last shard).
+    #[test]
+    fn lists_shard_find_the_next_change_and_unwind() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let address = Address::repeat_byte(7);
+        let hashed = keccak256(address);
+        let blocks: Vec<u64> = (1..=5_000).filter(|b| b % 3 != 0).collect();
+        for chunk in blocks.chunks(700) {
+            let tx = db.writer().unwrap();
+            for block in chunk {
+                tx.list_account_change(*block, &address).unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        let rx = db.reader().unwrap();
+        let shards = listed(&rx, hashed.as_slice());
+        let keys: Vec<u64> = shards.iter().map(|(key, _)| *key).collect();
+        assert_eq!(keys, vec![blocks[1_999], u64::MAX]);
+        assert_eq!(shards[0].1.len(), 2_000);
+        assert_eq!(shards[1].1.len(), blocks.len() - 2_000);
+        let mut lookup = rx.list_cursor(Lists::Accounts).unwrap();
+        for block in [0, 1, 2, 3, 2_999, 3_000, 3_001, 4_999, 5_000, u64::MAX] {
+            let expected = blocks.iter().copied().find(|b| *b > block);
+            let found = rx
+                .first_change_after(&mut lookup, Lists::Accounts, hashed.as_slice(), block)
+                .unwrap();
+            assert_eq!(found.as_ref().map(|f| f.0), expected, "after {block}");
+            if let Some((_, plain)) = found {
+                assert_eq!(plain, address.as_slice());
+            }
+        }
+        drop(lookup);
+        drop(rx);
+
+        // Unwind everything after the first shard, and one block more.
+        let tx = db.writer().unwrap();
+        for block in blocks[1_999..].iter().rev() {
+            tx.unlist_block(Lists::Accounts, hashed.as_slice(), *block)
+                .unwrap();
+        }
+        tx.commit().unwrap();
+        let rx = db.reader().unwrap();
+        let shards = listed(&rx, hashed.as_slice());
+        assert_eq!(shards.len(), 1);
+        assert_eq!(shards[0].0, blocks[1_999]);
+        assert_eq!(shards[0].1.len(), 1_999);
+        drop(rx);
+        // New blocks extend the closed shard, which is cut again.
+        let tx = db.writer().unwrap();
+        for block in 6_000..6_010 {
+            tx.list_account_change(block, &address).unwrap();
+        }
+        tx.commit().unwrap();
+        let rx = db.reader().unwrap();
+        let shards = listed(&rx, hashed.as_slice());
+        assert_eq!(shards.len(), 2);
+        assert_eq!(shards[0].0, 6_000);
+        assert_eq!(shards[1], (u64::MAX, (6_001..6_010).collect()));
+        let mut lookup = rx.list_cursor(Lists::Accounts).unwrap();
+        let mut after = |block| {
+            rx.first_change_after(&mut lookup, Lists::Accounts, hashed.as_slice(), block)
+                .unwrap()
+                .map(|f| f.0)
+        };
+        assert_eq!(after(blocks[1_997]), Some(blocks[1_998]));
+        assert_eq!(after(blocks[1_998]), Some(6_000));
+        assert_eq!(after(6_000), Some(6_001));
+        assert_eq!(after(6_009), None);
+    }
+
+    /// Writes `blocks` blocks as an import does: accounts 1-3 change in turn, account 3 with
+    /// storage (a storage root of its own in each block, and a slot), and account 2 is
+    /// deleted in block 5 and created again in block 8.
+    fn write_chain(db: &Database, blocks: u64) {
+        use crate::AccountChange;
+        let tx = db.writer().unwrap();
+        tx.start_trie_history(1, 1).unwrap();
+        for block in 0..=blocks {
+            let mut changes = Vec::new();
+            for i in 1..=3u8 {
+                if block > 0 && (block + u64::from(i)) % 2 != 0 && i != 3 {
+                    continue;
+                }
+                let gone = i == 2 && (5..8).contains(&block);
+                let account = (!gone).then(|| StoredAccount {
+                    nonce: block,
+                    balance: U256::from(block * 100 + u64::from(i)),
+                    code_hash: B256::repeat_byte(i),
+                });
+                let storage = if i == 3 {
+                    vec![(
+                        B256::with_last_byte((block % 3) as u8),
+                        U256::from(block + 1),
+                    )]
+                } else {
+                    Vec::new()
+                };
+                changes.push(AccountChange {
+                    address: Address::repeat_byte(i),
+                    account,
+                    wiped: false,
+                    storage,
+                });
+            }
+            tx.apply_state_changes(block, &changes, &[]).unwrap();
+            let history = (block > 0).then_some(block);
+            for change in &changes {
+                let hashed = keccak256(change.address);
+                for (slot, value) in &change.storage {
+                    tx.put_hashed_slot(&hashed, &keccak256(slot), *value, history)
+                        .unwrap();
+                }
+                let root = match change.address == Address::repeat_byte(3) {
+                    true => B256::repeat_byte(block as u8 + 1),
+                    false => alloy_trie::EMPTY_ROOT_HASH,
+                };
+                let leaf = change.account.map(|a| alloy_trie::TrieAccount {
+                    nonce: a.nonce,
+                    balance: a.balance,
+                    storage_root: root,
+                    code_hash: a.code_hash,
+                });
+                tx.put_hashed_account(&hashed, leaf.as_ref(), history)
+                    .unwrap();
+            }
+        }
+        tx.put_schema_version().unwrap();
+        tx.commit().unwrap();
+    }
+
+    /// Rewrites a datadir as layout 6 held it: the leaf history (each changed leaf before its
+    /// block) instead of the lists, and account changeset entries without storage roots.
+    fn downgrade_to_leaf_history(db: &Database) {
+        use crate::models::{SlotValue, encode_trie_account};
+        let tx = db.writer().unwrap();
+        let (head, _) = tx.head().unwrap().unwrap_or_default();
+        let head = head.max(20);
+        for block in 1..=head {
+            for (address, _) in tx.account_changeset(block).unwrap() {
+                let key = shard_key(keccak256(address).as_slice(), block);
+                let leaf = match tx
+                    .account_changeset_entry(block, &address)
+                    .unwrap()
+                    .unwrap()
+                {
+                    Some((account, root)) => {
+                        tx.put(
+                            Table::AccountChangeSets,
+                            &[&block.to_be_bytes()[..], address.as_slice()].concat(),
+                            &account.encode(),
+                        )
+                        .unwrap();
+                        encode_trie_account(&alloy_trie::TrieAccount {
+                            nonce: account.nonce,
+                            balance: account.balance,
+                            storage_root: root.unwrap_or(alloy_trie::EMPTY_ROOT_HASH),
+                            code_hash: account.code_hash,
+                        })
+                    }
+                    None => Vec::new(),
+                };
+                tx.put(Table::HashedAccountsHistory, &key, &leaf).unwrap();
+            }
+            for (address, slot, before) in tx.storage_changeset(block).unwrap() {
+                let hashed = hashed_slot_key(&keccak256(address), &keccak256(slot));
+                let value = match before.is_zero() {
+                    true => Vec::new(),
+                    false => SlotValue::new(before).as_slice().to_vec(),
+                };
+                tx.put(
+                    Table::HashedStoragesHistory,
+                    &shard_key(&hashed, block),
+                    &value,
+                )
+                .unwrap();
+            }
+        }
+        for lists in [Lists::Accounts, Lists::Storages] {
+            tx.tx.clear_db(tx.db(lists.table())).unwrap();
+        }
+        tx.put_schema(crate::migrate::STATE_HISTORY_LAYOUT).unwrap();
+        tx.commit().unwrap();
+    }
+
+    /// A layout 6 datadir migrated in small resumable steps holds what the current layout
+    /// writes, table for table: the lists, the storage roots in the account changesets, and no
+    /// leaf history.
+    #[test]
+    fn the_leaf_history_migrates_to_the_lists_resumably() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        // Blocks are not stored here: the changesets and state are what the lists follow.
+        write_chain(&db, 20);
+        let tables = [
+            Table::AccountChangeSets,
+            Table::StorageChangeSets,
+            Table::AccountChangeLists,
+            Table::StorageChangeLists,
+            Table::HashedAccounts,
+        ];
+        let digests = |db: &Database| -> Vec<(u64, B256)> {
+            let rx = db.reader().unwrap();
+            tables.map(|t| rx.table_digest(t).unwrap()).to_vec()
+        };
+        let written = digests(&db);
+        assert!(written[2].0 >= 3 && written[3].0 >= 3, "{written:?}");
+        let reads = |db: &Database| -> Vec<(Option<StoredAccount>, U256)> {
+            let rx = db.reader().unwrap();
+            (0..=20)
+                .flat_map(|block| (1..=3u8).map(move |i| (Address::repeat_byte(i), block)))
+                .map(|(address, block)| {
+                    let slot = B256::with_last_byte((block % 3) as u8);
+                    (
+                        rx.account_at(&address, block).unwrap(),
+                        rx.storage_at(&address, &slot, block).unwrap(),
+                    )
+                })
+                .collect()
+        };
+        let answers = reads(&db);
+        // Account 3's storage roots went into its changeset entries.
+        let rx = db.reader().unwrap();
+        let entry = rx.account_changeset_entry(6, &Address::repeat_byte(3));
+        assert_eq!(
+            entry.unwrap().unwrap().unwrap().1,
+            Some(B256::repeat_byte(6))
+        );
+        drop(rx);
+
+        downgrade_to_leaf_history(&db);
+        assert_ne!(digests(&db), written);
+        let mut steps = 0;
+        loop {
+            let tx = db.writer().unwrap();
+            let done = tx.migrate_step(7).unwrap();
+            tx.commit().unwrap();
+            steps += 1;
+            if done {
+                break;
+            }
+        }
+        assert!(steps > 5, "{steps} steps");
+        assert_eq!(digests(&db), written);
+        assert_eq!(reads(&db), answers);
+        let rx = db.reader().unwrap();
+        assert_eq!(rx.schema_version().unwrap(), crate::SCHEMA_VERSION);
+        for table in [Table::HashedAccountsHistory, Table::HashedStoragesHistory] {
+            assert_eq!(rx.table_digest(table).unwrap().0, 0, "{}", table.name());
+        }
+    }
+
+    /// Blocks past u32 are refused with an error naming them, not wrapped.
+    #[test]
+    fn blocks_beyond_u32_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        let err = tx.list_account_change(1 << 32, &Address::ZERO).unwrap_err();
+        assert!(err.to_string().contains("4294967296"), "{err}");
+    }
+}

@@ -1,0 +1,210 @@
+//! The state history's block lists, differentially: on the bundled dev chain (every key at
+//! every block) and on a 2,000-block dev chain taken through a deep reorganisation and an
+//! unwind (every key at every block that changed it, the block before, and every 100th block),
+//! every account and slot the changesets name, read through the lists (`account_at`,
+//! `storage_at`), equals the state the changesets give when replayed down from the latest one;
+//! and proofs at sampled blocks lead to the block's stateRoot and verify with alloy-trie.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use alloy_primitives::{Address, B256, U256, keccak256};
+use alloy_trie::{EMPTY_ROOT_HASH, Nibbles, proof::verify_proof};
+use quarry_executor::{OlderState, account_proof};
+use quarry_storage::{Database, ReadTx, StoredAccount};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::Path,
+};
+use support::{devchain, ingest_args, ingested, run_quarry};
+
+/// The accounts and the slots one block changed.
+type BlockKeys = (BTreeSet<Address>, BTreeSet<(Address, B256)>);
+
+/// The accounts and slots some changeset names, with their values after each block from the
+/// head down (the changesets replayed over the latest state), compared with the lists' answers:
+/// every key at every block when `every` is 1; otherwise every key at every `every`-th block,
+/// at the head and at block 0, and each key at every block that changed it and the block
+/// before. The latter catch every fault of a key's list: a listed block that did not change
+/// the key is the first change after the change before it (or after block 0), whose changeset
+/// has no entry for the key (an error); a missing block, from the change before it on, makes
+/// the next listed change's value before it the answer, which holds the missing change's value.
+/// Returns how many values were compared.
+fn compare_blocks(tx: &ReadTx, every: u64) -> usize {
+    let (head, _) = tx.head().unwrap().unwrap();
+    let mut accounts: BTreeMap<Address, Option<StoredAccount>> = BTreeMap::new();
+    let mut slots: BTreeMap<(Address, B256), U256> = BTreeMap::new();
+    // The keys each block changed, for the blocks at and after each transition.
+    let mut changed: Vec<BlockKeys> = vec![Default::default(); head as usize + 2];
+    for number in 1..=head {
+        for (address, _) in tx.account_changeset(number).unwrap() {
+            accounts.insert(address, None);
+            changed[number as usize].0.insert(address);
+        }
+        for (address, slot, _) in tx.storage_changeset(number).unwrap() {
+            slots.insert((address, slot), U256::ZERO);
+            changed[number as usize].1.insert((address, slot));
+        }
+    }
+    for (address, account) in &mut accounts {
+        *account = tx.account(address).unwrap();
+    }
+    for ((address, slot), value) in &mut slots {
+        *value = tx.storage(address, slot).unwrap();
+    }
+    let mut compared = 0;
+    for number in (0..=head).rev() {
+        // `accounts` and `slots` hold the state after `number`.
+        let all = number % every == 0 || number == head;
+        let (now, next) = (&changed[number as usize], &changed[number as usize + 1]);
+        for (address, account) in &accounts {
+            if all || now.0.contains(address) || next.0.contains(address) {
+                let listed = tx.account_at(address, number).unwrap();
+                assert_eq!(&listed, account, "account {address} after block {number}");
+                compared += 1;
+            }
+        }
+        for (key, value) in &slots {
+            if all || now.1.contains(key) || next.1.contains(key) {
+                let (address, slot) = key;
+                let listed = tx.storage_at(address, slot, number).unwrap();
+                assert_eq!(listed, *value, "{address} slot {slot} after block {number}");
+                compared += 1;
+            }
+        }
+        if number == 0 {
+            break;
+        }
+        for (address, before) in tx.account_changeset(number).unwrap() {
+            accounts.insert(address, before);
+        }
+        for (address, slot, before) in tx.storage_changeset(number).unwrap() {
+            slots.insert((address, slot), before);
+        }
+    }
+    assert!(
+        accounts.len() > 10 && slots.len() > 10,
+        "{} accounts, {} slots",
+        accounts.len(),
+        slots.len()
+    );
+    compared
+}
+
+/// Proofs of the accounts and slots the changesets name, at every `step`-th block and the two
+/// below the head: each leads to the block's stateRoot, verifies with alloy-trie, and holds
+/// the values `account_at` and `storage_at` give. Returns how many accounts were proved.
+fn prove_sampled_blocks(tx: &ReadTx, step: usize) -> usize {
+    let (head, _) = tx.head().unwrap().unwrap();
+    let mut touched: BTreeMap<Address, BTreeSet<B256>> = BTreeMap::new();
+    for number in 1..=head {
+        for (address, _) in tx.account_changeset(number).unwrap() {
+            touched.entry(address).or_default();
+        }
+        for (address, slot, _) in tx.storage_changeset(number).unwrap() {
+            touched.entry(address).or_default().insert(slot);
+        }
+    }
+    // The accounts with the most slots (contracts), and a few others.
+    let mut sample: Vec<(&Address, &BTreeSet<B256>)> = touched.iter().collect();
+    sample.sort_by_key(|(address, slots)| (std::cmp::Reverse(slots.len()), **address));
+    sample.truncate(6);
+    sample.extend(touched.iter().step_by(7).take(6));
+    let mut proved = 0;
+    let blocks = (0..head).step_by(step).chain([head - 2, head - 1]);
+    for block in blocks {
+        let state_root = tx.header(block).unwrap().unwrap().state_root;
+        let older = OlderState::of(tx, block).unwrap();
+        for (address, slots) in &sample {
+            let slots: Vec<B256> = slots.iter().take(8).copied().collect();
+            let proof = account_proof(tx, older.state(), **address, &slots).unwrap();
+            assert_eq!(proof.state_root, state_root, "{address} at block {block}");
+            let account = tx.account_at(address, block).unwrap();
+            assert_eq!(
+                proof.account.map(|a| StoredAccount::from(&a)),
+                account,
+                "{address} at block {block}"
+            );
+            let leaf = proof.account.map(alloy_rlp::encode);
+            let key = Nibbles::unpack(keccak256(address));
+            verify_proof(state_root, key, leaf, &proof.account_proof)
+                .unwrap_or_else(|e| panic!("account {address} at block {block}: {e}"));
+            let storage_root = proof.storage_hash();
+            for entry in &proof.storage {
+                let value = tx.storage_at(address, &entry.slot, block).unwrap();
+                assert_eq!(
+                    entry.value, value,
+                    "{address} slot {} at {block}",
+                    entry.slot
+                );
+                if account.is_none() || storage_root == EMPTY_ROOT_HASH {
+                    continue;
+                }
+                let expected = (!value.is_zero()).then(|| alloy_rlp::encode(value));
+                let key = Nibbles::unpack(keccak256(entry.slot));
+                verify_proof(storage_root, key, expected, &entry.proof).unwrap_or_else(|e| {
+                    panic!("{address} slot {} at block {block}: {e}", entry.slot)
+                });
+            }
+            proved += 1;
+        }
+    }
+    proved
+}
+
+fn check(datadir: &Path, every: u64, step: usize, what: &str) {
+    let db = Database::open(datadir).unwrap();
+    let tx = db.reader().unwrap();
+    let compared = compare_blocks(&tx, every);
+    let proved = prove_sampled_blocks(&tx, step);
+    eprintln!("{what}: {compared} values compared, {proved} accounts proved");
+    assert!(proved > 20, "{what}: {proved} proofs");
+}
+
+#[test]
+fn the_bundled_dev_chain_reads_every_block_through_the_lists() {
+    let datadir = ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"));
+    check(&datadir, 1, 5, "dev chain");
+}
+
+/// A 2,000-block chain, then a branch that replaces its last 300 blocks (and adds 50), then an
+/// unwind of 850 more: each time the lists answer as the changesets do (see `compare_blocks`),
+/// and unwound blocks are gone from them (a list naming one would read a changeset entry that
+/// is gone, an error).
+#[test]
+fn deep_reorganisations_and_unwinds_keep_the_lists_equal_to_the_changesets() {
+    let dir = tempfile::tempdir().unwrap();
+    let common = ["--txs-per-block", "3", "--seed", "5"];
+    let stored = dir.path().join("stored");
+    let branch = dir.path().join("branch");
+    devchain(&stored, &[&["--blocks", "2000"][..], &common].concat());
+    let fork = ["--blocks", "2050", "--fork-at", "1700", "--fork-seed", "7"];
+    devchain(&branch, &[&fork[..], &common].concat());
+    let genesis = stored.join("genesis.json");
+    let datadir = dir.path().join("data");
+    run_quarry(ingest_args(
+        &datadir,
+        &genesis,
+        &[&stored.join("chain.rlp")],
+    ));
+    check(&datadir, 100, 150, "stored chain");
+
+    let branch_file = branch.join("chain.rlp");
+    let mut args = ingest_args(&datadir, &genesis, &[&branch_file]);
+    args.extend(["--reorg", "--max-reorg-depth", "1000"].map(std::ffi::OsStr::new));
+    run_quarry(args);
+    check(&datadir, 100, 150, "after a 300-block reorganisation");
+
+    let unwind = [
+        "unwind",
+        "--datadir",
+        datadir.to_str().unwrap(),
+        "--genesis",
+        genesis.to_str().unwrap(),
+        "--to",
+        "1200",
+    ];
+    run_quarry(unwind.map(std::ffi::OsStr::new));
+    check(&datadir, 100, 100, "after an unwind of 850 blocks");
+}
