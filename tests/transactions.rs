@@ -14,82 +14,22 @@ use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use serde_json::{Value, json};
 use std::{
-    io::{BufRead, BufReader},
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    path::Path,
+    process::Command,
     time::{Duration, Instant},
 };
-use support::{Server, ingested};
+use support::{Anvil, Server, ingested};
 
 /// The dev chain's chain id, which anvil is started with.
 const CHAIN_ID: u64 = 1337;
 /// anvil's first dev account (the well-known "test test ... junk" mnemonic), funded there.
 const ANVIL_KEY: &str = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 
-fn anvil_binary() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_modules/.bin/anvil")
-}
-
-/// An anvil process, killed when dropped.
-struct Anvil {
-    child: Child,
-    url: String,
-}
-
-impl Anvil {
-    /// Starts anvil on a free port, or `None` (with a message) when the npm package is not
-    /// installed (`.ci/run` installs it).
-    fn start() -> Option<Self> {
-        if !anvil_binary().exists() {
-            eprintln!(
-                "skipping: anvil is not installed (cd tests/clients && npm ci installs @foundry-rs/anvil)"
-            );
-            return None;
-        }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        // A zero base fee: wallets price their transactions from quarry's dev chain, whose
-        // base fee is not anvil's.
-        let mut child = Command::new(anvil_binary())
-            .args(["--port", &port.to_string()])
-            .args(["--chain-id", &CHAIN_ID.to_string()])
-            .args(["--block-base-fee-per-gas", "0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        for line in lines.by_ref() {
-            if line.unwrap().starts_with("Listening on") {
-                break;
-            }
-        }
-        // anvil logs every call: keep draining its output so it never blocks.
-        std::thread::spawn(move || lines.for_each(drop));
-        Some(Self {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        })
-    }
-
-    fn call(&self, method: &str, params: Value) -> Value {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let mut response = ureq::post(&self.url)
-            .header("Content-Type", "application/json")
-            .send(body.to_string())
-            .unwrap();
-        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap()
-    }
-}
-
-impl Drop for Anvil {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// anvil on the dev chain's chain id, with a zero base fee: wallets price their transactions
+/// from quarry's dev chain, whose base fee is not anvil's.
+fn start_anvil() -> Option<Anvil> {
+    let chain_id = CHAIN_ID.to_string();
+    Anvil::start(&["--chain-id", &chain_id, "--block-base-fee-per-gas", "0"])
 }
 
 /// A transfer of `value` wei from anvil's first account, signed for `chain_id`.
@@ -125,7 +65,7 @@ fn metrics(server: &Server) -> String {
 
 #[test]
 fn a_signed_transfer_goes_upstream_and_the_upstream_answers_verbatim() {
-    let Some(anvil) = Anvil::start() else { return };
+    let Some(anvil) = start_anvil() else { return };
     let server = dev_server(&format!("transactions_url = \"{}\"", anvil.url));
     let (raw, hash) = transfer(0, 1_000, CHAIN_ID);
 
@@ -169,7 +109,7 @@ fn a_signed_transfer_goes_upstream_and_the_upstream_answers_verbatim() {
 
 #[test]
 fn quarry_refuses_what_it_can_tell_is_wrong_and_the_upstream_never_sees_it() {
-    let Some(anvil) = Anvil::start() else { return };
+    let Some(anvil) = start_anvil() else { return };
     let server = dev_server(&format!("transactions_url = \"{}\"", anvil.url));
     let (other_chain, other_hash) = transfer(0, 1, 1);
     let refused = server.call("eth_sendRawTransaction", json!([other_chain]));
@@ -245,7 +185,7 @@ fn dev_key() -> PrivateKeySigner {
 
 #[test]
 fn ethers_and_viem_send_through_quarry_with_their_own_wallet_apis() {
-    let Some(anvil) = Anvil::start() else { return };
+    let Some(anvil) = start_anvil() else { return };
     let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
     let key = dev_key();
     let funded = anvil.call(

@@ -253,21 +253,10 @@ where
             .as_ref()
             .or(pool.as_ref())
             .and_then(|_| request.params.as_ref().map(|p| p.clone().into_owned()));
-        let max = service.max_response_bytes as usize;
         if let Some(url) = &pool
             && transactions::asks_pending_nonce(method, params.as_deref())
         {
-            let timeout = service.transactions_timeout;
-            let reply = transactions::pool_reply(
-                &service.transactions_agent,
-                id,
-                url,
-                method,
-                params,
-                timeout,
-                max,
-            )
-            .await;
+            let reply = transactions::pool_reply(service, id, url, method, params).await;
             return finish(reply, Outcome::Forwarded);
         }
         let response = self.inner.call(request).await;
@@ -275,17 +264,7 @@ where
             && method == "eth_getTransactionByHash"
             && response.json().ends_with(r#""result":null}"#)
         {
-            let timeout = service.transactions_timeout;
-            let reply = transactions::pool_reply(
-                &service.transactions_agent,
-                id,
-                url,
-                method,
-                params,
-                timeout,
-                max,
-            )
-            .await;
+            let reply = transactions::pool_reply(service, id, url, method, params).await;
             return finish(reply, Outcome::Forwarded);
         }
         let Some(url) = partner else {
@@ -307,6 +286,7 @@ where
         .map_err(|e| e.to_string())
         .and_then(|answer| answer);
         service.metrics.forward(network, method, asked.is_ok());
+        let max = service.max_response_bytes as usize;
         match asked {
             Ok(answer) => {
                 tracing::info!(network = %service.networks[network].name, method, key = %caller.grant.id, "answered by the partner");

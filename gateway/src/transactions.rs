@@ -47,17 +47,16 @@ pub fn asks_pending_nonce(method: &str, params: Option<&RawValue>) -> bool {
 
 /// The upstream's answer to one call, as the reply to `id`; quarry's error when it gave none.
 pub async fn pool_reply(
-    agent: &ureq::Agent,
+    service: &Service,
     id: jsonrpsee::types::Id<'_>,
     url: &str,
     method: &'static str,
     params: Option<Box<RawValue>>,
-    timeout: Duration,
-    max_bytes: usize,
 ) -> Reply {
     let params = params.map(|p| p.get().to_owned());
+    let (agent, timeout) = (&service.transactions_agent, service.transactions_timeout);
     match forward(agent, url.to_owned(), method, params, timeout).await {
-        Ok(Ok(result)) => Reply::result(id, &result, max_bytes),
+        Ok(Ok(result)) => Reply::result(id, &result, service.max_response_bytes as usize),
         Ok(Err(error)) | Err(error) => Reply::error(id, error),
     }
 }

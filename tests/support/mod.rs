@@ -593,3 +593,67 @@ impl ForkedChains {
         datadir
     }
 }
+
+/// An anvil process (the npm package tests/clients installs) on a free port, killed when
+/// dropped.
+pub struct Anvil {
+    child: Child,
+    pub url: String,
+}
+
+impl Anvil {
+    /// Starts anvil with `args`, or `None` (with a message) when the npm package is not
+    /// installed (`.ci/run` installs it).
+    pub fn start(args: &[&str]) -> Option<Self> {
+        let binary =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_modules/.bin/anvil");
+        if !binary.exists() {
+            eprintln!(
+                "skipping: anvil is not installed (cd tests/clients && npm ci installs @foundry-rs/anvil)"
+            );
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new(binary)
+            .args(["--port", &port.to_string()])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        for line in lines.by_ref() {
+            if line.unwrap().starts_with("Listening on") {
+                break;
+            }
+        }
+        // anvil logs every call: keep draining its output so it never blocks.
+        std::thread::spawn(move || lines.for_each(drop));
+        Some(Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        })
+    }
+
+    /// One call: anvil's whole answer.
+    pub fn call(&self, method: &str, params: Value) -> Value {
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let mut response = ureq::post(&self.url)
+            .header("Content-Type", "application/json")
+            .send(body.to_string())
+            .unwrap();
+        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap()
+    }
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

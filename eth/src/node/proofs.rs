@@ -31,6 +31,21 @@ pub struct SlotProofJson {
 }
 
 impl Node {
+    /// The state trie as of block `number`, for a proof there: at most `proof_window` blocks
+    /// behind the head.
+    pub(super) fn older_state(&self, tx: &Snapshot, number: u64) -> Result<OlderState> {
+        let (head, _) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
+        let behind = head.saturating_sub(number);
+        if behind > self.proof_window {
+            return Err(RpcError::ProofWindow {
+                block: number,
+                behind,
+                window: self.proof_window,
+            });
+        }
+        Ok(OlderState::of(tx, number)?)
+    }
+
     /// eth_getProof: at the head from the stored trie; at an older block (at most
     /// `proof_window` back) from the stored trie as its history has it at the end of the
     /// block's window or the one before, with the blocks between undone or redone in memory (at
@@ -50,16 +65,7 @@ impl Node {
         let state = if is_head {
             ProofState::Latest
         } else {
-            let (head, _) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
-            let behind = head.saturating_sub(number);
-            if behind > self.proof_window {
-                return Err(RpcError::ProofWindow {
-                    block: number,
-                    behind,
-                    window: self.proof_window,
-                });
-            }
-            older = OlderState::of(tx, number)?;
+            older = self.older_state(tx, number)?;
             older.state()
         };
         let slots: Vec<B256> = keys.iter().map(|key| key.slot).collect();

@@ -9,7 +9,7 @@ use crate::{
 use alloy_consensus::constants::KECCAK_EMPTY;
 use alloy_primitives::{Address, B256, Bytes, U64, U256, keccak256};
 use alloy_trie::TrieAccount;
-use quarry_executor::{OlderState, ProofState};
+use quarry_executor::ProofState;
 use quarry_storage::{Leaf, StoredAccount, TrieId};
 use serde::Serialize;
 
@@ -162,16 +162,7 @@ impl Node {
                 None => Ok(None),
             };
         }
-        let (head, _) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
-        let behind = head.saturating_sub(number);
-        if behind > self.proof_window {
-            return Err(RpcError::ProofWindow {
-                block: number,
-                behind,
-                window: self.proof_window,
-            });
-        }
-        let older = OlderState::of(tx, number)?;
+        let older = self.older_state(tx, number)?;
         let state: ProofState = older.state();
         Ok(quarry_executor::account_proof(tx, state, address, &[])?.account)
     }
