@@ -132,7 +132,7 @@ fn touched_accounts(rpc: &mut Transport, n: u64) -> Vec<Value> {
 fn accounts_agree_with_proofs(rpc: &mut Transport) {
     let head = number(&rpc.ask("eth_blockNumber", json!([])));
     let mut with_storage = 0;
-    for n in (1..=head).step_by((head / 12).max(1) as usize) {
+    for n in (1..=head).step_by((head / 6).max(1) as usize) {
         for address in touched_accounts(rpc, n) {
             for at in [n - 1, n, head] {
                 let at = format!("{at:#x}");

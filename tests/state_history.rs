@@ -1,6 +1,6 @@
 //! The state history's block lists, differentially: on the bundled dev chain (every key at
 //! every block) and on a 2,000-block dev chain taken through a deep reorganisation and an
-//! unwind (every key at every block that changed it, the block before, and every 100th block),
+//! unwind (every key at every block that changed it, the block before, and every 200th block),
 //! every account and slot the changesets name, read through the lists (`account_at`,
 //! `storage_at`), equals the state the changesets give when replayed down from the latest one;
 //! and proofs at sampled blocks lead to the block's stateRoot and verify with alloy-trie.
@@ -188,13 +188,13 @@ fn deep_reorganisations_and_unwinds_keep_the_lists_equal_to_the_changesets() {
         &genesis,
         &[&stored.join("chain.rlp")],
     ));
-    check(&datadir, 100, 150, "stored chain");
+    check(&datadir, 200, 400, "stored chain");
 
     let branch_file = branch.join("chain.rlp");
     let mut args = ingest_args(&datadir, &genesis, &[&branch_file]);
     args.extend(["--reorg", "--max-reorg-depth", "1000"].map(std::ffi::OsStr::new));
     run_quarry(args);
-    check(&datadir, 100, 150, "after a 300-block reorganisation");
+    check(&datadir, 200, 400, "after a 300-block reorganisation");
 
     let unwind = [
         "unwind",
@@ -206,5 +206,5 @@ fn deep_reorganisations_and_unwinds_keep_the_lists_equal_to_the_changesets() {
         "1200",
     ];
     run_quarry(unwind.map(std::ffi::OsStr::new));
-    check(&datadir, 100, 100, "after an unwind of 850 blocks");
+    check(&datadir, 200, 300, "after an unwind of 850 blocks");
 }
