@@ -898,12 +898,18 @@ fn index_logs(datadir: PathBuf) -> Result<()> {
 }
 
 fn index_traces(datadir: &Path) -> Result<()> {
-    const BATCH: u64 = 200;
     if !datadir.join("mdbx.dat").exists() {
         bail!("no quarry database in {}", datadir.display());
     }
     let db = Database::open(datadir)
         .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
+    index_traces_of(&db, datadir)
+}
+
+/// Builds the trace index of `db` (the database in `datadir`) up to its head. The caller's
+/// environment is used: MDBX takes one environment per file in a process.
+fn index_traces_of(db: &Database, datadir: &Path) -> Result<()> {
+    const BATCH: u64 = 200;
     let Some(spec) = quarry_executor::ChainSpec::stored(&db.reader()?)? else {
         bail!("no chain in the database in {}", datadir.display());
     };
@@ -1028,7 +1034,7 @@ fn migrate(datadir: PathBuf, proof_history: Option<u64>) -> Result<()> {
         );
     }
     // The trace index, for the blocks stored before it.
-    index_traces(&datadir)?;
+    index_traces_of(&db, &datadir)?;
     println!(
         "{} is at layout {} ({:.2}s)",
         datadir.display(),
