@@ -25,8 +25,11 @@ pub const COMPRESSED_BLOCKS_LAYOUT: u64 = 7;
 /// changesets (account changeset entries then hold the storage root before their block), not
 /// the leaf history (`HashedAccountsHistory`, `HashedStoragesHistory`, emptied).
 pub const STATE_LISTS_LAYOUT: u64 = 8;
+/// The first layout whose trace index keeps each address's blocks as a block list
+/// (`TraceAddressLists`), not one `TraceAddresses` entry per address and block.
+pub const TRACE_LISTS_LAYOUT: u64 = 9;
 /// The database layout this quarry writes.
-pub const SCHEMA_VERSION: u64 = STATE_LISTS_LAYOUT;
+pub const SCHEMA_VERSION: u64 = TRACE_LISTS_LAYOUT;
 const SCHEMA: &str = "schema";
 /// Progress of the receipts' re-encoding: the next block to re-encode (u64 BE).
 const RECEIPTS_PROGRESS: &str = "receipts_progress";
@@ -64,6 +67,7 @@ impl StorageTx<RwSync> {
             layout if layout < STATE_HISTORY_LAYOUT => self.start_leaf_state_history()?,
             layout if layout < COMPRESSED_BLOCKS_LAYOUT => self.compress_block_data(budget)?,
             layout if layout < STATE_LISTS_LAYOUT => self.build_state_lists(budget)?,
+            layout if layout < TRACE_LISTS_LAYOUT => self.list_trace_entries(budget)?,
             _ => return Ok(true),
         };
         Ok(self.schema_version()? >= SCHEMA_VERSION)

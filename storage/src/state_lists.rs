@@ -1,6 +1,7 @@
-//! The state history's block lists: for each account and each storage slot, the blocks whose
-//! changesets hold it (`AccountChangeLists`, `StorageChangeLists`), as reth and Erigon keep
-//! their history indices. A key's list is cut into shards of at most [`SHARD_BLOCKS`] blocks,
+//! Per-key block lists: for each account and each storage slot, the blocks whose changesets
+//! hold it (`AccountChangeLists`, `StorageChangeLists`: the state history, as reth and Erigon
+//! keep their history indices), and for each address, the blocks whose call frames name it
+//! (`TraceAddressLists`: the trace index's lists, trace_index.rs). A key's list is cut into shards of at most [`SHARD_BLOCKS`] blocks,
 //! each a serialized roaring bitmap keyed by the key's hash and the shard's highest block (the
 //! last shard by `u64::MAX`), so one seek at (hashed key, N + 1) lands on the shard holding the
 //! key's first change after block N. That block's changeset entry is the value before it, so the
@@ -32,11 +33,14 @@ const OPEN_SHARD: u64 = u64::MAX;
 /// on their memory (about 150 bytes each) that still spans many blocks.
 const STAGED_LIST_KEYS: usize = 1 << 17;
 
-/// Which lists: the accounts' or the storage slots'.
+/// Which lists: the accounts' or the storage slots' changes, or the trace index's addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lists {
     Accounts,
     Storages,
+    /// Keyed by the plain address (trace_filter seeks addresses, not hashes), so a shard's
+    /// value is the bitmap alone.
+    Traces,
 }
 
 impl Lists {
@@ -44,6 +48,7 @@ impl Lists {
         match self {
             Lists::Accounts => Table::AccountChangeLists,
             Lists::Storages => Table::StorageChangeLists,
+            Lists::Traces => Table::TraceAddressLists,
         }
     }
 
@@ -52,6 +57,7 @@ impl Lists {
         match self {
             Lists::Accounts => 20,
             Lists::Storages => 52,
+            Lists::Traces => 0,
         }
     }
 
@@ -120,7 +126,7 @@ struct StagedList {
 /// Blocks a write transaction staged for the lists, by table and hashed key.
 #[derive(Default)]
 struct ListMaps {
-    lists: [BTreeMap<Vec<u8>, StagedList>; 2],
+    lists: [BTreeMap<Vec<u8>, StagedList>; 3],
     keys: usize,
     /// The accounts whose changeset entries the last block recorded, by hashed address: the
     /// state trie's write of that block adds their storage roots to those entries.
@@ -241,6 +247,35 @@ impl<K: TransactionKind> StorageTx<K> {
     pub(crate) fn list_cursor(&self, lists: Lists) -> Result<Cursor<'_, K>> {
         Ok(self.tx.cursor(self.db(lists.table()))?)
     }
+
+    /// Appends to `out` the blocks of `from..=to` in the list of `key`, ascending: the shards
+    /// from the one holding `from` on, until one reaches past `to`. `cursor` is over `lists`'
+    /// table.
+    pub(crate) fn listed_blocks(
+        &self,
+        cursor: &mut Cursor<'_, K>,
+        lists: Lists,
+        key: &[u8],
+        (from, to): (u64, u64),
+        out: &mut Vec<u64>,
+    ) -> Result<()> {
+        let (Ok(low), high) = (u32::try_from(from), u32::try_from(to).unwrap_or(u32::MAX)) else {
+            return Ok(());
+        };
+        let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(&shard_key(key, from))?;
+        while let Some((shard, value)) = entry {
+            if shard.len() != key.len() + 8 || !shard.starts_with(key) {
+                break;
+            }
+            let (_, blocks) = decode_shard(lists, &shard, &value)?;
+            out.extend(blocks.range(low..=high).map(u64::from));
+            if blocks.max().is_none_or(|max| max >= high) {
+                break;
+            }
+            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+        }
+        Ok(())
+    }
 }
 
 /// A list names a block whose changeset lacks its key.
@@ -270,6 +305,11 @@ impl StorageTx<RwSync> {
             address.as_slice(),
             block,
         )
+    }
+
+    /// Lists `block` for `address` in the trace index (a frame of the block names it).
+    pub(crate) fn list_trace_block(&self, block: u64, address: &Address) -> Result<()> {
+        self.stage_list_block(Lists::Traces, address.as_slice(), &[], block)
     }
 
     /// Lists `block` for the slot `slot` of `address`.
@@ -321,7 +361,7 @@ impl StorageTx<RwSync> {
 
     /// Merges every staged block into its key's last shard, key by key in table order.
     pub(crate) fn write_staged_lists(&self) -> Result<()> {
-        for lists in [Lists::Accounts, Lists::Storages] {
+        for lists in [Lists::Accounts, Lists::Storages, Lists::Traces] {
             let staged = self.staged_lists.take(lists);
             if staged.is_empty() {
                 continue;
@@ -479,6 +519,8 @@ impl StorageTx<RwSync> {
         let table = match lists {
             Lists::Accounts => Table::AccountChangeSets,
             Lists::Storages => Table::StorageChangeSets,
+            // Built from the blocks' frames (trace_index.rs), not from changesets.
+            Lists::Traces => return Ok(true),
         };
         let leaf_history_from = self.state_history_from()?;
         let mut roots = Vec::new();
@@ -516,6 +558,7 @@ impl StorageTx<RwSync> {
                 Lists::Storages => {
                     self.list_slot_change(block, &address, &B256::from_slice(&key[28..]))?
                 }
+                Lists::Traces => {}
             }
             *budget -= 1;
             *after = Some(key);

@@ -86,9 +86,11 @@ tables! {
     /// position i (0-3) of some log of the block, then which receipts hold a log with the topic
     /// at any position (as in `LogAddresses`; absent in entries written before the lists).
     LogTopics = "log_topics";
-    /// Trace index (trace_index.rs): one entry per block whose call frames name the address.
-    /// Key: address (20 bytes) then block number (u64 BE); value empty. And per block, key: the
-    /// block number (u64 BE) alone, value: the addresses it indexed, 20 bytes each.
+    /// The trace index's record of each block (trace_index.rs), what an unwind takes out of
+    /// `TraceAddressLists`. Key: block number (u64 BE). Value: the addresses its call frames
+    /// name, 20 bytes each. (Layouts before 9 also held one entry per address and block here,
+    /// keyed by the address then the block number, value empty; `quarry migrate` moves them to
+    /// `TraceAddressLists`.)
     TraceAddresses = "trace_addresses";
     /// Key: code hash (32 bytes). Value: the raw bytecode.
     Bytecodes = "bytecodes";
@@ -168,6 +170,11 @@ tables! {
     /// address (32), of the slot (32), then the shard's highest block (u64 BE). Value: the
     /// address (20) and slot (32), then the serialized roaring bitmap.
     StorageChangeLists = "storage_change_lists";
+    /// The trace index's lists (trace_index.rs): per address, the blocks whose call frames
+    /// name it, sharded as `AccountChangeLists` (state_lists.rs). Key: the address (20 bytes),
+    /// then the shard's highest block (u64 BE; u64::MAX for the address's last shard). Value:
+    /// the serialized roaring bitmap.
+    TraceAddressLists = "trace_address_lists";
 }
 
 /// Which of a trie's two kinds of entries.

@@ -5,21 +5,17 @@
 //! block (the executor gathers the addresses while executing it); `quarry index-traces` builds
 //! them for blocks stored before; an unwind removes them.
 
-use crate::{Error, Result, StorageTx, Table, models::be_u64};
+use crate::{
+    Error, Result, StorageTx, Table, migrate::TRACE_LISTS_LAYOUT, models::be_u64,
+    state_lists::Lists,
+};
 use alloy_primitives::Address;
 use signet_libmdbx::{RwSync, TransactionKind};
-use std::borrow::Cow;
 
-/// Meta key: the highest block through which `TraceAddresses` is complete (u64 BE).
+/// Meta key: the highest block through which the trace index is complete (u64 BE).
 const TRACE_INDEX_HEAD: &str = "trace_index_head";
-
-/// The key of one address's entry for one block: the address, then the block (u64 BE).
-fn entry_key(address: &Address, block: u64) -> [u8; 28] {
-    let mut key = [0u8; 28];
-    key[..20].copy_from_slice(address.as_slice());
-    key[20..].copy_from_slice(&block.to_be_bytes());
-    key
-}
+/// The length of a layout 8 per-address entry's key in `TraceAddresses`: address ‖ block.
+const ENTRY_KEY_LEN: usize = 28;
 
 impl<K: TransactionKind> StorageTx<K> {
     /// The highest block through which the trace index is complete; `None` in a database
@@ -41,22 +37,18 @@ impl<K: TransactionKind> StorageTx<K> {
         if self.trace_index_head()?.is_none_or(|head| head < to) {
             return Ok(None);
         }
+        // Blocks a write transaction staged are not in the lists yet.
+        self.check_history_written()?;
         let mut blocks = Vec::new();
-        let mut cursor = self.tx.cursor(self.db(Table::TraceAddresses))?;
+        let mut cursor = self.list_cursor(Lists::Traces)?;
         for address in addresses {
-            let mut entry =
-                cursor.set_range::<Cow<'_, [u8]>, Cow<'_, [u8]>>(&entry_key(address, from))?;
-            while let Some((key, _)) = entry {
-                if key.len() != 28 || &key[..20] != address.as_slice() {
-                    break;
-                }
-                let block = be_u64(&key[20..])?;
-                if block > to {
-                    break;
-                }
-                blocks.push(block);
-                entry = cursor.next()?;
-            }
+            self.listed_blocks(
+                &mut cursor,
+                Lists::Traces,
+                address.as_slice(),
+                (from, to),
+                &mut blocks,
+            )?;
         }
         blocks.sort_unstable();
         blocks.dedup();
@@ -66,9 +58,9 @@ impl<K: TransactionKind> StorageTx<K> {
 
 impl StorageTx<RwSync> {
     /// Records the addresses of block `number`'s frames if the index is complete up to its
-    /// parent (or the block is the first after genesis, which has no frames). Each address
-    /// gets an entry under (address, block); the block's list, under the block number alone,
-    /// is what an unwind removes.
+    /// parent (or the block is the first after genesis, which has no frames): the block goes
+    /// into each address's list, and the block's own record, under its number, is what an
+    /// unwind takes out of them.
     pub fn index_block_traces(&self, number: u64, addresses: &[Address]) -> Result<()> {
         let contiguous = match (self.trace_index_head()?, number.checked_sub(1)) {
             (_, None) => true,
@@ -83,7 +75,7 @@ impl StorageTx<RwSync> {
         sorted.dedup();
         let mut list = Vec::with_capacity(sorted.len() * 20);
         for address in &sorted {
-            self.put(Table::TraceAddresses, &entry_key(address, number), &[])?;
+            self.list_trace_block(number, address)?;
             list.extend_from_slice(address.as_slice());
         }
         self.put(Table::TraceAddresses, &number.to_be_bytes(), &list)?;
@@ -105,10 +97,7 @@ impl StorageTx<RwSync> {
                 )));
             }
             for address in list.chunks_exact(20) {
-                self.del(
-                    Table::TraceAddresses,
-                    &entry_key(&Address::from_slice(address), number),
-                )?;
+                self.unlist_block(Lists::Traces, address, number)?;
             }
             self.del(Table::TraceAddresses, &block)?;
         }
@@ -118,6 +107,37 @@ impl StorageTx<RwSync> {
             self.put_meta(TRACE_INDEX_HEAD, &parent.to_be_bytes())?;
         }
         Ok(())
+    }
+
+    /// Moves layout 8's per-address entries of `TraceAddresses` into `TraceAddressLists`,
+    /// about `budget` per call, in key order (each address's blocks ascending, the order its
+    /// list takes them), deleting them as it goes; once none is left, records layout 9.
+    /// Returns `true` then.
+    pub(crate) fn list_trace_entries(&self, budget: u64) -> Result<bool> {
+        let mut moved = Vec::new();
+        {
+            let mut cursor = self.tx.cursor(self.db(Table::TraceAddresses))?;
+            let mut entry = cursor.first::<Vec<u8>, ()>()?;
+            while let Some((key, ())) = entry {
+                if moved.len() as u64 >= budget {
+                    break;
+                }
+                if key.len() == ENTRY_KEY_LEN {
+                    moved.push(key);
+                }
+                entry = cursor.next::<Vec<u8>, ()>()?;
+            }
+        }
+        for key in &moved {
+            let (address, block) = key.split_at(20);
+            self.list_trace_block(be_u64(block)?, &Address::from_slice(address))?;
+            self.del(Table::TraceAddresses, key)?;
+        }
+        if (moved.len() as u64) < budget {
+            self.put_schema(TRACE_LISTS_LAYOUT)?;
+            return Ok(true);
+        }
+        Ok(false)
     }
 }
 
@@ -145,6 +165,11 @@ mod tests {
         // Not contiguous: skipped.
         tx.index_block_traces(5, &[address(1)]).unwrap();
         assert_eq!(tx.trace_index_head().unwrap(), Some(3));
+        assert!(matches!(
+            tx.trace_candidates(&[address(1)], 0, 3),
+            Err(Error::HistoryStaged)
+        ));
+        tx.write_staged().unwrap();
         let found =
             |addresses: &[Address], from, to| tx.trace_candidates(addresses, from, to).unwrap();
         assert_eq!(found(&[address(1)], 0, 3), Some(vec![1, 3]));
@@ -157,6 +182,7 @@ mod tests {
         assert_eq!(found(&[address(1)], 0, 2), Some(vec![1]));
         assert_eq!(found(&[address(3)], 0, 2), Some(vec![]));
         tx.index_block_traces(3, &[address(3)]).unwrap();
+        tx.write_staged().unwrap();
         assert_eq!(found(&[address(3), address(1)], 0, 3), Some(vec![1, 3]));
     }
 
@@ -170,5 +196,109 @@ mod tests {
         assert_eq!(tx.trace_index_head().unwrap(), None);
         tx.index_block_traces(1, &[address(1)]).unwrap();
         assert_eq!(tx.trace_index_head().unwrap(), Some(1));
+    }
+
+    /// An address named in more blocks than a shard holds: ranges within one shard, across
+    /// shards and past the last all find exactly the named blocks, and an unwind takes the
+    /// last ones out.
+    #[test]
+    fn ranges_read_across_shards() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        tx.index_block_traces(0, &[]).unwrap();
+        let named = |number: u64| !number.is_multiple_of(3);
+        for number in 1..=5_000u64 {
+            let addresses = match named(number) {
+                true => vec![address(1), address(2)],
+                false => vec![address(2)],
+            };
+            tx.index_block_traces(number, &addresses).unwrap();
+        }
+        tx.commit().unwrap();
+        let tx = db.writer().unwrap();
+        for (from, to) in [
+            (1, 10),
+            (1_990, 2_020),
+            (2_999, 4_200),
+            (4_990, 6_000),
+            (1, 5_000),
+        ] {
+            let expected: Vec<u64> = (from..=to.min(5_000)).filter(|n| named(*n)).collect();
+            let to_indexed = to.min(5_000);
+            assert_eq!(
+                tx.trace_candidates(&[address(1)], from, to_indexed)
+                    .unwrap(),
+                Some(expected),
+                "{from}..={to}"
+            );
+        }
+        assert_eq!(
+            tx.trace_candidates(&[address(2)], 2_500, 2_502).unwrap(),
+            Some(vec![2_500, 2_501, 2_502])
+        );
+        for number in (4_000..=5_000).rev() {
+            tx.unindex_block_traces(number).unwrap();
+        }
+        assert_eq!(tx.trace_index_head().unwrap(), Some(3_999));
+        let expected: Vec<u64> = (3_900..=3_999).filter(|n| named(*n)).collect();
+        assert_eq!(
+            tx.trace_candidates(&[address(1)], 3_900, 3_999).unwrap(),
+            Some(expected)
+        );
+    }
+
+    /// A layout 8 index (one entry per address and block), moved into the lists in small
+    /// steps, finds the same blocks, and its per-address entries are gone.
+    #[test]
+    fn layout_8_entries_move_into_the_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        let blocks: Vec<(u64, Vec<Address>)> = (1..=40u64)
+            .map(|n| (n, (0..(n % 4) as u8).map(|i| address(i * 7 + 1)).collect()))
+            .collect();
+        for (number, addresses) in &blocks {
+            let mut list = Vec::new();
+            for a in addresses {
+                let mut key = a.to_vec();
+                key.extend_from_slice(&number.to_be_bytes());
+                tx.put(Table::TraceAddresses, &key, &[]).unwrap();
+                list.extend_from_slice(a.as_slice());
+            }
+            tx.put(Table::TraceAddresses, &number.to_be_bytes(), &list)
+                .unwrap();
+        }
+        tx.put_meta(TRACE_INDEX_HEAD, &40u64.to_be_bytes()).unwrap();
+        tx.put_schema(crate::STATE_LISTS_LAYOUT).unwrap();
+        tx.commit().unwrap();
+        let mut steps = 0;
+        loop {
+            let tx = db.writer().unwrap();
+            let done = tx.migrate_step(7).unwrap();
+            tx.commit().unwrap();
+            steps += 1;
+            if done {
+                break;
+            }
+        }
+        assert!(steps > 3, "{steps} steps");
+        let tx = db.reader().unwrap();
+        assert_eq!(tx.schema_version().unwrap(), TRACE_LISTS_LAYOUT);
+        for i in 0..3u8 {
+            let a = address(i * 7 + 1);
+            let expected: Vec<u64> = blocks
+                .iter()
+                .filter(|(_, addresses)| addresses.contains(&a))
+                .map(|(n, _)| *n)
+                .collect();
+            assert_eq!(tx.trace_candidates(&[a], 1, 40).unwrap(), Some(expected));
+        }
+        let mut cursor = tx.tx.cursor(tx.db(Table::TraceAddresses)).unwrap();
+        let mut entry = cursor.first::<Vec<u8>, ()>().unwrap();
+        while let Some((key, ())) = entry {
+            assert_eq!(key.len(), 8);
+            entry = cursor.next::<Vec<u8>, ()>().unwrap();
+        }
     }
 }
