@@ -235,7 +235,7 @@ mod tests {
             .unwrap();
         let hashed = keccak256(change.address);
         for (slot, value) in &change.storage {
-            tx.put_hashed_slot(&hashed, &keccak256(slot), *value, Some(block))
+            tx.put_hashed_slot(&hashed, &keccak256(slot), *value)
                 .unwrap();
         }
         let leaf = change.account.map(|account| alloy_trie::TrieAccount {
@@ -245,8 +245,7 @@ mod tests {
             storage_root: B256::ZERO,
             code_hash: account.code_hash,
         });
-        tx.put_hashed_account(&hashed, leaf.as_ref(), Some(block))
-            .unwrap();
+        tx.put_hashed_account(&hashed, leaf.as_ref()).unwrap();
     }
 
     /// A shared cache answers each block with that block's state, whichever was read first.

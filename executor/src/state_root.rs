@@ -281,13 +281,13 @@ impl StateTrie {
                 tx.wipe_hashed_storage(key, block, record_nodes)?;
             }
             for (slot, value) in &entry.slots {
-                tx.put_hashed_slot(key, slot, *value, block)?;
+                tx.put_hashed_slot(key, slot, *value)?;
             }
             let trie = TrieId::Storage(*key);
             for (path, node) in &entry.nodes {
                 tx.put_trie_node(&trie, path, node.as_ref(), node_history)?;
             }
-            tx.put_hashed_account(key, entry.leaf.as_ref(), block)?;
+            tx.put_hashed_account(key, entry.leaf.as_ref())?;
         }
         for (path, node) in &self.account_nodes {
             tx.put_trie_node(&TrieId::Accounts, path, node.as_ref(), node_history)?;

@@ -34,10 +34,6 @@ fn storage_changeset_key(block: u64, address: &Address, slot: &B256) -> [u8; 60]
     key
 }
 
-fn encode_account(account: Option<&StoredAccount>) -> Vec<u8> {
-    account.map_or_else(Vec::new, StoredAccount::encode)
-}
-
 /// An account changeset entry: the account before the block (`None`: there was none) and,
 /// when it had storage, its storage root then (entries written before layout 8 hold none).
 pub(crate) type AccountBefore = Option<(StoredAccount, Option<B256>)>;
@@ -207,22 +203,33 @@ impl<K: TransactionKind> StorageTx<K> {
 }
 
 impl StorageTx<RwSync> {
+    /// Records `address`'s account before `block` and, when not the empty trie's, its storage
+    /// root then (a proof at an older block reads the account's trie leaf from the entry).
+    /// Written whole, once: entries are appended in key order into full pages, and growing one
+    /// later would split its page.
     pub(crate) fn record_account_before(
         &self,
         block: u64,
         address: &Address,
         before: Option<&StoredAccount>,
+        storage_root: Option<B256>,
     ) -> Result<()> {
+        let value = match before {
+            Some(account) => {
+                models::encode_account(account, storage_root, StoredAccount::FIXED_LEN)
+            }
+            None => Vec::new(),
+        };
         self.append(
             Table::AccountChangeSets,
             &account_changeset_key(block, address),
-            &encode_account(before),
+            &value,
         )
     }
 
     /// Adds to the changeset entry of `address` at `block` its storage root before the block
-    /// (nothing for the empty trie's, which is what an entry without one means): a proof at an
-    /// older block reads the account's trie leaf from it.
+    /// (nothing for the empty trie's, which is what an entry without one means): how
+    /// `quarry migrate` gives the entries of older layouts their roots.
     pub(crate) fn add_storage_root(
         &self,
         block: u64,
@@ -459,7 +466,8 @@ impl StorageTx<RwSync> {
                 let address = Address::from_slice(&prefix[..20]);
                 if prefix_len == 20 {
                     let before = before.map(decode_account).transpose()?.flatten();
-                    self.record_account_before(block, &address, before.as_ref())?;
+                    // Layout 1's history predates the trie: no storage roots to record.
+                    self.record_account_before(block, &address, before.as_ref(), None)?;
                 } else {
                     let slot = b256("history slot", &prefix[20..])?;
                     let before = before.map_or(U256::ZERO, U256::from_be_slice);

@@ -877,9 +877,9 @@ impl StorageTx<RwSync> {
     }
 
     /// Writes a block's state changes into the latest plain state and (above block 0) its
-    /// changeset, each changed account and slot as it was before, and lists the block in their
-    /// block lists (the state history, state_lists.rs). The state trie's write of the block
-    /// then adds the storage roots before it to the account changeset (see trie.rs).
+    /// changeset, each changed account and slot as it was before (an account with its storage
+    /// root then), and lists the block in their block lists (the state history,
+    /// state_lists.rs). The block's state trie is written after.
     pub fn apply_state_changes(
         &self,
         block: u64,
@@ -914,8 +914,12 @@ impl StorageTx<RwSync> {
             }
             let before = self.set_account(address, change.account.as_ref())?;
             if record {
-                self.record_account_before(block, address, before.as_ref())?;
-                self.list_account_change(block, address)?;
+                // The hashed state is still the state before the block: the block's trie
+                // write comes after.
+                let hashed = alloy_primitives::keccak256(address);
+                let storage_root = self.stored_storage_root(&hashed)?;
+                self.record_account_before(block, address, before.as_ref(), storage_root)?;
+                self.list_account_change(block, address, &hashed)?;
             }
         }
         Ok(())
@@ -964,10 +968,11 @@ mod tests {
     /// and block list (block 0 records none), and the trie leaf.
     fn set_at(tx: &WriteTx, address: &Address, account: Option<StoredAccount>, block: u64) {
         let before = tx.set_account(address, account.as_ref()).unwrap();
+        let hashed = alloy_primitives::keccak256(address);
         if block > 0 {
-            tx.record_account_before(block, address, before.as_ref())
+            tx.record_account_before(block, address, before.as_ref(), None)
                 .unwrap();
-            tx.list_account_change(block, address).unwrap();
+            tx.list_account_change(block, address, &hashed).unwrap();
         }
         let leaf = account.map(|a| alloy_trie::TrieAccount {
             nonce: a.nonce,
@@ -975,10 +980,7 @@ mod tests {
             storage_root: alloy_trie::EMPTY_ROOT_HASH,
             code_hash: a.code_hash,
         });
-        let history = (block > 0).then_some(block);
-        let hashed = alloy_primitives::keccak256(address);
-        tx.put_hashed_account(&hashed, leaf.as_ref(), history)
-            .unwrap();
+        tx.put_hashed_account(&hashed, leaf.as_ref()).unwrap();
     }
 
     fn set_slot_at(tx: &WriteTx, address: &Address, slot: &B256, value: U256, block: u64) {
@@ -991,8 +993,7 @@ mod tests {
             alloy_primitives::keccak256(address),
             alloy_primitives::keccak256(slot),
         );
-        tx.put_hashed_slot(&account, &slot, value, (block > 0).then_some(block))
-            .unwrap();
+        tx.put_hashed_slot(&account, &slot, value).unwrap();
     }
 
     #[test]

@@ -105,7 +105,6 @@ impl StorageTx<RwSync> {
                     storage_root,
                     code_hash: account.code_hash,
                 }),
-                None,
             )?;
             self.put_meta(TRIE_PROGRESS, &key)?;
             entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
@@ -170,7 +169,7 @@ impl StorageTx<RwSync> {
         let mut hb = HashBuilder::default().with_updates(true);
         let mut fed = Vec::with_capacity(hashed.len());
         for (slot, value) in &hashed {
-            self.put_hashed_slot(&account, slot, *value, None)?;
+            self.put_hashed_slot(&account, slot, *value)?;
             let key = Nibbles::unpack(slot);
             let value = alloy_rlp::encode(value);
             hb.add_leaf(key, &value);

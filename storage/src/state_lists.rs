@@ -17,7 +17,7 @@ use crate::{
     Error, Result, StorageTx, StoredAccount, Table, changesets::AccountBefore, models::be_u64,
     slot_key, trie::hashed_slot_key,
 };
-use alloy_primitives::{Address, B256, U256, keccak256, map::B256Map};
+use alloy_primitives::{Address, B256, U256, keccak256};
 use roaring::RoaringBitmap;
 use signet_libmdbx::{RwSync, TransactionKind, WriteFlags, tx::Cursor};
 use std::{
@@ -128,9 +128,6 @@ struct StagedList {
 struct ListMaps {
     lists: [BTreeMap<Vec<u8>, StagedList>; 3],
     keys: usize,
-    /// The accounts whose changeset entries the last block recorded, by hashed address: the
-    /// state trie's write of that block adds their storage roots to those entries.
-    block_accounts: (u64, B256Map<Address>),
     /// The last address hashed for a slot key (a block's slots come account by account).
     last_address: Option<(Address, B256)>,
 }
@@ -288,17 +285,13 @@ fn unlisted(lists: Lists, plain: &[u8], block: u64) -> Error {
 }
 
 impl StorageTx<RwSync> {
-    /// Lists `block` for the account `address` (its changeset holds it).
-    pub(crate) fn list_account_change(&self, block: u64, address: &Address) -> Result<()> {
-        let hashed = keccak256(address);
-        {
-            let mut maps = self.staged_lists.lock();
-            if maps.block_accounts.0 != block {
-                maps.block_accounts.0 = block;
-                maps.block_accounts.1.clear();
-            }
-            maps.block_accounts.1.insert(hashed, *address);
-        }
+    /// Lists `block` for the account `address` (its changeset holds it), hashed to `hashed`.
+    pub(crate) fn list_account_change(
+        &self,
+        block: u64,
+        address: &Address,
+        hashed: &B256,
+    ) -> Result<()> {
         self.stage_list_block(
             Lists::Accounts,
             hashed.as_slice(),
@@ -348,15 +341,6 @@ impl StorageTx<RwSync> {
             self.write_staged_lists()?;
         }
         Ok(())
-    }
-
-    /// The address hashed to `hashed` if block `block` recorded its changeset entry in this
-    /// transaction (the last block recorded).
-    pub(crate) fn recorded_account(&self, block: u64, hashed: &B256) -> Option<Address> {
-        let maps = self.staged_lists.lock();
-        (maps.block_accounts.0 == block)
-            .then(|| maps.block_accounts.1.get(hashed).copied())
-            .flatten()
     }
 
     /// Merges every staged block into its key's last shard, key by key in table order.
@@ -550,7 +534,7 @@ impl StorageTx<RwSync> {
             let address = Address::from_slice(&key[8..28]);
             match lists {
                 Lists::Accounts => {
-                    self.list_account_change(block, &address)?;
+                    self.list_account_change(block, &address, &keccak256(address))?;
                     if leaf_history_from.is_some_and(|from| block >= from) {
                         roots.push((block, address));
                     }
@@ -617,7 +601,8 @@ mod tests {
         for chunk in blocks.chunks(700) {
             let tx = db.writer().unwrap();
             for block in chunk {
-                tx.list_account_change(*block, &address).unwrap();
+                tx.list_account_change(*block, &address, &keccak256(address))
+                    .unwrap();
             }
             tx.commit().unwrap();
         }
@@ -657,7 +642,8 @@ mod tests {
         // New blocks extend the closed shard, which is cut again.
         let tx = db.writer().unwrap();
         for block in 6_000..6_010 {
-            tx.list_account_change(block, &address).unwrap();
+            tx.list_account_change(block, &address, &keccak256(address))
+                .unwrap();
         }
         tx.commit().unwrap();
         let rx = db.reader().unwrap();
@@ -712,11 +698,10 @@ mod tests {
                 });
             }
             tx.apply_state_changes(block, &changes, &[]).unwrap();
-            let history = (block > 0).then_some(block);
             for change in &changes {
                 let hashed = keccak256(change.address);
                 for (slot, value) in &change.storage {
-                    tx.put_hashed_slot(&hashed, &keccak256(slot), *value, history)
+                    tx.put_hashed_slot(&hashed, &keccak256(slot), *value)
                         .unwrap();
                 }
                 let root = match change.address == Address::repeat_byte(3) {
@@ -729,8 +714,7 @@ mod tests {
                     storage_root: root,
                     code_hash: a.code_hash,
                 });
-                tx.put_hashed_account(&hashed, leaf.as_ref(), history)
-                    .unwrap();
+                tx.put_hashed_account(&hashed, leaf.as_ref()).unwrap();
             }
         }
         tx.put_schema_version().unwrap();
@@ -864,7 +848,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path()).unwrap();
         let tx = db.writer().unwrap();
-        let err = tx.list_account_change(1 << 32, &Address::ZERO).unwrap_err();
+        let err = tx
+            .list_account_change(1 << 32, &Address::ZERO, &keccak256(Address::ZERO))
+            .unwrap_err();
         assert!(err.to_string().contains("4294967296"), "{err}");
     }
 }

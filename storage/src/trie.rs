@@ -395,32 +395,19 @@ impl<K: TransactionKind> StorageTx<K> {
 /// a block's change, such as genesis, an unwind or a migration).
 impl StorageTx<RwSync> {
     /// Sets (or with `None` deletes) an account's leaf in the latest state trie.
-    pub fn put_hashed_account(
-        &self,
-        hashed: &B256,
-        account: Option<&TrieAccount>,
-        history: Option<u64>,
-    ) -> Result<()> {
+    pub fn put_hashed_account(&self, hashed: &B256, account: Option<&TrieAccount>) -> Result<()> {
         let value = account.map(encode_trie_account);
-        let trie = TrieId::Accounts;
-        self.put_trie_leaf(&trie, hashed.as_slice(), value.as_deref(), history)
+        self.put_trie_leaf(&TrieId::Accounts, hashed.as_slice(), value.as_deref())
     }
 
     /// Sets a slot's leaf in an account's storage trie; zero deletes it.
-    pub fn put_hashed_slot(
-        &self,
-        account: &B256,
-        slot: &B256,
-        value: U256,
-        history: Option<u64>,
-    ) -> Result<()> {
+    pub fn put_hashed_slot(&self, account: &B256, slot: &B256, value: U256) -> Result<()> {
         let key = hashed_slot_key(account, slot);
         let value = (!value.is_zero()).then(|| SlotValue::new(value));
         self.put_trie_leaf(
             &TrieId::Storage(*account),
             &key,
             value.as_ref().map(SlotValue::as_slice),
-            history,
         )
     }
 
@@ -492,34 +479,24 @@ impl StorageTx<RwSync> {
     }
 
     /// Sets (or with `None` deletes) the leaf of `trie` under table key `key`. The state
-    /// history is the changesets: an account leaf's storage root before `history`'s block, if
-    /// not the empty trie's, is added to the account's changeset entry of that block, which
-    /// holds the rest of the leaf.
-    fn put_trie_leaf(
-        &self,
-        trie: &TrieId,
-        key: &[u8],
-        value: Option<&[u8]>,
-        history: Option<u64>,
-    ) -> Result<()> {
+    /// history is the changesets (an account's entry carries its storage root before the
+    /// block: `apply_state_changes` reads it from this table before the block's trie write).
+    fn put_trie_leaf(&self, trie: &TrieId, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         let table = trie.leaves_table();
-        let (Some(block), TrieId::Accounts) = (history, trie) else {
-            return match value {
-                Some(value) => self.put(table, key, value),
-                None => self.del(table, key),
-            };
-        };
-        let before = self.replace(table, key, value)?;
-        let Some(before) = before else {
-            return Ok(());
-        };
-        let storage_root = decode_trie_account(&before)?.storage_root;
-        let hashed = B256::try_from(key)
-            .map_err(|_| Error::Corrupt(format!("account leaf key of {} bytes", key.len())))?;
-        match self.recorded_account(block, &hashed) {
-            Some(address) => self.add_storage_root(block, &address, storage_root),
-            None => Ok(()),
+        match value {
+            Some(value) => self.put(table, key, value),
+            None => self.del(table, key),
         }
+    }
+
+    /// The storage root in the stored leaf of the account hashed to `hashed`: `None` when
+    /// there is no leaf or its storage is the empty trie.
+    pub(crate) fn stored_storage_root(&self, hashed: &B256) -> Result<Option<B256>> {
+        let Some(leaf) = self.get(crate::Table::HashedAccounts, hashed.as_slice())? else {
+            return Ok(None);
+        };
+        let root = decode_trie_account(&leaf)?.storage_root;
+        Ok((root != alloy_trie::EMPTY_ROOT_HASH).then_some(root))
     }
 }
 

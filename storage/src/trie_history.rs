@@ -830,7 +830,9 @@ mod tests {
 
         // Staged list blocks refuse reads of the state history too, until written.
         let tx = db.writer().unwrap();
-        tx.list_account_change(7, &Address::repeat_byte(1)).unwrap();
+        let address = Address::repeat_byte(1);
+        tx.list_account_change(7, &address, &alloy_primitives::keccak256(address))
+            .unwrap();
         assert!(matches!(
             tx.account_at(&Address::repeat_byte(1), 5),
             Err(Error::HistoryStaged)
