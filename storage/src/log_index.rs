@@ -1,16 +1,28 @@
-//! The log index (which blocks hold logs of an address, or a topic at a position, and in
-//! which of their receipts) and the eth_getLogs query over it: candidate blocks from the
-//! index, then only the receipts of those blocks that may hold a match.
+//! The log index (which blocks hold logs of an address, and in which of their receipts; which
+//! blocks hold a topic at a position, as block lists) and the eth_getLogs query over it:
+//! candidate blocks from the index, then only the receipts of those blocks that may hold a
+//! match.
 
-use crate::{Error, LogView, Result, StorageTx, StoredReceipt, Table, models::be_u64};
+use crate::{
+    Error, LogView, Result, StorageTx, StoredReceipt, Table, migrate::TOPIC_LISTS_LAYOUT,
+    models::be_u64, state_lists::Lists,
+};
 use alloy_primitives::{Address, B256, Bloom, BloomInput, Log};
 use signet_libmdbx::{RwSync, TransactionKind};
 use std::{borrow::Cow, collections::BTreeMap, time::Instant};
 
-/// Meta key: the highest block through which `LogAddresses` and `LogTopics` are complete.
+/// Meta key: the highest block through which `LogAddresses` and `LogTopicLists` are complete.
 const LOG_INDEX_HEAD: &str = "log_index_head";
 /// Topic positions a log can have (LOG0..LOG4).
 pub const MAX_TOPICS: usize = 4;
+
+/// The key of a topic's list at one position: the topic, then the position.
+fn topic_list_key(topic: &B256, position: usize) -> [u8; 33] {
+    let mut key = [0u8; 33];
+    key[..32].copy_from_slice(topic.as_slice());
+    key[32] = position as u8;
+    key
+}
 
 /// What eth_getLogs asks for. An empty `addresses` matches any address; `topics[i]` empty
 /// matches any topic at position i (and logs with fewer than i + 1 topics fail only non-empty
@@ -206,36 +218,35 @@ impl<K: TransactionKind> StorageTx<K> {
                 if Instant::now() >= limits.deadline {
                     return Ok(None);
                 }
-                self.indexed_blocks(
-                    Table::LogAddresses,
-                    address.as_slice(),
-                    None,
-                    filter.from,
-                    through,
-                    &mut set,
-                )?;
+                self.indexed_blocks(address, filter.from, through, &mut set)?;
             }
             sets.push(set);
         }
+        if filter.topics.iter().any(|wanted| !wanted.is_empty()) {
+            // Blocks a write transaction staged are not in the lists yet.
+            self.check_history_written()?;
+        }
+        let mut cursor = self.list_cursor(Lists::Topics)?;
+        let mut blocks = Vec::new();
         for (position, wanted) in filter.topics.iter().enumerate() {
             if wanted.is_empty() {
                 continue;
             }
-            let mut set = BTreeMap::new();
+            blocks.clear();
             for topic in wanted {
                 if Instant::now() >= limits.deadline {
                     return Ok(None);
                 }
-                self.indexed_blocks(
-                    Table::LogTopics,
-                    topic.as_slice(),
-                    Some(position),
-                    filter.from,
-                    through,
-                    &mut set,
+                self.listed_blocks(
+                    &mut cursor,
+                    Lists::Topics,
+                    &topic_list_key(topic, position),
+                    (filter.from, through),
+                    &mut blocks,
                 )?;
             }
-            sets.push(set);
+            // The lists say which blocks, not which receipts: every receipt of them may match.
+            sets.push(blocks.iter().map(|&block| (block, None)).collect());
         }
         sets.sort_by_key(BTreeMap::len);
         let mut sets = sets.into_iter();
@@ -255,22 +266,21 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(Some(candidates))
     }
 
-    /// Adds the blocks in `from..=to` of one index key (and, for topics, position) to `set`,
-    /// with their receipt lists.
+    /// Adds the blocks in `from..=to` holding logs of `address` to `set`, with their receipt
+    /// lists.
     fn indexed_blocks(
         &self,
-        table: Table,
-        prefix: &[u8],
-        position: Option<usize>,
+        address: &Address,
         from: u64,
         to: u64,
         set: &mut BTreeMap<u64, Option<Vec<u32>>>,
     ) -> Result<()> {
-        let mut cursor = self.tx.cursor(self.db(table))?;
+        let prefix = address.as_slice();
+        let mut cursor = self.tx.cursor(self.db(Table::LogAddresses))?;
         let mut seek = prefix.to_vec();
         seek.extend_from_slice(&from.to_be_bytes());
         let mut entry = cursor.set_range::<Cow<'_, [u8]>, Cow<'_, [u8]>>(&seek)?;
-        while let Some((key, value)) = entry {
+        while let Some((key, receipts)) = entry {
             if key.len() != prefix.len() + 8 || !key.starts_with(prefix) {
                 break;
             }
@@ -278,18 +288,8 @@ impl<K: TransactionKind> StorageTx<K> {
             if block > to {
                 break;
             }
-            let receipts = match position {
-                None => value.as_ref(),
-                Some(position) => match value.split_first() {
-                    Some((mask, receipts)) if mask & (1 << position) != 0 => receipts,
-                    _ => {
-                        entry = cursor.next()?;
-                        continue;
-                    }
-                },
-            };
             let receipts = (!receipts.is_empty())
-                .then(|| decode_receipt_list(receipts))
+                .then(|| decode_receipt_list(&receipts))
                 .transpose()?;
             let merged = match set.remove(&block) {
                 None => receipts,
@@ -463,29 +463,28 @@ impl StorageTx<RwSync> {
         if !contiguous {
             return Ok(());
         }
-        // One (key, receipt) pair per log and topic, sorted: each key's entries are then
-        // together, its receipts ascending.
+        // One (address, receipt) pair per log, sorted: each address's entries are then
+        // together, its receipts ascending. And each topic at each position, once.
         let mut by_address: Vec<(Address, u32)> = Vec::new();
-        let mut by_topic: Vec<(B256, u32, u8)> = Vec::new();
+        let mut by_topic: Vec<[u8; 33]> = Vec::new();
         for (index, receipt) in receipts.iter().enumerate() {
             let index = u32::try_from(index)
                 .map_err(|_| Error::Corrupt(format!("block {number} has too many receipts")))?;
             for log in &receipt.logs {
                 by_address.push((log.address, index));
                 for (position, topic) in log.topics().iter().enumerate().take(MAX_TOPICS) {
-                    by_topic.push((*topic, index, 1 << position));
+                    by_topic.push(topic_list_key(topic, position));
                 }
             }
         }
         // A list that names most of the block's receipts saves a query little and costs ingest
-        // its bytes (a token's Transfer topic, in nearly every transaction): such a key gets
+        // its bytes (a token's own address, in nearly every transaction): such an address gets
         // none, which reads as every receipt.
         let narrows = |list: &[u32]| list.len() * 2 <= receipts.len();
         by_address.sort_unstable();
         by_address.dedup();
-        by_topic.sort_unstable();
         let block = number.to_be_bytes();
-        let mut key = Vec::with_capacity(40);
+        let mut key = Vec::with_capacity(28);
         let mut value = Vec::new();
         let mut receipts_of_key = Vec::new();
         for group in by_address.chunk_by(|a, b| a.0 == b.0) {
@@ -500,23 +499,10 @@ impl StorageTx<RwSync> {
             }
             self.put_staged(Table::LogAddresses, &key, &value)?;
         }
-        for group in by_topic.chunk_by(|a, b| a.0 == b.0) {
-            key.clear();
-            key.extend_from_slice(group[0].0.as_slice());
-            key.extend_from_slice(&block);
-            receipts_of_key.clear();
-            receipts_of_key.extend(group.iter().map(|&(_, index, _)| index));
-            receipts_of_key.dedup();
-            value.clear();
-            value.push(
-                group
-                    .iter()
-                    .fold(0, |positions, &(_, _, at)| positions | at),
-            );
-            if narrows(&receipts_of_key) {
-                encode_receipt_list(&receipts_of_key, &mut value);
-            }
-            self.put_staged(Table::LogTopics, &key, &value)?;
+        by_topic.sort_unstable();
+        by_topic.dedup();
+        for key in &by_topic {
+            self.list_indexed_block(Lists::Topics, key, number)?;
         }
         self.put_meta(LOG_INDEX_HEAD, &block)
     }
@@ -525,18 +511,19 @@ impl StorageTx<RwSync> {
     /// index reached it, moves the index head to its parent.
     pub(crate) fn unindex_block_logs(&self, number: u64, receipts: &[StoredReceipt]) -> Result<()> {
         let block = number.to_be_bytes();
-        let mut key = Vec::with_capacity(40);
+        let mut key = Vec::with_capacity(28);
+        let mut topics = std::collections::BTreeSet::new();
         for log in receipts.iter().flat_map(|r| &r.logs) {
             key.clear();
             key.extend_from_slice(log.address.as_slice());
             key.extend_from_slice(&block);
             self.del(Table::LogAddresses, &key)?;
-            for topic in log.topics().iter().take(MAX_TOPICS) {
-                key.clear();
-                key.extend_from_slice(topic.as_slice());
-                key.extend_from_slice(&block);
-                self.del(Table::LogTopics, &key)?;
+            for (position, topic) in log.topics().iter().enumerate().take(MAX_TOPICS) {
+                topics.insert(topic_list_key(topic, position));
             }
+        }
+        for topic in &topics {
+            self.unlist_block(Lists::Topics, topic, number)?;
         }
         if let (Some(indexed), Some(parent)) = (self.log_index_head()?, number.checked_sub(1))
             && indexed >= number
@@ -544,6 +531,42 @@ impl StorageTx<RwSync> {
             self.put_meta(LOG_INDEX_HEAD, &parent.to_be_bytes())?;
         }
         Ok(())
+    }
+
+    /// Moves layout 9's `LogTopics` entries into `LogTopicLists`, about `budget` per call, in
+    /// key order (each topic's blocks ascending, the order its lists take them), deleting
+    /// them as it goes; once none is left, records layout 10. Returns `true` then.
+    pub(crate) fn list_log_topics(&self, budget: u64) -> Result<bool> {
+        let mut moved = Vec::new();
+        {
+            let mut cursor = self.tx.cursor(self.db(Table::LogTopics))?;
+            let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
+            while let Some((key, value)) = entry {
+                if moved.len() as u64 >= budget {
+                    break;
+                }
+                let (40, Some(&positions)) = (key.len(), value.first()) else {
+                    return Err(Error::Corrupt(format!(
+                        "log_topics entry {}",
+                        alloy_primitives::hex::encode(&key)
+                    )));
+                };
+                let (topic, block) = (B256::from_slice(&key[..32]), be_u64(&key[32..])?);
+                moved.push((key, topic, block, positions));
+                entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
+            }
+        }
+        for (key, topic, block, positions) in &moved {
+            for position in (0..MAX_TOPICS).filter(|p| positions & (1 << p) != 0) {
+                self.list_indexed_block(Lists::Topics, &topic_list_key(topic, position), *block)?;
+            }
+            self.del(Table::LogTopics, key)?;
+        }
+        if (moved.len() as u64) < budget {
+            self.put_schema(TOPIC_LISTS_LAYOUT)?;
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Extends the log index by up to `max_blocks` stored blocks past its head (or from block
@@ -667,8 +690,9 @@ mod tests {
         assert!(decode_receipt_list(&[0xff, 0xff, 0xff, 0xff, 0x1f]).is_err());
     }
 
-    /// The index narrows a block to the receipts that may match, intersected across the
-    /// criteria; entries without a list (written before lists existed) leave every receipt.
+    /// Address entries narrow a block to the receipts that may match, intersected across the
+    /// addresses and topics; topic lists narrow blocks only; address entries without a list
+    /// (written before lists existed, or naming most receipts) leave every receipt.
     #[test]
     fn candidates_carry_the_receipts_that_may_match() {
         let dir = tempfile::tempdir().unwrap();
@@ -688,12 +712,11 @@ mod tests {
             ],
         )
         .unwrap();
-        // Block 2 as a database from before the lists holds it.
-        tx.index_block_logs(2, &[]).unwrap();
+        // Block 2's address entry as a database from before the receipt lists holds it.
+        tx.index_block_logs(2, &[receipt(vec![log(a, vec![t1])])])
+            .unwrap();
         let key = |prefix: &[u8]| [prefix, &2u64.to_be_bytes()].concat();
         tx.put_staged(Table::LogAddresses, &key(a.as_slice()), &[])
-            .unwrap();
-        tx.put_staged(Table::LogTopics, &key(t1.as_slice()), &[1])
             .unwrap();
         tx.commit().unwrap();
 
@@ -708,21 +731,83 @@ mod tests {
             candidates(vec![a, b], vec![]),
             vec![(1, Some(vec![0, 2, 3])), (2, None)]
         );
-        // a and t1 meet only in receipt 2; in block 2 nothing narrows.
+        // t1 (position 0) is in blocks 1 and 2; a's receipts narrow block 1.
         assert_eq!(
             candidates(vec![a], vec![vec![t1]]),
-            vec![(1, Some(vec![2])), (2, None)]
+            vec![(1, Some(vec![0, 2])), (2, None)]
         );
-        // b's receipts and t0's (any position) share receipt 3 only.
         assert_eq!(
             candidates(vec![b], vec![vec![t0]]),
-            vec![(1, Some(vec![3]))]
+            vec![(1, Some(vec![2, 3]))]
         );
         // c is in three of block 1's four receipts: its entry has no list, and narrows nothing.
         assert_eq!(candidates(vec![c], vec![]), vec![(1, None)]);
-        assert_eq!(
-            candidates(vec![c], vec![vec![t1]]),
-            vec![(1, Some(vec![2]))]
-        );
+        assert_eq!(candidates(vec![c], vec![vec![t1]]), vec![(1, None)]);
+        // No block has t0 at position 1.
+        assert_eq!(candidates(vec![], vec![vec![], vec![t0]]), vec![]);
+    }
+
+    /// A layout 9 topic index (one entry per topic and block, with its positions), moved into
+    /// the lists in small steps, offers the same blocks, and its entries are gone; an unwind
+    /// then takes a block out of the lists.
+    #[test]
+    fn layout_9_topic_entries_move_into_the_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let (t0, t1) = (B256::repeat_byte(1), B256::repeat_byte(2));
+        let tx = db.writer().unwrap();
+        // t0 at position 0 in blocks 0 and 2, at 1 in block 1; t1 at 0 and 2 in block 1.
+        for (topic, block, positions) in [(t0, 0u64, 1u8), (t0, 1, 2), (t0, 2, 1), (t1, 1, 5)] {
+            let key = [topic.as_slice(), &block.to_be_bytes()].concat();
+            tx.put(Table::LogTopics, &key, &[positions, 0]).unwrap();
+        }
+        tx.put_meta(LOG_INDEX_HEAD, &2u64.to_be_bytes()).unwrap();
+        tx.put_schema(crate::TRACE_LISTS_LAYOUT).unwrap();
+        tx.commit().unwrap();
+        loop {
+            let tx = db.writer().unwrap();
+            let done = tx.migrate_step(1).unwrap();
+            tx.commit().unwrap();
+            if done {
+                break;
+            }
+        }
+        let r = db.reader().unwrap();
+        assert_eq!(r.schema_version().unwrap(), TOPIC_LISTS_LAYOUT);
+        let blocks = |topics: Vec<Vec<B256>>| {
+            candidates_through_2(&r, vec![], topics)
+                .into_iter()
+                .map(|(block, receipts)| {
+                    assert_eq!(receipts, None);
+                    block
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(blocks(vec![vec![t0]]), vec![0, 2]);
+        assert_eq!(blocks(vec![vec![], vec![t0]]), vec![1]);
+        assert_eq!(blocks(vec![vec![t1], vec![], vec![t1]]), vec![1]);
+        assert_eq!(blocks(vec![vec![], vec![t1]]), Vec::<u64>::new());
+        let mut cursor = r.tx.cursor(r.db(Table::LogTopics)).unwrap();
+        assert!(cursor.first::<Vec<u8>, ()>().unwrap().is_none());
+        drop(cursor);
+        drop(r);
+        let tx = db.writer().unwrap();
+        tx.unindex_block_logs(2, &[receipt(vec![log(Address::ZERO, vec![t0])])])
+            .unwrap();
+        tx.commit().unwrap();
+        let r = db.reader().unwrap();
+        let limits = LogLimits {
+            max_results: 10,
+            deadline: Instant::now() + std::time::Duration::from_secs(60),
+            use_index: true,
+        };
+        let filter = LogFilter {
+            from: 0,
+            to: 1,
+            addresses: vec![],
+            topics: vec![vec![t0]],
+        };
+        let found = r.indexed_candidates(&filter, 1, limits).unwrap().unwrap();
+        assert_eq!(found, vec![(0, None)]);
     }
 }

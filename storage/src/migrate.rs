@@ -28,8 +28,11 @@ pub const STATE_LISTS_LAYOUT: u64 = 8;
 /// The first layout whose trace index keeps each address's blocks as a block list
 /// (`TraceAddressLists`), not one `TraceAddresses` entry per address and block.
 pub const TRACE_LISTS_LAYOUT: u64 = 9;
+/// The first layout whose log index keeps each topic's blocks as block lists per position
+/// (`LogTopicLists`), not one `LogTopics` entry per topic and block.
+pub const TOPIC_LISTS_LAYOUT: u64 = 10;
 /// The database layout this quarry writes.
-pub const SCHEMA_VERSION: u64 = TRACE_LISTS_LAYOUT;
+pub const SCHEMA_VERSION: u64 = TOPIC_LISTS_LAYOUT;
 const SCHEMA: &str = "schema";
 /// Progress of the receipts' re-encoding: the next block to re-encode (u64 BE).
 const RECEIPTS_PROGRESS: &str = "receipts_progress";
@@ -68,6 +71,7 @@ impl StorageTx<RwSync> {
             layout if layout < COMPRESSED_BLOCKS_LAYOUT => self.compress_block_data(budget)?,
             layout if layout < STATE_LISTS_LAYOUT => self.build_state_lists(budget)?,
             layout if layout < TRACE_LISTS_LAYOUT => self.list_trace_entries(budget)?,
+            layout if layout < TOPIC_LISTS_LAYOUT => self.list_log_topics(budget)?,
             _ => return Ok(true),
         };
         Ok(self.schema_version()? >= SCHEMA_VERSION)

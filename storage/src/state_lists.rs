@@ -1,7 +1,8 @@
 //! Per-key block lists: for each account and each storage slot, the blocks whose changesets
 //! hold it (`AccountChangeLists`, `StorageChangeLists`: the state history, as reth and Erigon
 //! keep their history indices), and for each address, the blocks whose call frames name it
-//! (`TraceAddressLists`: the trace index's lists, trace_index.rs). A key's list is cut into shards of at most [`SHARD_BLOCKS`] blocks,
+//! (`TraceAddressLists`: the trace index's lists, trace_index.rs), and for each log topic and
+//! position, the blocks holding a log with it there (`LogTopicLists`, log_index.rs). A key's list is cut into shards of at most [`SHARD_BLOCKS`] blocks,
 //! each a serialized roaring bitmap keyed by the key's hash and the shard's highest block (the
 //! last shard by `u64::MAX`), so one seek at (hashed key, N + 1) lands on the shard holding the
 //! key's first change after block N. That block's changeset entry is the value before it, so the
@@ -41,6 +42,9 @@ pub(crate) enum Lists {
     /// Keyed by the plain address (trace_filter seeks addresses, not hashes), so a shard's
     /// value is the bitmap alone.
     Traces,
+    /// The log index's topics: keyed by the topic and its position in a log (log_index.rs),
+    /// the value the bitmap alone.
+    Topics,
 }
 
 impl Lists {
@@ -49,6 +53,7 @@ impl Lists {
             Lists::Accounts => Table::AccountChangeLists,
             Lists::Storages => Table::StorageChangeLists,
             Lists::Traces => Table::TraceAddressLists,
+            Lists::Topics => Table::LogTopicLists,
         }
     }
 
@@ -57,7 +62,7 @@ impl Lists {
         match self {
             Lists::Accounts => 20,
             Lists::Storages => 52,
-            Lists::Traces => 0,
+            Lists::Traces | Lists::Topics => 0,
         }
     }
 
@@ -126,7 +131,7 @@ struct StagedList {
 /// Blocks a write transaction staged for the lists, by table and hashed key.
 #[derive(Default)]
 struct ListMaps {
-    lists: [BTreeMap<Vec<u8>, StagedList>; 3],
+    lists: [BTreeMap<Vec<u8>, StagedList>; 4],
     keys: usize,
     /// The last address hashed for a slot key (a block's slots come account by account).
     last_address: Option<(Address, B256)>,
@@ -300,9 +305,10 @@ impl StorageTx<RwSync> {
         )
     }
 
-    /// Lists `block` for `address` in the trace index (a frame of the block names it).
-    pub(crate) fn list_trace_block(&self, block: u64, address: &Address) -> Result<()> {
-        self.stage_list_block(Lists::Traces, address.as_slice(), &[], block)
+    /// Lists `block` under `key` in one of the indexes' lists (`Traces`, `Topics`), whose
+    /// values hold no plain key.
+    pub(crate) fn list_indexed_block(&self, lists: Lists, key: &[u8], block: u64) -> Result<()> {
+        self.stage_list_block(lists, key, &[], block)
     }
 
     /// Lists `block` for the slot `slot` of `address`.
@@ -345,7 +351,12 @@ impl StorageTx<RwSync> {
 
     /// Merges every staged block into its key's last shard, key by key in table order.
     pub(crate) fn write_staged_lists(&self) -> Result<()> {
-        for lists in [Lists::Accounts, Lists::Storages, Lists::Traces] {
+        for lists in [
+            Lists::Accounts,
+            Lists::Storages,
+            Lists::Traces,
+            Lists::Topics,
+        ] {
             let staged = self.staged_lists.take(lists);
             if staged.is_empty() {
                 continue;
@@ -503,8 +514,8 @@ impl StorageTx<RwSync> {
         let table = match lists {
             Lists::Accounts => Table::AccountChangeSets,
             Lists::Storages => Table::StorageChangeSets,
-            // Built from the blocks' frames (trace_index.rs), not from changesets.
-            Lists::Traces => return Ok(true),
+            // Built from the blocks' frames and logs, not from changesets.
+            Lists::Traces | Lists::Topics => return Ok(true),
         };
         let leaf_history_from = self.state_history_from()?;
         let mut roots = Vec::new();
@@ -542,7 +553,7 @@ impl StorageTx<RwSync> {
                 Lists::Storages => {
                     self.list_slot_change(block, &address, &B256::from_slice(&key[28..]))?
                 }
-                Lists::Traces => {}
+                Lists::Traces | Lists::Topics => {}
             }
             *budget -= 1;
             *after = Some(key);

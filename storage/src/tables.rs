@@ -30,7 +30,7 @@ tables! {
     /// block number it has read (u64 BE) then its process id (u32 BE); `upstream_head`: the
     /// head `quarry follow` last saw its upstream at (u64 BE) then when (unix seconds, u64
     /// BE), then its `net_peerCount` (u64 BE) when it answered one; `log_index_head`: the
-    /// highest block through which `LogAddresses` and `LogTopics` are complete (u64 BE);
+    /// highest block through which `LogAddresses` and `LogTopicLists` are complete (u64 BE);
     /// `schema`: the layout version (u64 BE, see `SCHEMA_VERSION`); `compress_progress`: while
     /// `quarry migrate` compresses the block data, the next block to rewrite (u64 BE); `unwinds`: how many
     /// unwinds were ever committed (u64 BE), so a reader that caches by block number can tell
@@ -81,7 +81,8 @@ tables! {
     /// receipts hold such a log (see `encode_receipt_list` in logs.rs), or empty (every receipt
     /// may): when they are more than half the block's, or in entries written before the lists.
     LogAddresses = "log_addresses";
-    /// Log index by topic: one entry per block where some log has the topic. Key: topic (32
+    /// Log index by topic as layouts before 10 kept it (`quarry migrate` moves it into
+    /// `LogTopicLists`): one entry per block where some log has the topic. Key: topic (32
     /// bytes) then block number (u64 BE). Value: one byte, bit i set when the topic is at
     /// position i (0-3) of some log of the block, then which receipts hold a log with the topic
     /// at any position (as in `LogAddresses`; absent in entries written before the lists).
@@ -175,6 +176,11 @@ tables! {
     /// then the shard's highest block (u64 BE; u64::MAX for the address's last shard). Value:
     /// the serialized roaring bitmap.
     TraceAddressLists = "trace_address_lists";
+    /// The log index by topic (log_index.rs): per topic and position in a log (0-3), the
+    /// blocks holding a log with the topic there, sharded as `AccountChangeLists`. Key: the
+    /// topic (32 bytes), the position (1 byte), then the shard's highest block (u64 BE;
+    /// u64::MAX for the last shard). Value: the serialized roaring bitmap.
+    LogTopicLists = "log_topic_lists";
 }
 
 /// Which of a trie's two kinds of entries.
