@@ -2,7 +2,9 @@
 # Ingest A/B: imports a chain with two builds in turn, ROUNDS times each (A, B, A, B, ...),
 # each into a fresh datadir, and prints every run's wall and CPU time (/usr/bin/time), its
 # peak RssAnon, its stages (sender recovery on the decoding thread; execution, state root and
-# write on the executing thread) and the datadir's size. This machine's speed drifts between
+# write on the executing thread) and the datadir's size (allocated blocks, `du`: MDBX files are
+# sparse); after the last round, each side's tables side by side (storage/examples/
+# table_sizes.rs, built here). This machine's speed drifts between
 # runs by more than some changes weigh; alternating builds keeps the drift out of the
 # comparison.
 #
@@ -17,6 +19,7 @@ old=$1
 new=$2
 chain=${3:-target/bench/scale-20000x100}
 ROUNDS=${ROUNDS:-2}
+cargo build --release --quiet -p quarry-storage --example table_sizes
 source bench/timed.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -35,11 +38,19 @@ for round in $(seq 1 "$ROUNDS"); do
     times=$(timed "$work/out" "$bin" ingest --datadir "$data" --genesis "$chain/genesis.json" \
       "$chain/chain.rlp")
     stages=$(grep '^stages' "$work/out" | sed 's/read [0-9.]*s, decode [0-9.]*s, //')
-    echo "round $round $side: $times; $stages; datadir $(du -sh "$data" | cut -f1)" |
+    echo "round $round $side: $times; $stages; datadir $(du -sB1M "$data" | cut -f1) MB" |
       tee -a "$work/log"
+    if [ "$round" = "$ROUNDS" ]; then
+      target/release/examples/table_sizes "$data" >"$work/tables-$side"
+    fi
     rm -rf "$data"
   done
 done
+echo "== tables after the last round (MB): A, B"
+join -a1 -a2 -e0 -o 0,1.3,2.3 <(awk 'NR>1 && NF==4 {print $1, $2, $3}' "$work/tables-A" | sort) \
+  <(awk 'NR>1 && NF==4 {print $1, $2, $3}' "$work/tables-B" | sort) |
+  sort -k3 -gr | awk '$2 > 0 || $3 > 0 {printf "%-26s %9s %9s\n", $1, $2, $3}'
+grep '^total' "$work/tables-A" "$work/tables-B" | sed 's/.*tables-/total /'
 # The median wall time of each side over the rounds: one line to compare, since single rounds
 # move with the machine.
 python3 - "$work/log" <<'PY'

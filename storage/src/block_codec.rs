@@ -157,7 +157,7 @@ impl<K: TransactionKind> StorageTx<K> {
         number: u64,
         read: impl FnOnce(&[u8]) -> Result<T>,
     ) -> Result<Option<T>> {
-        let Some(stored) = self.get(kind.table(), &number.to_be_bytes())? else {
+        let Some(stored) = self.get_chunked(kind.table(), number)? else {
             return Ok(None);
         };
         let raw = decompress(&stored).map_err(|e| {
@@ -172,9 +172,7 @@ impl<K: TransactionKind> StorageTx<K> {
         if self.block_data_compressed(number)? {
             self.with_block_data(kind, number, |raw| Ok(raw.to_vec()))
         } else {
-            Ok(self
-                .get(kind.table(), &number.to_be_bytes())?
-                .map(Cow::into_owned))
+            Ok(self.get_chunked(kind.table(), number)?.map(Cow::into_owned))
         }
     }
 }
@@ -193,12 +191,7 @@ impl StorageTx<RwSync> {
             table: kind.table().name(),
             reason,
         })?;
-        let key = number.to_be_bytes();
-        if append {
-            self.append(kind.table(), &key, &stored)
-        } else {
-            self.put(kind.table(), &key, &stored)
-        }
+        self.put_chunked(kind.table(), number, &stored, append)
     }
 }
 

@@ -35,7 +35,8 @@ impl<K: TransactionKind> StorageTx<K> {
         for kind in BlockData::ALL {
             let mut cursor = self.tx.cursor(self.db(kind.table()))?;
             if let Some((key, ())) = cursor.last::<Vec<u8>, ()>()? {
-                last = last.max(Some(be_u64(&key)?));
+                // A value cut into chunks (value_chunks.rs) ends with a 9-byte key.
+                last = last.max(Some(be_u64(key.get(..8).unwrap_or(&key))?));
             }
         }
         Ok(last)
@@ -77,13 +78,12 @@ impl StorageTx<RwSync> {
     /// an RLP list starts with 0xc0 or above) was written whole by this layout's writer, and
     /// only its lookups are put again (they are the same keys).
     fn compress_block(&self, number: u64) -> Result<u64> {
-        let key = number.to_be_bytes();
         let written_new = self
-            .get(Table::BlockBodies, &key)?
+            .get_chunked(Table::BlockBodies, number)?
             .is_some_and(|body| body.first().is_some_and(|&first| first < 0xc0));
-        let hashes = match self.get(Table::BlockTxHashes, &key)? {
+        let hashes = match self.get_chunked(Table::BlockTxHashes, number)? {
             Some(value) => value.chunks_exact(32).map(B256::from_slice).collect(),
-            None => match self.get(Table::BlockBodies, &key)? {
+            None => match self.get_chunked(Table::BlockBodies, number)? {
                 Some(body) if !written_new => decode_rlp::<StoredBody>("block body", &body)?
                     .transactions
                     .iter()
@@ -94,7 +94,7 @@ impl StorageTx<RwSync> {
         };
         if !written_new {
             for kind in BlockData::ALL {
-                if let Some(old) = self.get(kind.table(), &key)? {
+                if let Some(old) = self.get_chunked(kind.table(), number)? {
                     let old = old.into_owned();
                     self.put_block_data(kind, number, &old, false)?;
                 }

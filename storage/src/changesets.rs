@@ -335,13 +335,17 @@ impl StorageTx<RwSync> {
             Table::Headers,
             Table::CanonicalHashes,
             Table::TotalDifficulty,
+            Table::TxCounts,
+        ] {
+            self.del(table, &key)?;
+        }
+        for table in [
             Table::BlockBodies,
             Table::Senders,
-            Table::TxCounts,
             Table::Receipts,
             Table::BlockTxHashes,
         ] {
-            self.del(table, &key)?;
+            self.del_chunked(table, number)?;
         }
 
         let accounts = self.account_changeset(number)?;

@@ -20,6 +20,7 @@ mod trace_index;
 mod trie;
 mod trie_history;
 mod tx_lookup;
+mod value_chunks;
 
 pub use backup::BackupReport;
 pub use block_codec::BlockData;
@@ -481,7 +482,7 @@ impl<K: TransactionKind> StorageTx<K> {
 
     pub fn senders(&self, number: u64) -> Result<Option<Vec<Address>>> {
         Ok(self
-            .get(Table::Senders, &number.to_be_bytes())?
+            .get_chunked(Table::Senders, number)?
             .map(|v| v.chunks_exact(20).map(Address::from_slice).collect()))
     }
 
@@ -796,14 +797,14 @@ impl StorageTx<RwSync> {
         block.body.encode(&mut buf);
         self.put_block_data(BlockData::Body, number, &buf, true)?;
         let senders: Vec<u8> = block.senders.iter().flat_map(|a| a.0.0).collect();
-        self.append(Table::Senders, &key, &senders)?;
+        self.put_chunked(Table::Senders, number, &senders, true)?;
         let hashes: Vec<u8> = block
             .body
             .transactions
             .iter()
             .flat_map(|tx| tx.tx_hash().0)
             .collect();
-        self.append(Table::BlockTxHashes, &key, &hashes)?;
+        self.put_chunked(Table::BlockTxHashes, number, &hashes, true)?;
         let receipts = receipts::encode_block_receipts(block.receipts);
         self.put_block_data(BlockData::Receipts, number, &receipts, true)?;
         self.index_block_logs(number, block.receipts)?;

@@ -123,7 +123,7 @@ impl<K: TransactionKind> StorageTx<K> {
 
     /// The transaction hashes of a block, in order.
     pub fn transaction_hashes(&self, number: u64) -> Result<Option<Vec<B256>>> {
-        if let Some(value) = self.get(Table::BlockTxHashes, &number.to_be_bytes())? {
+        if let Some(value) = self.get_chunked(Table::BlockTxHashes, number)? {
             if value.len() % 32 != 0 {
                 return Err(Error::Corrupt(format!(
                     "transaction hashes of block {number}: {} bytes",

@@ -78,16 +78,15 @@ impl StorageTx<RwSync> {
             self.list_indexed_block(Lists::Traces, address.as_slice(), number)?;
             list.extend_from_slice(address.as_slice());
         }
-        self.put(Table::TraceAddresses, &number.to_be_bytes(), &list)?;
+        self.put_chunked(Table::TraceAddresses, number, &list, true)?;
         self.put_meta(TRACE_INDEX_HEAD, &number.to_be_bytes())
     }
 
     /// Removes block `number`'s entries (the block is being unwound) and, if the index reached
     /// it, moves the index head to its parent.
     pub(crate) fn unindex_block_traces(&self, number: u64) -> Result<()> {
-        let block = number.to_be_bytes();
         let list = self
-            .get(Table::TraceAddresses, &block)?
+            .get_chunked(Table::TraceAddresses, number)?
             .map(|list| list.into_owned());
         if let Some(list) = list {
             if list.len() % 20 != 0 {
@@ -99,7 +98,7 @@ impl StorageTx<RwSync> {
             for address in list.chunks_exact(20) {
                 self.unlist_block(Lists::Traces, address, number)?;
             }
-            self.del(Table::TraceAddresses, &block)?;
+            self.del_chunked(Table::TraceAddresses, number)?;
         }
         if let (Some(indexed), Some(parent)) = (self.trace_index_head()?, number.checked_sub(1))
             && indexed >= number

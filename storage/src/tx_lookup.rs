@@ -55,10 +55,8 @@ impl<K: TransactionKind> StorageTx<K> {
             index,
         } = location;
         let start = index as usize * 32;
-        if let Some(hashes) = self.get(Table::BlockTxHashes, &block_number.to_be_bytes())? {
-            return Ok(hashes
-                .get(start..start + 32)
-                .map(|hash| B256::from_slice(hash)));
+        if let Some(hash) = self.get_chunked_part(Table::BlockTxHashes, block_number, start, 32)? {
+            return Ok(Some(B256::from_slice(&hash)));
         }
         Ok(self
             .transaction_hashes(block_number)?
