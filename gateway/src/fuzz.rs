@@ -87,6 +87,7 @@ impl Harness {
             network: 0,
             client: Default::default(),
             bypass_allowlists: false,
+            token: None,
         });
         let mut names: Vec<&'static str> = module.method_names().collect();
         names.sort_unstable();
