@@ -3,20 +3,28 @@
 //! them: the header's `kid` names the public key, whose type alone fixes the algorithm (`none`
 //! and HMAC are refused, so a public key can never serve as an HMAC secret), then the
 //! signature, `exp`, `nbf` and `aud` (the key's id, when present), and the token's own
-//! allowlists (claim `allow`), which narrow the key's. A token never reaches a log, a metric or
-//! an error message.
+//! allowlists (claim `allow`), which narrow the key's. A token verified once is remembered by
+//! its hash until the key's public keys change, so a client resending it costs an expiry check,
+//! not a signature check. A token never reaches a log, a metric or an error message.
 
 use crate::allowlists::KeyAllowlists;
+use alloy_primitives::{B256, keccak256};
 use base64::Engine;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
 use serde::{Deserialize, Serialize};
-use std::{collections::BTreeMap, collections::HashMap, sync::Arc};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex, PoisonError},
+};
 
 /// Most public keys one API key may hold.
 pub const MAX_JWT_KEYS: usize = 10;
 
 /// Seconds of clock difference allowed on `exp` and `nbf`.
 pub const LEEWAY_SECONDS: u64 = 60;
+
+/// Most verified tokens remembered per key; more, and they are forgotten at once.
+const MAX_REMEMBERED: usize = 4096;
 
 /// The algorithm of an uploaded public key: the only one its tokens may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,6 +144,9 @@ pub struct JwtKeys {
     /// As stored: a re-read store whose keys did not change reuses this parse.
     source: BTreeMap<String, JwtPublicKey>,
     parsed: HashMap<String, ParsedKey>,
+    /// Tokens these keys verified, by keccak-256 of their text (never the text): a new parse
+    /// starts empty, so a removed or replaced public key's tokens are verified again.
+    verified: Mutex<HashMap<B256, TokenGrant>>,
 }
 
 impl std::fmt::Debug for JwtKeys {
@@ -171,6 +182,7 @@ impl JwtKeys {
         Ok(Self {
             source: source.clone(),
             parsed,
+            verified: Mutex::default(),
         })
     }
 
@@ -251,8 +263,30 @@ pub fn check_token(
     let (Some(keys), Some(token)) = (keys, authorization.and_then(bearer)) else {
         return TokenCheck::Absent;
     };
+    let hash = keccak256(token.as_bytes());
+    let remembered = keys
+        .verified
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&hash)
+        .cloned();
+    if let Some(grant) = remembered {
+        // The signature, nbf and aud held when it was verified; only time moves on.
+        return if grant.expired(jsonwebtoken::get_current_timestamp()) {
+            TokenCheck::Invalid("it has expired (exp)".into())
+        } else {
+            TokenCheck::Valid(grant)
+        };
+    }
     match verify(token, keys) {
-        Ok(grant) => TokenCheck::Valid(grant),
+        Ok(grant) => {
+            let mut verified = keys.verified.lock().unwrap_or_else(PoisonError::into_inner);
+            if verified.len() >= MAX_REMEMBERED {
+                verified.clear();
+            }
+            verified.insert(hash, grant.clone());
+            TokenCheck::Valid(grant)
+        }
         Err(reason) => TokenCheck::Invalid(reason),
     }
 }
@@ -367,6 +401,35 @@ K5LGV1m49GqKH671ylzhTfuzK1PViTmgWgulsRB08Ccfi1iXLVEU+PJSU9KbkrdV
     fn check(token: &str) -> TokenCheck {
         let value = http::HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
         check_token(Some(&value), Some(&keys()))
+    }
+
+    #[test]
+    fn verified_tokens_are_remembered_until_they_expire() {
+        let keys = keys();
+        let token = sign(Some("app"), json!({"exp": now() + 600}));
+        let value = http::HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
+        assert!(matches!(
+            check_token(Some(&value), Some(&keys)),
+            TokenCheck::Valid(_)
+        ));
+        let hash = keccak256(token.as_bytes());
+        let mut remembered = keys.verified.lock().unwrap();
+        assert_eq!(remembered.len(), 1);
+        // A remembered token is still held to its expiry.
+        remembered.get_mut(&hash).unwrap().expires = now() - 600;
+        drop(remembered);
+        assert_eq!(
+            check_token(Some(&value), Some(&keys)),
+            TokenCheck::Invalid("it has expired (exp)".into())
+        );
+        // Refused tokens are not remembered.
+        let other = sign(Some("app"), json!({"exp": now() - 600}));
+        let value = http::HeaderValue::from_str(&format!("Bearer {other}")).unwrap();
+        assert!(matches!(
+            check_token(Some(&value), Some(&keys)),
+            TokenCheck::Invalid(_)
+        ));
+        assert_eq!(keys.verified.lock().unwrap().len(), 1);
     }
 
     fn refused(token: &str) -> String {
