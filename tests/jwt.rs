@@ -2,8 +2,8 @@
 //! keys update --jwt-key` (RSA and EC P-256 pairs made by the `openssl` command), valid tokens
 //! of both algorithms, each refusal (expired, not yet valid, another audience, another signer,
 //! an unknown kid, `alg: none`, HS256 keyed with the public key's PEM), a token's allowlists
-//! narrowing the key's over HTTP and on a WebSocket, `--require-jwt`, a key change reaching the
-//! server, refusals counted by rule, and tokens absent from the log and the metrics.
+//! narrowing the key's over HTTP and on a WebSocket, `--require-jwt`, a public key's removal
+//! reaching the server and an open WebSocket, refusals counted by rule, and tokens absent from the log and the metrics.
 
 #![allow(clippy::unwrap_used)]
 
@@ -389,6 +389,13 @@ fn jwts_are_verified_and_narrow_the_key() {
     assert_invalid(
         &call(&server, &s.key, Some(&rs256), "eth_chainId"),
         "unknown kid \"rsa\": this key's public keys are ec",
+    );
+    // The WebSocket opened with a token it verified is cut off too.
+    let cut = socket.exchange(&call_body("eth_chainId"));
+    assert_eq!(cut["error"]["data"]["rule"], "jwt", "{cut}");
+    assert_eq!(
+        cut["error"]["message"],
+        "the public key that verified this connection's JWT was removed or replaced"
     );
 
     // Refusals are counted by rule; no token reaches the log or the metrics.

@@ -145,17 +145,26 @@ fn needs_partner(response: &Reply, syncing: bool) -> bool {
     }
 }
 
-/// A call against the JWT its request (or WebSocket upgrade) came with: not expired since (a
-/// WebSocket outlives its token), and within the token's method and contract address lists.
-fn admit_token(token: &TokenGrant, request: &Request<'_>) -> Result<(), NotAllowed> {
+/// A call against the JWT its request (or WebSocket upgrade) came with: not expired since and
+/// its public key still the key's (`live`; a WebSocket outlives both), and within the token's
+/// method and contract address lists.
+fn admit_token(token: &TokenGrant, live: bool, request: &Request<'_>) -> Result<(), NotAllowed> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    if token.expired(now) {
-        return Err(NotAllowed {
+    let refused = |message: &str| {
+        Err(NotAllowed {
             rule: Rule::Jwt,
-            message: "the JWT this connection was opened with has expired (exp)".into(),
-        });
+            message: message.into(),
+        })
+    };
+    if token.expired(now) {
+        return refused("the JWT this connection was opened with has expired (exp)");
+    }
+    if !live {
+        return refused(
+            "the public key that verified this connection's JWT was removed or replaced",
+        );
     }
     match &token.allow {
         Some(allow) => allow.admit_call_of(
@@ -235,10 +244,10 @@ where
             None => Ok(()),
         }
         .and_then(|()| {
-            caller
-                .token
-                .as_deref()
-                .map_or(Ok(()), |token| admit_token(token, &request))
+            caller.token.as_deref().map_or(Ok(()), |token| {
+                let live = service.keys.verifies_still(&caller.grant, token);
+                admit_token(token, live, &request)
+            })
         });
         if let Err(refusal) = refused {
             service.metrics.not_allowed(network, refusal.rule);

@@ -134,6 +134,7 @@ impl JwtPublicKey {
 
 /// One public key, parsed, with the checks its tokens go through.
 struct ParsedKey {
+    stored: Arc<JwtPublicKey>,
     alg: JwtAlg,
     key: DecodingKey,
     validation: Validation,
@@ -173,6 +174,7 @@ impl JwtKeys {
             parsed.insert(
                 name.clone(),
                 ParsedKey {
+                    stored: Arc::new(stored.clone()),
                     alg: stored.alg,
                     key,
                     validation,
@@ -191,6 +193,11 @@ impl JwtKeys {
         self.source == *source
     }
 
+    /// Whether `kid` still names `key` here.
+    pub fn holds(&self, kid: &str, key: &JwtPublicKey) -> bool {
+        self.source.get(kid) == Some(key)
+    }
+
     fn names(&self) -> String {
         self.source.keys().cloned().collect::<Vec<_>>().join(", ")
     }
@@ -202,6 +209,10 @@ pub struct TokenGrant {
     pub allow: Option<Arc<KeyAllowlists>>,
     /// Unix seconds (`exp`).
     pub expires: u64,
+    /// The public key that verified it, and its name: a WebSocket opened with the token is
+    /// cut off when the key's owner removes or replaces it.
+    pub kid: Arc<str>,
+    pub verified_by: Arc<JwtPublicKey>,
 }
 
 impl TokenGrant {
@@ -336,6 +347,8 @@ fn verify(token: &str, keys: &JwtKeys) -> Result<TokenGrant, String> {
     Ok(TokenGrant {
         allow: claims.allow.filter(|a| !a.is_empty()).map(Arc::new),
         expires: claims.exp.ok_or("it has no exp claim")?,
+        kid: kid.as_str().into(),
+        verified_by: key.stored.clone(),
     })
 }
 
@@ -464,13 +477,11 @@ K5LGV1m49GqKH671ylzhTfuzK1PViTmgWgulsRB08Ccfi1iXLVEU+PJSU9KbkrdV
     fn claims_are_checked() {
         let exp = now() + 600;
         let valid = sign(Some("app"), json!({"exp": exp, "aud": "key-0123"}));
-        assert_eq!(
-            check(&valid),
-            TokenCheck::Valid(TokenGrant {
-                allow: None,
-                expires: exp
-            })
-        );
+        let TokenCheck::Valid(grant) = check(&valid) else {
+            panic!("refused")
+        };
+        assert_eq!((grant.allow, grant.expires), (None, exp));
+        assert!(keys().holds(&grant.kid, &grant.verified_by));
         // Without aud it is valid too; with another, not.
         assert!(matches!(
             check(&sign(Some("app"), json!({"exp": exp}))),
@@ -545,7 +556,7 @@ K5LGV1m49GqKH671ylzhTfuzK1PViTmgWgulsRB08Ccfi1iXLVEU+PJSU9KbkrdV
         let TokenCheck::Valid(grant) = check(&token) else {
             panic!("refused")
         };
-        let allow = grant.allow.unwrap();
+        let allow = grant.allow.clone().unwrap();
         assert!(allow.admit_call("eth_blockNumber", None).is_ok());
         assert!(allow.admit_call("eth_getBalance", None).is_err());
         let misspelt = sign(Some("app"), json!({"exp": exp, "allow": {"method": []}}));
@@ -555,8 +566,8 @@ K5LGV1m49GqKH671ylzhTfuzK1PViTmgWgulsRB08Ccfi1iXLVEU+PJSU9KbkrdV
             refused(&misspelt)
         );
         let expiring = TokenGrant {
-            allow: None,
             expires: 1000,
+            ..grant
         };
         assert!(!expiring.expired(1000 + LEEWAY_SECONDS));
         assert!(expiring.expired(1001 + LEEWAY_SECONDS));

@@ -6,7 +6,7 @@
 use crate::{
     allowlists::KeyAllowlists,
     config::{ApiKey, Plan},
-    key_jwts::{JwtKeys, JwtPublicKey, MAX_JWT_KEYS},
+    key_jwts::{JwtKeys, JwtPublicKey, MAX_JWT_KEYS, TokenGrant},
     key_secrets::constant_time_eq,
 };
 use alloy_primitives::{B256, keccak256};
@@ -582,6 +582,16 @@ impl KeyRing {
             .keys
             .get(&grant.hash)
             .map(|live| live.allow.clone())
+    }
+
+    /// Whether the public key that verified `token` is still the key's under its name (a
+    /// WebSocket outlives its upgrade; the key's owner may remove or replace the public key).
+    pub fn verifies_still(&self, grant: &KeyGrant, token: &TokenGrant) -> bool {
+        self.stored()
+            .keys
+            .get(&grant.hash)
+            .and_then(|live| live.jwt.as_ref())
+            .is_some_and(|jwt| jwt.holds(&token.kid, &token.verified_by))
     }
 
     /// Re-reads the key store if it changed since the last read. Blocking: file I/O or Redis.
