@@ -3,7 +3,7 @@
 //! of both algorithms, each refusal (expired, not yet valid, another audience, another signer,
 //! an unknown kid, `alg: none`, HS256 keyed with the public key's PEM), a token's allowlists
 //! narrowing the key's over HTTP and on a WebSocket, `--require-jwt`, a public key's removal
-//! reaching the server and an open WebSocket, refusals counted by rule, and tokens absent from the log and the metrics.
+//! reaching the server and an open WebSocket, public keys in a Redis key store, refusals counted by rule, and tokens absent from the log and the metrics.
 
 #![allow(clippy::unwrap_used)]
 
@@ -20,7 +20,7 @@ use std::{
     process::Command,
     time::{Duration, Instant},
 };
-use support::{Server, WsClient, ingested, quarry_fails, run_quarry};
+use support::{Server, WsClient, ingested, quarry_fails, redis_server, run_quarry};
 
 fn devnet() -> PathBuf {
     ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"))
@@ -465,4 +465,34 @@ fn a_token_narrows_the_key_and_its_public_key_removed_cuts_it_off() {
     );
     assert_never_shown(&server, &[&rs256, &forged, &narrow]);
     drop(s.dir);
+}
+
+#[test]
+fn public_keys_in_a_redis_key_store_reach_the_server() {
+    let Some(redis) = redis_server() else {
+        eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
+        return;
+    };
+    let url = redis.url();
+    let store = Path::new(&url);
+    let dir = tempfile::tempdir().unwrap();
+    let (ec, ec_public) = key_pair(dir.path(), "ec", false);
+    let (key, id) = add_key(store, &[]);
+    let ec_arg = format!("ec={}", ec_public.display());
+    run_quarry(keys_cli(store, &["update", &id, "--jwt-key", &ec_arg]));
+    let server = Server::start(&devnet(), &format!("keys_store = \"{url}\""));
+    let token = sign(Algorithm::ES256, &ec, "ec", json!({"exp": now() + 600}));
+    assert_eq!(call(&server, &key, Some(&token), "eth_chainId").status, 200);
+    assert_eq!(call(&server, &key, None, "eth_chainId").status, 200);
+    run_quarry(keys_cli(store, &["update", &id, "--require-jwt"]));
+    let start = Instant::now();
+    while call(&server, &key, None, "eth_chainId").status == 200 {
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "--require-jwt did not apply"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(call(&server, &key, None, "eth_chainId").status, 401);
+    assert_eq!(call(&server, &key, Some(&token), "eth_chainId").status, 200);
 }
