@@ -81,6 +81,8 @@ impl Harness {
             allow: None,
             secret_hash: None,
             require_secret: false,
+            jwt: None,
+            require_jwt: false,
         };
         module.extensions_mut().insert(Caller {
             grant,
