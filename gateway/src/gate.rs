@@ -2,8 +2,9 @@
 //! Host header; a browser's preflight `OPTIONS` answered from the network's CORS origins;
 //! JSON-RPC only on `POST /v3/<KEY>` and WebSocket `/ws/v3/<KEY>`, from an origin the network
 //! allows, with a live key allowed on that network, its secret or JWT when it has or requires
-//! one, and whose origin and user agent allowlists (and the JWT's) admit the request. Anything else is refused here with an HTTP status and a JSON-RPC error
-//! body (or jsonrpsee's answer to a wrong method or content type). A JSON-RPC body is answered
+//! one, and whose origin and user agent allowlists (and the JWT's) admit the request. Anything
+//! else is refused here with an HTTP status and a JSON-RPC error body (or jsonrpsee's answer
+//! to a wrong method or content type). A JSON-RPC body is answered
 //! through `answer`; a call refused for its rate turns the response into an HTTP 429, a single
 //! call refused by the key's allowlists into a 403. An admitted WebSocket upgrade goes to
 //! quarry's own transport (`ws`).
