@@ -10,7 +10,7 @@
 use crate::allowlists::KeyAllowlists;
 use alloy_primitives::{B256, keccak256};
 use base64::Engine;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
+use jsonwebtoken::{Algorithm, DecodingKey, DecodingKeyKind, Validation, errors::ErrorKind};
 use serde::{Deserialize, Serialize};
 use std::{
     collections::{BTreeMap, HashMap},
@@ -22,6 +22,9 @@ pub const MAX_JWT_KEYS: usize = 10;
 
 /// Seconds of clock difference allowed on `exp` and `nbf`.
 pub const LEEWAY_SECONDS: u64 = 60;
+
+/// The smallest RSA modulus taken, in bits (RustCrypto would verify with smaller ones).
+pub const MIN_RSA_BITS: usize = 2048;
 
 /// Most verified tokens remembered per key; more, and they are forgotten at once.
 const MAX_REMEMBERED: usize = 4096;
@@ -67,6 +70,8 @@ pub enum JwtKeyError {
     Unsupported,
     #[error("an EC public key on another curve than P-256: ES256 needs P-256 (prime256v1)")]
     WrongCurve,
+    #[error("an RSA public key of {0} bits: RS256 needs at least {MIN_RSA_BITS}")]
+    WeakRsa(usize),
     #[error(
         "{0:?} is not a JWT key name: use 1 to 64 letters, digits, '.', '_' or '-' (it is the tokens' kid)"
     )]
@@ -84,6 +89,29 @@ fn pem_der(pem: &str) -> Option<Vec<u8>> {
         .filter(|line| !line.starts_with("-----") && !line.contains(':'))
         .collect();
     base64::engine::general_purpose::STANDARD.decode(body).ok()
+}
+
+/// One DER element's tag check and length: the length and what follows the header.
+fn der_element(der: &[u8], tag: u8) -> Option<(usize, &[u8])> {
+    let (&found, rest) = der.split_first()?;
+    let (&first, rest) = rest.split_first().filter(|_| found == tag)?;
+    if first < 0x80 {
+        return Some((usize::from(first), rest));
+    }
+    let count = usize::from(first & 0x7f);
+    let bytes = rest.get(..count).filter(|_| (1..=4).contains(&count))?;
+    let length = bytes.iter().fold(0, |acc, b| acc << 8 | usize::from(*b));
+    Some((length, rest.get(count..)?))
+}
+
+/// The modulus size in bits of a PKCS#1 RSAPublicKey (SEQUENCE { INTEGER n, INTEGER e }).
+fn rsa_modulus_bits(der: &[u8]) -> Option<usize> {
+    let (_, body) = der_element(der, 0x30)?;
+    let (length, rest) = der_element(body, 0x02)?;
+    let modulus = rest.get(..length)?;
+    let start = modulus.iter().position(|b| *b != 0)?;
+    let lead = modulus.get(start)?;
+    Some((modulus.len() - start) * 8 - lead.leading_zeros() as usize)
 }
 
 /// Checks a JWT key name: it is matched against tokens' `kid`.
@@ -106,7 +134,20 @@ impl JwtPublicKey {
         if pem.contains("PRIVATE KEY") {
             return Err(JwtKeyError::PrivateKey);
         }
-        let alg = if DecodingKey::from_rsa_pem(pem.as_bytes()).is_ok() {
+        // Not a certificate, say: only a public key's own PEM.
+        if !pem.contains("-----BEGIN PUBLIC KEY-----")
+            && !pem.contains("-----BEGIN RSA PUBLIC KEY-----")
+        {
+            return Err(JwtKeyError::Unsupported);
+        }
+        let alg = if let Ok(key) = DecodingKey::from_rsa_pem(pem.as_bytes()) {
+            let DecodingKeyKind::SecretOrDer(der) = key.kind() else {
+                return Err(JwtKeyError::Unsupported);
+            };
+            let bits = rsa_modulus_bits(der).ok_or(JwtKeyError::Unsupported)?;
+            if bits < MIN_RSA_BITS {
+                return Err(JwtKeyError::WeakRsa(bits));
+            }
             JwtAlg::RS256
         } else if DecodingKey::from_ec_pem(pem.as_bytes()).is_ok() {
             let der = pem_der(pem).ok_or(JwtKeyError::Unsupported)?;
@@ -394,6 +435,21 @@ K5LGV1m49GqKH671ylzhTfuzK1PViTmgWgulsRB08Ccfi1iXLVEU+PJSU9KbkrdV
 /N2KefpZjtQxUipN7Bs+KLRGW6sSy6Oz
 -----END PUBLIC KEY-----";
 
+    const RSA_1024: &str = "-----BEGIN PUBLIC KEY-----
+MIGfMA0GCSqGSIb3DQEBAQUAA4GNADCBiQKBgQCoCk54iyGzN6KK9qmUdxIPkI57
+TgWUS2jM5N2g271247zNZsXWvpDNnm1T85yrg06u4hhxaB03GlKcM926jAEK2juq
+SxoBKXxXKG2l+9qXRNDQzy6gti530Uc0eg4RXV0lHtLvGoQjOu3yjc6wESphJKLi
+aVh1fwlmDxZWCINZuQIDAQAB
+-----END PUBLIC KEY-----";
+    const RSA_2048_PKCS1: &str = "-----BEGIN RSA PUBLIC KEY-----
+MIIBCgKCAQEArwwrY6NaFzNgWe0ogGVjK5xn9ji/srh/ni0uvH9OW+jpqvr9y5Ym
+u1RUuecmDTlpxAqPw3QLECtJWlSeb/TDYxnaQUBNE8O8TyFxeAiszE6Tc2bPV9OD
+lq2Hv9O08CjPcRFziHnbSAuL/hb1kcTuMNx7yx37FuiJNk/5oxEhKip4nVdrZYlg
+uCM09ELV38wTtaCJdtFj+c/nKxZab64C0IKpDFmRWj/xKbjVUHuPV3QfF0ALaGXI
+kUewVHUxQL9ZfXfhD8RoNqmZzF+YH8nakruzk0RXO6mNeSifhMWN9FlN8lZHtQvl
+ZLoPdrm73pseLTu+WRWxM4Nkw/0LZRBtJQIDAQAB
+-----END RSA PUBLIC KEY-----";
+
     fn now() -> u64 {
         jsonwebtoken::get_current_timestamp()
     }
@@ -468,6 +524,12 @@ K5LGV1m49GqKH671ylzhTfuzK1PViTmgWgulsRB08Ccfi1iXLVEU+PJSU9KbkrdV
         assert_eq!(
             JwtPublicKey::from_pem("hello"),
             Err(JwtKeyError::Unsupported)
+        );
+        let rsa = JwtPublicKey::from_pem(RSA_2048_PKCS1).unwrap();
+        assert_eq!(rsa.alg, JwtAlg::RS256);
+        assert_eq!(
+            JwtPublicKey::from_pem(RSA_1024),
+            Err(JwtKeyError::WeakRsa(1024))
         );
         assert!(check_name("app-1.v2").is_ok());
         assert!(check_name("").is_err() && check_name("a b").is_err());
