@@ -61,11 +61,77 @@ enum KeysAction {
         /// Accept requests without the secret again.
         #[arg(long)]
         no_require_secret: bool,
+        #[command(flatten)]
+        jwt: JwtArgs,
     },
     /// List the keys: id, plan, name, networks, created and revoked times, allowlists.
     List,
     /// Revoke a key by its id; a running server refuses it within a second.
     Revoke { id: String },
+}
+
+/// A key's JWT public keys on the command line (`quarry keys update`).
+#[derive(clap::Args)]
+struct JwtArgs {
+    /// Accept JWTs signed with this public key (PEM: RSA for RS256, EC P-256 for ES256), named
+    /// NAME, the tokens' `kid` (repeatable; a name given again replaces its key).
+    #[arg(long = "jwt-key", value_name = "NAME=PEMFILE")]
+    add: Vec<String>,
+    /// Stop accepting JWTs signed with the public key named NAME (repeatable).
+    #[arg(long = "remove-jwt-key", value_name = "NAME")]
+    remove: Vec<String>,
+    /// Refuse requests without a valid JWT (401), unless they carry the key's secret.
+    #[arg(long, conflicts_with = "no_require_jwt")]
+    require_jwt: bool,
+    /// Accept requests without a JWT again.
+    #[arg(long)]
+    no_require_jwt: bool,
+}
+
+impl JwtArgs {
+    fn is_empty(&self) -> bool {
+        self.add.is_empty() && self.remove.is_empty() && !self.require_jwt && !self.no_require_jwt
+    }
+
+    /// Applies them to key `id` of `store`.
+    fn apply(
+        self,
+        store: &quarry_gateway::keys::KeySource,
+        id: &str,
+    ) -> Result<quarry_gateway::keys::KeyRecord> {
+        use quarry_gateway::key_jwts::JwtPublicKey;
+        let mut add = Vec::new();
+        for given in &self.add {
+            let (name, file) = given
+                .split_once('=')
+                .ok_or_else(|| eyre::eyre!("--jwt-key {given:?}: write NAME=PEMFILE"))?;
+            let pem = std::fs::read_to_string(file)
+                .map_err(|e| eyre::eyre!("--jwt-key {name}: cannot read {file}: {e}"))?;
+            let key = JwtPublicKey::from_pem(&pem)
+                .map_err(|e| eyre::eyre!("--jwt-key {name}: {file}: {e}"))?;
+            add.push((name.to_string(), key));
+        }
+        let require = match (self.require_jwt, self.no_require_jwt) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        };
+        Ok(store.set_jwt(id, add, self.remove, require)?)
+    }
+}
+
+/// A key's JWT public keys in one `quarry keys list` column.
+fn jwt_column(record: &quarry_gateway::keys::KeyRecord) -> String {
+    let keys: Vec<String> = record
+        .jwt_keys
+        .iter()
+        .map(|(name, key)| format!("{name}:{}", key.alg.name()))
+        .collect();
+    match (keys.is_empty(), record.require_jwt) {
+        (true, _) => "-".into(),
+        (false, true) => format!("required,{}", keys.join(",")),
+        (false, false) => keys.join(","),
+    }
 }
 
 /// A key's allowlists on the command line. A key without allowlists accepts everything;
@@ -762,7 +828,7 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
             }
         }
         KeysAction::List => {
-            println!("id\tplan\tname\tnetworks\tallowlists\tsecret\tcreated\trevoked");
+            println!("id\tplan\tname\tnetworks\tallowlists\tsecret\tjwt\tcreated\trevoked");
             for key in &store.list()? {
                 let secret = match (key.secret_hash.is_some(), key.require_secret) {
                     (true, true) => "required",
@@ -770,7 +836,7 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
                     (false, _) => "-",
                 };
                 println!(
-                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                     key.id,
                     key.plan.name(),
                     key.name,
@@ -779,6 +845,7 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
                         .map_or("all".to_string(), |n| n.join(",")),
                     allowlists_column(&key.allow),
                     secret,
+                    jwt_column(key),
                     key.created,
                     key.revoked.map_or("-".to_string(), |t| t.to_string()),
                 );
@@ -791,6 +858,7 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
             new_secret,
             require_secret,
             no_require_secret,
+            jwt,
         } => {
             let current = store
                 .list()?
@@ -816,11 +884,15 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
                     println!("{secret}");
                 }
             }
+            if !jwt.is_empty() {
+                record = jwt.apply(&store, &id)?;
+            }
             eprintln!(
-                "updated {} ({}): allowlists {}",
+                "updated {} ({}): allowlists {}; JWT keys {}",
                 record.id,
                 record.name,
-                allowlists_column(&record.allow)
+                allowlists_column(&record.allow),
+                jwt_column(&record)
             );
         }
         KeysAction::Revoke { id } => {

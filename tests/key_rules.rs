@@ -15,7 +15,7 @@ use std::{
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
-use support::{KEY, Server, WsClient, ingested, run_quarry};
+use support::{KEY, Server, WsClient, ingested, redis_server, run_quarry};
 
 const A: &str = "0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const B: &str = "0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
@@ -691,57 +691,13 @@ fn a_key_secret_bypasses_the_allowlists_and_can_be_required() {
     }
 }
 
-/// A `redis-server` on a free port, stopped when dropped.
-/// (Its directory goes when it is dropped.)
-struct RedisServer(
-    std::process::Child,
-    u16,
-    #[allow(dead_code)] tempfile::TempDir,
-);
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn redis_server() -> Option<RedisServer> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = tempfile::tempdir().unwrap();
-    let child = std::process::Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .arg("--dir")
-        .arg(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let redis = RedisServer(child, port, dir);
-    within(Duration::from_secs(5), || {
-        TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    Some(redis)
-}
-
 #[test]
 fn allowlists_in_a_redis_key_store_reach_the_server() {
     let Some(redis) = redis_server() else {
         eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
         return;
     };
-    let url = format!("redis://127.0.0.1:{}/0", redis.1);
+    let url = redis.url();
     let cli = |args: &[&str]| {
         let mut all = vec!["keys", "--store", &url];
         all.extend_from_slice(args);

@@ -41,15 +41,34 @@ pub enum Rule {
     Contract,
     /// Not an allowlist: the key's secret was wrong, or required and missing.
     Secret,
+    /// Not an allowlist: the request's JWT was refused, or required and missing.
+    Jwt,
+}
+
+/// Whose allowlists refuse: the key's, or those a JWT carries (which narrow the key's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    Key,
+    Token,
+}
+
+impl Holder {
+    fn text(self) -> &'static str {
+        match self {
+            Self::Key => "this key",
+            Self::Token => "this token",
+        }
+    }
 }
 
 impl Rule {
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Origin,
         Self::UserAgent,
         Self::Method,
         Self::Contract,
         Self::Secret,
+        Self::Jwt,
     ];
 
     /// Its name in answers and metrics.
@@ -60,6 +79,7 @@ impl Rule {
             Self::Method => "method",
             Self::Contract => "contract",
             Self::Secret => "secret",
+            Self::Jwt => "jwt",
         }
     }
 }
@@ -135,18 +155,37 @@ impl KeyAllowlists {
         Ok(())
     }
 
-    /// The request's `Origin` and `User-Agent` against the origin and user agent lists.
+    /// The request's `Origin` and `User-Agent` against the key's origin and user agent lists.
     pub fn admit_client(
         &self,
         origin: Option<&str>,
         user_agent: Option<&str>,
     ) -> Result<(), NotAllowed> {
+        self.admit_client_of(Holder::Key, origin, user_agent)
+    }
+
+    /// One call against the key's method and contract address lists.
+    pub fn admit_call(&self, method: &str, params: Option<&RawValue>) -> Result<(), NotAllowed> {
+        self.admit_call_of(Holder::Key, method, params)
+    }
+
+    /// The request's `Origin` and `User-Agent` against the origin and user agent lists of
+    /// `holder`.
+    pub fn admit_client_of(
+        &self,
+        holder: Holder,
+        origin: Option<&str>,
+        user_agent: Option<&str>,
+    ) -> Result<(), NotAllowed> {
+        let whose = holder.text();
         if !self.origins.is_empty() {
             let allowed = origin.is_some_and(|origin| any_matches(&self.origins, origin));
             if !allowed {
                 let message = match origin {
-                    Some(origin) => format!("origin {origin} is not allowed for this key"),
-                    None => "a request without an Origin header is not allowed for this key: it allows listed origins only".into(),
+                    Some(origin) => format!("origin {origin} is not allowed for {whose}"),
+                    None => format!(
+                        "a request without an Origin header is not allowed for {whose}: it allows listed origins only"
+                    ),
                 };
                 return Err(NotAllowed {
                     rule: Rule::Origin,
@@ -160,9 +199,11 @@ impl KeyAllowlists {
             if !allowed {
                 let message = match user_agent {
                     Some(agent) => {
-                        format!("user agent {} is not allowed for this key", quoted(agent))
+                        format!("user agent {} is not allowed for {whose}", quoted(agent))
                     }
-                    None => "a request without a User-Agent header is not allowed for this key: it allows listed user agents only".into(),
+                    None => format!(
+                        "a request without a User-Agent header is not allowed for {whose}: it allows listed user agents only"
+                    ),
                 };
                 return Err(NotAllowed {
                     rule: Rule::UserAgent,
@@ -173,12 +214,18 @@ impl KeyAllowlists {
         Ok(())
     }
 
-    /// One call against the method and contract address lists.
-    pub fn admit_call(&self, method: &str, params: Option<&RawValue>) -> Result<(), NotAllowed> {
+    /// One call against the method and contract address lists of `holder`.
+    pub fn admit_call_of(
+        &self,
+        holder: Holder,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), NotAllowed> {
+        let whose = holder.text();
         if !self.methods.is_empty() && !self.methods.iter().any(|m| m == method) {
             return Err(NotAllowed {
                 rule: Rule::Method,
-                message: format!("method {method} is not allowed for this key"),
+                message: format!("method {method} is not allowed for {whose}"),
             });
         }
         if self.contracts.is_empty() {
@@ -195,13 +242,13 @@ impl KeyAllowlists {
             Named::Addresses(addresses) => {
                 match addresses.iter().find(|a| !self.contracts.contains(a)) {
                     Some(address) => refused(format!(
-                        "contract address {address} is not allowed for this key ({method})"
+                        "contract address {address} is not allowed for {whose} ({method})"
                     )),
                     None => Ok(()),
                 }
             }
             Named::Unbounded(what) => refused(format!(
-                "{method} with {what} is not allowed for this key: it allows listed contract addresses only"
+                "{method} with {what} is not allowed for {whose}: it allows listed contract addresses only"
             )),
         }
     }

@@ -1,15 +1,17 @@
 //! The call layer, run for every JSON-RPC call (each call of a batch on its own): a key
 //! revoked while its WebSocket is open is refused, the key's allowlists as the key store says
 //! now are applied (methods, contract addresses, and the origin and user agent again for an
-//! open WebSocket), the key's plan limits are applied, the
+//! open WebSocket), then the request's JWT's (expired since an open WebSocket's upgrade, its
+//! method and contract address lists), the key's plan limits are applied, the
 //! three forwardable methods go to the network's partner when this node cannot answer them,
 //! what only a transaction pool knows goes to the network's transactions upstream (pending
 //! nonces, transactions not stored), and every call is counted and logged (key id, never the
 //! key).
 
 use crate::{
-    allowlists::{KeyAllowlists, NotAllowed},
+    allowlists::{Holder, KeyAllowlists, NotAllowed, Rule},
     caller::Caller,
+    key_jwts::TokenGrant,
     metrics::Outcome,
     reply::Reply,
     service::Service,
@@ -23,7 +25,7 @@ use jsonrpsee::{
 };
 use std::{
     sync::{Arc, atomic::Ordering},
-    time::{Duration, Instant},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 /// The methods the spec allows to be forwarded to a partner.
@@ -143,6 +145,37 @@ fn needs_partner(response: &Reply, syncing: bool) -> bool {
     }
 }
 
+/// A call against the JWT its request (or WebSocket upgrade) came with: not expired since and
+/// its public key still the key's (`live`; a WebSocket outlives both), and within the token's
+/// method and contract address lists.
+fn admit_token(token: &TokenGrant, live: bool, request: &Request<'_>) -> Result<(), NotAllowed> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let refused = |message: &str| {
+        Err(NotAllowed {
+            rule: Rule::Jwt,
+            message: message.into(),
+        })
+    };
+    if token.expired(now) {
+        return refused("the JWT this connection was opened with has expired (exp)");
+    }
+    if !live {
+        return refused(
+            "the public key that verified this connection's JWT was removed or replaced",
+        );
+    }
+    match &token.allow {
+        Some(allow) => allow.admit_call_of(
+            Holder::Token,
+            request.method_name(),
+            request.params.as_deref(),
+        ),
+        None => Ok(()),
+    }
+}
+
 impl<S> Calls<S>
 where
     S: RpcServiceT<MethodResponse = Reply> + Send + Sync + Clone + 'static,
@@ -206,11 +239,19 @@ where
             let error = ErrorObject::owned(-32600, "invalid API key: revoked", None::<()>);
             return finish(Reply::error(id, error), Outcome::Revoked);
         };
-        if let Some(allow) = allow.filter(|_| !caller.bypass_allowlists)
-            && let Err(refusal) = self.admit(&caller, &allow, &request)
-        {
+        let refused = match allow.filter(|_| !caller.bypass_allowlists) {
+            Some(allow) => self.admit(&caller, &allow, &request),
+            None => Ok(()),
+        }
+        .and_then(|()| {
+            caller.token.as_deref().map_or(Ok(()), |token| {
+                let live = service.keys.verifies_still(&caller.grant, token);
+                admit_token(token, live, &request)
+            })
+        });
+        if let Err(refusal) = refused {
             service.metrics.not_allowed(network, refusal.rule);
-            tracing::info!(key = %caller.grant.id, method, rule = refusal.rule.label(), "call refused by the key's allowlists");
+            tracing::info!(key = %caller.grant.id, method, rule = refusal.rule.label(), "call refused by the key's or its JWT's allowlists");
             let mut response = Reply::error(id, refusal.error());
             response.extensions_mut().insert(RefusedByAllowlist);
             return finish(response, Outcome::NotAllowed);

@@ -2,7 +2,7 @@
 //! `Caller` the gate attaches to each request, and the nodes the methods answer from, found by
 //! the caller's network.
 
-use crate::{cors::CorsOrigins, keys::KeyGrant};
+use crate::{cors::CorsOrigins, key_jwts::TokenGrant, keys::KeyGrant};
 use jsonrpsee::{Extensions, types::ErrorObjectOwned};
 use quarry_eth::{Node, RpcError};
 use quarry_storage::Database;
@@ -34,6 +34,8 @@ pub struct Caller {
     pub client: ClientHeaders,
     /// The request carried the key's secret: the key's allowlists do not apply.
     pub bypass_allowlists: bool,
+    /// The request's verified JWT, whose allowlists narrow the key's.
+    pub token: Option<Arc<TokenGrant>>,
 }
 
 /// The `Origin` and `User-Agent` a request came with.

@@ -81,12 +81,15 @@ impl Harness {
             allow: None,
             secret_hash: None,
             require_secret: false,
+            jwt: None,
+            require_jwt: false,
         };
         module.extensions_mut().insert(Caller {
             grant,
             network: 0,
             client: Default::default(),
             bypass_allowlists: false,
+            token: None,
         });
         let mut names: Vec<&'static str> = module.method_names().collect();
         names.sort_unstable();

@@ -1,21 +1,24 @@
 //! Where an HTTP request goes: `/health`, `/ready` and `/metrics`; the network chosen by the
 //! Host header; a browser's preflight `OPTIONS` answered from the network's CORS origins;
 //! JSON-RPC only on `POST /v3/<KEY>` and WebSocket `/ws/v3/<KEY>`, from an origin the network
-//! allows, with a live key allowed on that network whose origin and user agent allowlists
-//! admit the request. Anything else is refused here with an HTTP status and a JSON-RPC error
-//! body (or jsonrpsee's answer to a wrong method or content type). A JSON-RPC body is answered
+//! allows, with a live key allowed on that network, its secret or JWT when it has or requires
+//! one, and whose origin and user agent allowlists (and the JWT's) admit the request. Anything
+//! else is refused here with an HTTP status and a JSON-RPC error body (or jsonrpsee's answer
+//! to a wrong method or content type). A JSON-RPC body is answered
 //! through `answer`; a call refused for its rate turns the response into an HTTP 429, a single
 //! call refused by the key's allowlists into a 403. An admitted WebSocket upgrade goes to
 //! quarry's own transport (`ws`).
 
 use crate::{
-    allowlists::{NotAllowed, Rule},
+    allowlists::{Holder, NotAllowed, Rule},
     answer::{self, BodyLimits},
     call_layer::Calls,
     caller::{Caller, ClientHeaders},
     dispatch::Dispatch,
     http_reply::HttpReply,
+    key_jwts::{TokenCheck, TokenGrant, check_token},
     key_secrets::{SecretCheck, check_secret},
+    keys::KeyGrant,
     service::Service,
 };
 use jsonrpsee::server::{
@@ -58,6 +61,10 @@ enum Rejection {
     InvalidSecret,
     /// The key requires its secret and the request has none.
     SecretRequired,
+    /// A Bearer token the key's public keys refuse, and why (never the token).
+    InvalidJwt(String),
+    /// The key requires a JWT and the request has none.
+    JwtRequired,
 }
 
 fn json_response(status: http::StatusCode, body: String) -> HttpResponse {
@@ -98,6 +105,14 @@ impl Rejection {
             Self::SecretRequired => (
                 http::StatusCode::UNAUTHORIZED,
                 "this API key requires its secret: send it as HTTP Basic auth with an empty user name (curl --user :SECRET)".to_string(),
+            ),
+            Self::InvalidJwt(reason) => (
+                http::StatusCode::UNAUTHORIZED,
+                format!("invalid JWT: {reason}"),
+            ),
+            Self::JwtRequired => (
+                http::StatusCode::UNAUTHORIZED,
+                "this API key requires a JWT signed with one of its public keys: send it as Authorization: Bearer <token>".to_string(),
             ),
             Self::UnknownHost(host) => {
                 let known: Vec<&str> = service
@@ -259,12 +274,26 @@ impl Gate {
             }
             SecretCheck::Absent => false,
         };
-        if let Some(allow) = grant.allow.as_ref().filter(|_| !bypass_allowlists)
-            && let Err(refusal) =
-                allow.admit_client(client.origin.as_deref(), client.user_agent.as_deref())
-        {
+        let token = if bypass_allowlists {
+            None
+        } else {
+            self.token(network, &grant, authorization)?
+        };
+        let (origin, user_agent) = (client.origin.as_deref(), client.user_agent.as_deref());
+        let key_lists = grant.allow.as_ref().filter(|_| !bypass_allowlists);
+        let token_lists = token.as_ref().and_then(|t| t.allow.as_ref());
+        let refused = key_lists
+            .and_then(|allow| allow.admit_client(origin, user_agent).err())
+            .or_else(|| {
+                token_lists.and_then(|allow| {
+                    allow
+                        .admit_client_of(Holder::Token, origin, user_agent)
+                        .err()
+                })
+            });
+        if let Some(refusal) = refused {
             self.service.metrics.not_allowed(network, refusal.rule);
-            tracing::info!(key = %grant.id, rule = refusal.rule.label(), "request refused by the key's allowlists");
+            tracing::info!(key = %grant.id, rule = refusal.rule.label(), "request refused by the key's or its JWT's allowlists");
             return Err(Rejection::NotAllowed(refusal));
         }
         Ok(Caller {
@@ -272,7 +301,31 @@ impl Gate {
             network,
             client,
             bypass_allowlists,
+            token,
         })
+    }
+
+    /// The request's JWT checked against the key's public keys: verified, absent (and not
+    /// required), or why it is refused. Neither the token nor its claims are logged.
+    fn token(
+        &self,
+        network: usize,
+        grant: &KeyGrant,
+        authorization: Option<&http::HeaderValue>,
+    ) -> Result<Option<Arc<TokenGrant>>, Rejection> {
+        match check_token(authorization, grant.jwt.as_deref()) {
+            TokenCheck::Valid(token) => Ok(Some(Arc::new(token))),
+            TokenCheck::Invalid(reason) => {
+                self.service.metrics.not_allowed(network, Rule::Jwt);
+                tracing::info!(key = %grant.id, reason, "refused a request with an invalid JWT");
+                Err(Rejection::InvalidJwt(reason))
+            }
+            TokenCheck::Absent if grant.require_jwt => {
+                self.service.metrics.not_allowed(network, Rule::Jwt);
+                Err(Rejection::JwtRequired)
+            }
+            TokenCheck::Absent => Ok(None),
+        }
     }
 
     /// The answer to a preflight `OPTIONS` on `/v3/...`, from the network's CORS origins alone:

@@ -6,12 +6,13 @@
 use crate::{
     allowlists::KeyAllowlists,
     config::{ApiKey, Plan},
+    key_jwts::{JwtKeys, JwtPublicKey, MAX_JWT_KEYS, TokenGrant},
     key_secrets::constant_time_eq,
 };
 use alloy_primitives::{B256, keccak256};
 use serde::{Deserialize, Serialize};
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     io::Write,
     path::{Path, PathBuf},
     sync::{Arc, PoisonError, RwLock, RwLockReadGuard},
@@ -37,6 +38,8 @@ pub enum KeyError {
     Allowlists(String),
     #[error("secret: {0}")]
     Secret(String),
+    #[error("JWT: {0}")]
+    Jwt(String),
 }
 
 /// One issued key, as stored: never the key itself.
@@ -63,6 +66,12 @@ pub struct KeyRecord {
     /// Requests without the secret are refused.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_secret: bool,
+    /// The public keys its JWTs are signed with, by name (the tokens' `kid`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub jwt_keys: BTreeMap<String, JwtPublicKey>,
+    /// Requests without a valid JWT (or the key's secret) are refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_jwt: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -116,6 +125,8 @@ fn new_key(
         allow,
         secret_hash: None,
         require_secret: false,
+        jwt_keys: BTreeMap::new(),
+        require_jwt: false,
     };
     Ok((key, record))
 }
@@ -334,6 +345,46 @@ impl KeySource {
         Ok((record, drawn.map(|(secret, _)| secret)))
     }
 
+    /// Changes the JWT public keys of key `id`: `add` adds (or replaces) keys by name, `remove`
+    /// removes them, and `require` says whether requests must carry a valid token. A running
+    /// server applies it within a second or two.
+    pub fn set_jwt(
+        &self,
+        id: &str,
+        add: Vec<(String, JwtPublicKey)>,
+        remove: Vec<String>,
+        require: Option<bool>,
+    ) -> Result<KeyRecord, KeyError> {
+        for (name, _) in &add {
+            crate::key_jwts::check_name(name).map_err(|e| KeyError::Jwt(e.to_string()))?;
+        }
+        self.change(id, move |record| {
+            for name in &remove {
+                if record.jwt_keys.remove(name).is_none() {
+                    return Err(KeyError::Jwt(format!("the key has no public key named {name:?}")));
+                }
+            }
+            record.jwt_keys.extend(add);
+            if record.jwt_keys.len() > MAX_JWT_KEYS {
+                return Err(KeyError::Jwt(format!(
+                    "{} public keys: a key holds at most {MAX_JWT_KEYS}",
+                    record.jwt_keys.len()
+                )));
+            }
+            if let Some(require) = require {
+                record.require_jwt = require;
+            }
+            if record.require_jwt && record.jwt_keys.is_empty() {
+                return Err(KeyError::Jwt(
+                    "a key that requires a JWT needs a public key to verify it: give it --jwt-key NAME=PEMFILE".into(),
+                ));
+            }
+            JwtKeys::parse(&record.id, &record.jwt_keys)
+                .map_err(|(name, e)| KeyError::Jwt(format!("public key {name:?}: {e}")))?;
+            Ok(())
+        })
+    }
+
     /// Applies `change` to the record of key `id` and stores it.
     fn change(
         &self,
@@ -442,6 +493,9 @@ pub struct KeyGrant {
     /// The hash of its secret, if it has one.
     pub secret_hash: Option<B256>,
     pub require_secret: bool,
+    /// Its JWT public keys, parsed; `None`: none.
+    pub jwt: Option<Arc<JwtKeys>>,
+    pub require_jwt: bool,
 }
 
 impl KeyGrant {
@@ -487,6 +541,8 @@ impl KeyRing {
                     allow: None,
                     secret_hash: None,
                     require_secret: false,
+                    jwt: None,
+                    require_jwt: false,
                 };
                 (hash, grant)
             })
@@ -528,6 +584,16 @@ impl KeyRing {
             .map(|live| live.allow.clone())
     }
 
+    /// Whether the public key that verified `token` is still the key's under its name (a
+    /// WebSocket outlives its upgrade; the key's owner may remove or replace the public key).
+    pub fn verifies_still(&self, grant: &KeyGrant, token: &TokenGrant) -> bool {
+        self.stored()
+            .keys
+            .get(&grant.hash)
+            .and_then(|live| live.jwt.as_ref())
+            .is_some_and(|jwt| jwt.holds(&token.kid, &token.verified_by))
+    }
+
     /// Re-reads the key store if it changed since the last read. Blocking: file I/O or Redis.
     /// Returns whether Redis was asked.
     pub fn refresh(&self) -> Result<bool, KeyError> {
@@ -554,6 +620,7 @@ impl KeyRing {
             .into_iter()
             .filter(|record| record.revoked.is_none())
             .map(|record| {
+                let jwt = self.jwt_keys_of(&record)?;
                 let grant = KeyGrant {
                     id: record.id.into(),
                     hash: record.hash,
@@ -562,15 +629,38 @@ impl KeyRing {
                     allow: (!record.allow.is_empty()).then(|| Arc::new(record.allow)),
                     secret_hash: record.secret_hash,
                     require_secret: record.require_secret,
+                    jwt,
+                    require_jwt: record.require_jwt,
                 };
-                (record.hash, grant)
+                Ok((record.hash, grant))
             })
-            .collect();
+            .collect::<Result<_, KeyError>>()?;
         *self.stored.write().unwrap_or_else(PoisonError::into_inner) = StoredKeys {
             stamp: Some(stamp),
             keys,
         };
         Ok(asked_redis)
+    }
+
+    /// The parsed JWT public keys of `record`: those parsed at the last read when they have not
+    /// changed since, so PEM is parsed once per change, not per read or request.
+    fn jwt_keys_of(&self, record: &KeyRecord) -> Result<Option<Arc<JwtKeys>>, KeyError> {
+        if record.jwt_keys.is_empty() {
+            return Ok(None);
+        }
+        let previous = self
+            .stored()
+            .keys
+            .get(&record.hash)
+            .and_then(|g| g.jwt.clone());
+        if let Some(previous) = previous.filter(|p| p.parsed_from(&record.jwt_keys)) {
+            return Ok(Some(previous));
+        }
+        JwtKeys::parse(&record.id, &record.jwt_keys)
+            .map(|keys| Some(Arc::new(keys)))
+            .map_err(|(name, e)| {
+                KeyError::Jwt(format!("key {}: public key {name:?}: {e}", record.id))
+            })
     }
 
     /// The key store as last read.

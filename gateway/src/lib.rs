@@ -22,6 +22,7 @@ mod gate;
 mod heavy;
 mod http;
 mod http_reply;
+pub mod key_jwts;
 pub mod key_secrets;
 pub mod keys;
 mod limits;

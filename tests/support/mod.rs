@@ -657,3 +657,55 @@ impl Drop for Anvil {
         let _ = self.child.wait();
     }
 }
+
+/// A `redis-server` on a free port, stopped when dropped (its directory goes with it).
+pub struct RedisServer(Child, u16, #[allow(dead_code)] tempfile::TempDir);
+
+impl RedisServer {
+    /// Its URL, database 0.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.1)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A `redis-server` listening, or `None` when none is installed.
+pub fn redis_server() -> Option<RedisServer> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let redis = RedisServer(child, port, dir);
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "redis-server did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(redis)
+}
