@@ -10,7 +10,10 @@
 use crate::allowlists::KeyAllowlists;
 use alloy_primitives::{B256, keccak256};
 use base64::Engine;
-use jsonwebtoken::{Algorithm, DecodingKey, DecodingKeyKind, Validation, errors::ErrorKind};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
+use rsa::{
+    RsaPublicKey, pkcs1::DecodeRsaPublicKey, pkcs8::DecodePublicKey, traits::PublicKeyParts,
+};
 use serde::{Deserialize, Serialize};
 use std::{
     collections::{BTreeMap, HashMap},
@@ -78,42 +81,6 @@ pub enum JwtKeyError {
     Name(String),
 }
 
-/// The DER of the P-256 curve's OID (1.2.840.10045.3.1.7), as an EC public key names it.
-const P256_OID: [u8; 10] = [0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
-
-/// The DER inside a PEM text (its base64 lines between the BEGIN and END lines).
-fn pem_der(pem: &str) -> Option<Vec<u8>> {
-    let body: String = pem
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.starts_with("-----") && !line.contains(':'))
-        .collect();
-    base64::engine::general_purpose::STANDARD.decode(body).ok()
-}
-
-/// One DER element's tag check and length: the length and what follows the header.
-fn der_element(der: &[u8], tag: u8) -> Option<(usize, &[u8])> {
-    let (&found, rest) = der.split_first()?;
-    let (&first, rest) = rest.split_first().filter(|_| found == tag)?;
-    if first < 0x80 {
-        return Some((usize::from(first), rest));
-    }
-    let count = usize::from(first & 0x7f);
-    let bytes = rest.get(..count).filter(|_| (1..=4).contains(&count))?;
-    let length = bytes.iter().fold(0, |acc, b| acc << 8 | usize::from(*b));
-    Some((length, rest.get(count..)?))
-}
-
-/// The modulus size in bits of a PKCS#1 RSAPublicKey (SEQUENCE { INTEGER n, INTEGER e }).
-fn rsa_modulus_bits(der: &[u8]) -> Option<usize> {
-    let (_, body) = der_element(der, 0x30)?;
-    let (length, rest) = der_element(body, 0x02)?;
-    let modulus = rest.get(..length)?;
-    let start = modulus.iter().position(|b| *b != 0)?;
-    let lead = modulus.get(start)?;
-    Some((modulus.len() - start) * 8 - lead.leading_zeros() as usize)
-}
-
 /// Checks a JWT key name: it is matched against tokens' `kid`.
 pub fn check_name(name: &str) -> Result<(), JwtKeyError> {
     let fits = !name.is_empty()
@@ -140,28 +107,29 @@ impl JwtPublicKey {
         {
             return Err(JwtKeyError::Unsupported);
         }
-        let alg = if let Ok(key) = DecodingKey::from_rsa_pem(pem.as_bytes()) {
-            let DecodingKeyKind::SecretOrDer(der) = key.kind() else {
-                return Err(JwtKeyError::Unsupported);
-            };
-            let bits = rsa_modulus_bits(der).ok_or(JwtKeyError::Unsupported)?;
+        // The key's type and size from the RSA and P-256 crates; jsonwebtoken must then read
+        // it too.
+        let rsa =
+            RsaPublicKey::from_public_key_pem(pem).or_else(|_| RsaPublicKey::from_pkcs1_pem(pem));
+        let alg = if let Ok(key) = rsa {
+            let bits = key.n().bits();
             if bits < MIN_RSA_BITS {
                 return Err(JwtKeyError::WeakRsa(bits));
             }
             JwtAlg::RS256
-        } else if DecodingKey::from_ec_pem(pem.as_bytes()).is_ok() {
-            let der = pem_der(pem).ok_or(JwtKeyError::Unsupported)?;
-            if !der.windows(P256_OID.len()).any(|w| w == P256_OID) {
-                return Err(JwtKeyError::WrongCurve);
-            }
+        } else if p256::PublicKey::from_public_key_pem(pem).is_ok() {
             JwtAlg::ES256
+        } else if DecodingKey::from_ec_pem(pem.as_bytes()).is_ok() {
+            return Err(JwtKeyError::WrongCurve);
         } else {
             return Err(JwtKeyError::Unsupported);
         };
-        Ok(Self {
+        let key = Self {
             alg,
             pem: pem.trim().to_string(),
-        })
+        };
+        key.decoding_key()?;
+        Ok(key)
     }
 
     fn decoding_key(&self) -> Result<DecodingKey, JwtKeyError> {
