@@ -1,68 +1,111 @@
-//! Block-keyed values cut into chunks that fit in a B-tree page. MDBX stores a value longer
-//! than about half a page (2,019 bytes beside a 9-byte key with 4 KiB pages) on pages of its
-//! own, whole pages each: a block's 2.2 KB list takes 4 KiB, a 12.1 KB body 16 KiB. Cut into
-//! chunks under that size and appended in key order, the values fill leaf pages nearly whole
-//! instead. A value's first chunk is keyed by the block number (u64 BE), as an uncut value
-//! is, so values written before read the same; chunk i ≥ 1 by the number then i (one byte).
-//! Every chunk but the last is [`CHUNK`] bytes long, so a first chunk of another length is the
-//! whole value. Values longer than [`UNCUT_ABOVE`] stay whole: their rounding costs little,
-//! and a large raw value (a block's receipts over 256 KiB) is then read in place.
+//! Block-keyed values stored so that they waste little of their pages. MDBX gives a value
+//! longer than about half a page (2,019 bytes beside a 9-byte key with 4 KiB pages) whole pages
+//! of its own, so a block's 2.2 KB record took 4 KiB and a 12.1 KB body 16 KiB. A value of more
+//! than [`CHUNK`] bytes and at most [`UNCUT_ABOVE`] is stored as parts: first its bulk, the most
+//! of it that fills whole large pages (none when it is shorter than a page), then the rest in
+//! chunks of [`CHUNK`] bytes (the last shorter), which share leaf pages with their neighbours
+//! when appended in key order. The first part is keyed by the block number (u64 BE), as a whole
+//! value is, so values written before read the same; part i ≥ 1 by the number then i (one
+//! byte). Every part but the last is a multiple of 160 bytes long, so a sender (20 bytes) or a
+//! transaction hash (32) lies in one part. Values over [`UNCUT_ABOVE`] stay whole: their
+//! rounding costs little, and a large raw value (a block's receipts over 256 KiB) is then read
+//! in place.
 
 use crate::{Result, StorageTx, Table};
 use signet_libmdbx::{RwSync, TransactionKind};
 use std::borrow::Cow;
 
-/// The length of every chunk but a value's last: with its node header (8 bytes) and a 9-byte
-/// key, two fit in a 4 KiB page (MDBX's largest node there: 2,036 bytes). A multiple of 20 and
-/// 32, so a sender or a transaction hash lies in one chunk.
-pub(crate) const CHUNK: usize = 1_920;
+/// The length of a value's tail chunks (but its last): small beside a page, so a page's unused
+/// end is small.
+pub(crate) const CHUNK: usize = 640;
 /// Values longer than this are stored whole.
 pub(crate) const UNCUT_ABOVE: usize = 64 * 1024;
+/// Parts are multiples of this: of 20 and 32.
+const UNIT: usize = 160;
+/// MDBX's page size on this platform, and what a large value's first page spends on its header.
+const PAGE: usize = 4096;
+const LARGE_PAGE_HEADER: usize = 20;
 
-/// The key of chunk `index` of block `number`'s value.
-fn chunk_key(number: u64, index: usize) -> Vec<u8> {
+/// The key of part `index` of block `number`'s value.
+fn part_key(number: u64, index: usize) -> Vec<u8> {
     let mut key = number.to_be_bytes().to_vec();
     if index > 0 {
-        // At most UNCUT_ABOVE / CHUNK + 1 chunks: well under 256.
+        // At most 1 + PAGE / CHUNK + 1 parts.
         key.push(index as u8);
     }
     key
 }
 
-/// Whether `key` is a continuation chunk's key of block `number`.
+/// Whether `key` is a later part's key of block `number`.
 fn continues(key: &[u8], number: u64) -> bool {
     key.len() == 9 && key[..8] == number.to_be_bytes()
 }
 
+/// Whether a first part of `len` bytes may have parts after it.
+fn may_continue(len: usize) -> bool {
+    (CHUNK..=UNCUT_ABOVE).contains(&len) && len % UNIT == 0
+}
+
+/// How `len` bytes are cut: the lengths of the parts, in order (one: stored whole).
+fn part_lengths(len: usize) -> Vec<usize> {
+    if len <= CHUNK || len > UNCUT_ABOVE {
+        return vec![len];
+    }
+    // A value that nearly fills its large pages stays whole.
+    let pages_up = (len + LARGE_PAGE_HEADER).div_ceil(PAGE);
+    if pages_up > 1 && pages_up * PAGE - LARGE_PAGE_HEADER - len <= CHUNK {
+        return vec![len];
+    }
+    let pages = (len + LARGE_PAGE_HEADER) / PAGE;
+    let bulk = match pages {
+        0 => 0,
+        pages => {
+            let room = pages * PAGE - LARGE_PAGE_HEADER;
+            room - room % UNIT
+        }
+    };
+    let mut parts = Vec::new();
+    if bulk > 0 {
+        parts.push(bulk);
+    }
+    let mut rest = len - bulk;
+    while rest > 0 {
+        let chunk = rest.min(CHUNK);
+        parts.push(chunk);
+        rest -= chunk;
+    }
+    parts
+}
+
 impl<K: TransactionKind> StorageTx<K> {
-    /// Block `number`'s value in `table`, its chunks joined (borrowed from the map when it
+    /// Block `number`'s value in `table`, its parts joined (borrowed from the map when it
     /// has one).
     pub(crate) fn get_chunked(&self, table: Table, number: u64) -> Result<Option<Cow<'_, [u8]>>> {
         let key = number.to_be_bytes();
         let Some(first) = self.get(table, &key)? else {
             return Ok(None);
         };
-        if first.len() != CHUNK {
+        if !may_continue(first.len()) {
             return Ok(Some(first));
         }
         let mut cursor = self.tx.cursor(self.db(table))?;
         let mut whole: Option<Vec<u8>> = None;
-        let mut entry = cursor.set_range::<Cow<'_, [u8]>, Cow<'_, [u8]>>(&chunk_key(number, 1))?;
-        while let Some((key, chunk)) = entry {
+        let mut entry = cursor.set_range::<Cow<'_, [u8]>, Cow<'_, [u8]>>(&part_key(number, 1))?;
+        while let Some((key, part)) = entry {
             if !continues(&key, number) {
                 break;
             }
             whole
                 .get_or_insert_with(|| first.to_vec())
-                .extend_from_slice(&chunk);
+                .extend_from_slice(&part);
             entry = cursor.next()?;
         }
         Ok(Some(whole.map_or(first, Cow::Owned)))
     }
 
     /// Bytes `start..start + len` of block `number`'s value in `table`, read from the one
-    /// chunk holding them (`len` divides [`CHUNK`] and `start` is a multiple of it); `None`
-    /// when the value is absent or shorter.
+    /// part holding them (`len` divides 160 and `start` is a multiple of it); `None` when the
+    /// value is absent or shorter.
     pub(crate) fn get_chunked_part(
         &self,
         table: Table,
@@ -73,13 +116,13 @@ impl<K: TransactionKind> StorageTx<K> {
         let Some(first) = self.get(table, &number.to_be_bytes())? else {
             return Ok(None);
         };
-        let index = start / CHUNK;
-        if first.len() != CHUNK || index == 0 {
+        if start + len <= first.len() || !may_continue(first.len()) {
             return Ok(first.get(start..start + len).map(<[u8]>::to_vec));
         }
-        let offset = start % CHUNK;
+        let past = start - first.len();
+        let offset = past % CHUNK;
         Ok(self
-            .get(table, &chunk_key(number, index))?
+            .get(table, &part_key(number, 1 + past / CHUNK))?
             .and_then(|chunk| chunk.get(offset..offset + len).map(<[u8]>::to_vec)))
     }
 }
@@ -98,11 +141,11 @@ impl StorageTx<RwSync> {
         if !append {
             self.del_chunked(table, number)?;
         }
-        if value.len() <= CHUNK || value.len() > UNCUT_ABOVE {
-            return self.put_chunk(table, &chunk_key(number, 0), value, append);
-        }
-        for (index, chunk) in value.chunks(CHUNK).enumerate() {
-            self.put_chunk(table, &chunk_key(number, index), chunk, append)?;
+        let mut rest = value;
+        for (index, len) in part_lengths(value.len()).into_iter().enumerate() {
+            let (part, after) = rest.split_at(len);
+            self.put_chunk(table, &part_key(number, index), part, append)?;
+            rest = after;
         }
         Ok(())
     }
@@ -118,7 +161,7 @@ impl StorageTx<RwSync> {
     /// Deletes block `number`'s value in `table` with all its chunks.
     pub(crate) fn del_chunked(&self, table: Table, number: u64) -> Result<()> {
         let mut cursor = self.tx.cursor(self.db(table))?;
-        let mut entry = cursor.set_range::<Cow<'_, [u8]>, ()>(&chunk_key(number, 0))?;
+        let mut entry = cursor.set_range::<Cow<'_, [u8]>, ()>(&part_key(number, 0))?;
         while let Some((key, ())) = entry {
             if key.as_ref() != number.to_be_bytes() && !continues(&key, number) {
                 break;
@@ -170,7 +213,11 @@ mod tests {
             assert_eq!(read.as_ref(), value(*len, 1).as_slice(), "{len}");
         }
         assert!(r.get_chunked(table, 99).unwrap().is_none());
-        // 12,345 bytes: seven chunks, the first six full.
+        // 12,345 bytes: a bulk of three pages (12,160 bytes), then one chunk; 12,000 bytes
+        // nearly fill three pages: whole.
+        assert_eq!(part_lengths(12_345), vec![12_160, 185]);
+        assert_eq!(part_lengths(12_000), vec![12_000]);
+        assert_eq!(part_lengths(2_020), vec![640, 640, 640, 100]);
         let mut cursor = r.tx.cursor(r.db(table)).unwrap();
         let mut keys = 0;
         let mut entry = cursor.first::<Vec<u8>, ()>().unwrap();
@@ -178,7 +225,7 @@ mod tests {
             keys += usize::from(key[..8] == 6u64.to_be_bytes());
             entry = cursor.next::<Vec<u8>, ()>().unwrap();
         }
-        assert_eq!(keys, 7);
+        assert_eq!(keys, 2);
         drop(cursor);
         drop(r);
 
