@@ -954,10 +954,14 @@ fn index_logs(datadir: PathBuf) -> Result<()> {
     let head = db.reader()?.head()?.map_or(0, |(number, _)| number);
     let started = Instant::now();
     loop {
-        let tx = db.writer()?;
-        let before = tx.log_index_head()?;
-        let indexed = tx.build_log_index(BATCH)?;
-        tx.commit()?;
+        let step = || {
+            let tx = db.writer()?;
+            let before = tx.log_index_head()?;
+            let indexed = tx.build_log_index(BATCH)?;
+            tx.commit()?;
+            Ok::<_, quarry_storage::Error>((before, indexed))
+        };
+        let (before, indexed) = step().map_err(|e| db.explain(e))?;
         eprintln!("log index through block {indexed} of {head}");
         if before == Some(indexed) || indexed >= head {
             break;
@@ -1039,7 +1043,7 @@ fn unwind(datadir: &Path, genesis: &Path, to: u64) -> Result<()> {
         bail!("--to {to} is not below the head, block {head}: nothing to unwind");
     }
     let started = Instant::now();
-    importer.unwind_to(to)?;
+    importer.unwind_to(to).map_err(|e| importer.explain(e))?;
     let (number, hash) = importer.head();
     println!(
         "unwound {} blocks in {:.3}s; head: block {number} ({hash})",

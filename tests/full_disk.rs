@@ -10,7 +10,7 @@ mod support;
 
 use alloy_primitives::B256;
 use std::{
-    io::Read,
+    io::{Read, Write},
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
     sync::{Arc, Mutex, OnceLock},
@@ -241,8 +241,13 @@ fn follow_survives_a_full_disk_and_catches_up() {
         "the follower exited on a full disk"
     );
     assert!(log.lock().unwrap().contains("is full"));
+    // A server on the full datadir says why it is not ready.
+    let replica = Server::start(&datadir, "");
+    let (status, body) = get(&replica.addr, "/ready");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("bytes free, under min_free_mb 64"), "{body}");
 
-    tmpfs.grow(64);
+    tmpfs.grow(128);
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let head = quarry_storage::Database::open(&datadir)
@@ -263,8 +268,35 @@ fn follow_survives_a_full_disk_and_catches_up() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The server looks at the free space each time it reads the head (every second or so).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = get(&replica.addr, "/ready");
+        if status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still not ready: {body}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let _ = child.kill();
     let _ = child.wait();
     let _ = reader.join();
-    drop(upstream);
+    drop((upstream, replica));
+}
+
+/// A GET of `path` from the server at `addr`: its status and body.
+fn get(addr: &str, path: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (
+        head.split(' ').nth(1).unwrap().parse().unwrap(),
+        body.to_string(),
+    )
 }
