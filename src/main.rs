@@ -256,6 +256,10 @@ enum Command {
         /// imports keep it (a new datadir: 1,024).
         #[arg(long)]
         proof_history: Option<u64>,
+        /// The most bytes the database file may grow to (suffixes K, M, G, T: powers of 1,024;
+        /// default 1T). A commit that would need more stops with a message naming this setting.
+        #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1T")]
+        max_db_size: u64,
     },
     /// Keep a datadir in step with an upstream Ethereum JSON-RPC node (geth, reth, a hosted
     /// provider, another quarry): catch up, then import each new block as it appears, every
@@ -290,6 +294,10 @@ enum Command {
         /// imports keep it (a new datadir: 1,024).
         #[arg(long)]
         proof_history: Option<u64>,
+        /// The most bytes the database file may grow to (suffixes K, M, G, T: powers of 1,024;
+        /// default 1T). A commit that would need more stops with a message naming this setting.
+        #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1T")]
+        max_db_size: u64,
     },
     /// Answer JSON-RPC over HTTP (POST /v3/<API_KEY>) and WebSocket (/ws/v3/<API_KEY>) from a
     /// database that `quarry ingest` wrote (and may still be writing).
@@ -396,6 +404,10 @@ enum Command {
         /// that a datadir that kept its whole node history is thinned without importing.
         #[arg(long)]
         proof_history: Option<u64>,
+        /// The most bytes the database file may grow to (suffixes K, M, G, T: powers of 1,024;
+        /// default 1T). A commit that would need more stops with a message naming this setting.
+        #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1T")]
+        max_db_size: u64,
     },
     /// Write a consistent copy of a datadir as of one commit into a new directory, while an
     /// ingest or follow keeps committing to it: a new replica's datadir, served at once and
@@ -472,6 +484,7 @@ fn main() -> Result<()> {
             max_reorg_depth,
             no_trie_history,
             proof_history,
+            max_db_size,
         } => {
             let reorgs = if reorg {
                 quarry_ingest::Reorgs::Follow {
@@ -483,6 +496,7 @@ fn main() -> Result<()> {
             let history = History {
                 trie: !no_trie_history,
                 proofs: proof_history,
+                max_db_size,
             };
             ingest(datadir, genesis, files, safe, finalized, reorgs, history)
         }
@@ -495,10 +509,15 @@ fn main() -> Result<()> {
             fetch,
             concurrency,
             proof_history,
+            max_db_size,
         } => follow(
             &datadir,
             &genesis,
-            proof_history,
+            History {
+                trie: true,
+                proofs: proof_history,
+                max_db_size,
+            },
             &quarry_follow::FollowOptions {
                 upstream,
                 fetch,
@@ -544,7 +563,8 @@ fn main() -> Result<()> {
         Command::Migrate {
             datadir,
             proof_history,
-        } => migrate(datadir, proof_history),
+            max_db_size,
+        } => migrate(datadir, proof_history, max_db_size),
         Command::Unwind {
             datadir,
             genesis,
@@ -562,21 +582,58 @@ fn main() -> Result<()> {
 
 /// Opens (or creates) the database in `datadir` for the chain of the genesis file.
 fn open_importer(datadir: &Path, genesis: &Path) -> Result<Importer> {
+    open_importer_with(datadir, genesis, quarry_storage::DatabaseOptions::default())
+}
+
+/// [`open_importer`] with the database's options (its size bound).
+fn open_importer_with(
+    datadir: &Path,
+    genesis: &Path,
+    options: quarry_storage::DatabaseOptions,
+) -> Result<Importer> {
     let text = std::fs::read_to_string(genesis)
         .wrap_err_with(|| format!("cannot read {}", genesis.display()))?;
     let genesis: alloy_genesis::Genesis = serde_json::from_str(&text)
         .wrap_err_with(|| format!("{} is not a valid genesis.json", genesis.display()))?;
-    let db = Database::open(datadir)
+    let db = Database::open_with(datadir, options)
         .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
-    Ok(Importer::open(db, &genesis)?)
+    Importer::open(db.clone(), &genesis).map_err(|e| match e {
+        quarry_ingest::Error::Storage(e) => db.explain(e).into(),
+        other => other.into(),
+    })
 }
 
 /// What an import records of the trie's history: whether its nodes (`--no-trie-history`
 /// stops them) and how far back in fine windows (`--proof-history`; `None`: as the datadir
-/// says).
+/// says); and how large the database may grow (`--max-db-size`).
 struct History {
     trie: bool,
     proofs: Option<u64>,
+    max_db_size: u64,
+}
+
+/// A size in bytes: a number, optionally followed by K, M, G or T (powers of 1,024; an
+/// optional "iB" or "B" after them).
+fn parse_size(text: &str) -> std::result::Result<u64, String> {
+    let trimmed = text.trim();
+    let unit_at = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (digits, unit) = trimmed.split_at(unit_at);
+    let number: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (e.g. 512M, 2G)"))?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(format!("{text:?}: unknown unit (K, M, G or T)")),
+    };
+    number
+        .checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 /// Opens (or creates) the database in `datadir` for the chain of the genesis file and imports
@@ -588,7 +645,10 @@ fn import(
     reorgs: quarry_ingest::Reorgs,
     history: History,
 ) -> Result<Importer> {
-    let mut importer = open_importer(datadir, genesis)?;
+    let options = quarry_storage::DatabaseOptions {
+        max_size: history.max_db_size,
+    };
+    let mut importer = open_importer_with(datadir, genesis, options)?;
     importer.set_reorgs(reorgs);
     if !history.trie {
         importer.stop_trie_history()?;
@@ -605,7 +665,10 @@ fn import(
     let mut total = ImportStats::default();
     let mut progress = Progress::auto();
     for file in files {
-        total += importer.import_file(file, &mut progress)?;
+        total += importer.import_file(file, &mut progress).map_err(|e| {
+            let (number, hash) = importer.head();
+            eyre::Report::new(e).wrap_err(format!("stopped at block {number} ({hash})"))
+        })?;
     }
     total.elapsed = started.elapsed();
     println!(
@@ -648,13 +711,17 @@ fn ingest(
 ) -> Result<()> {
     let importer = import(&datadir, &genesis, &files, reorgs, history)?;
     if safe.is_some() || finalized.is_some() {
-        let tx = importer.database().writer()?;
-        for (mark, number) in [(BlockMark::Safe, safe), (BlockMark::Finalized, finalized)] {
-            if let Some(number) = number {
-                tx.put_meta_block(mark, number)?;
+        let db = importer.database();
+        let marked = (|| {
+            let tx = db.writer()?;
+            for (mark, number) in [(BlockMark::Safe, safe), (BlockMark::Finalized, finalized)] {
+                if let Some(number) = number {
+                    tx.put_meta_block(mark, number)?;
+                }
             }
-        }
-        tx.commit()?;
+            tx.commit()
+        })();
+        marked.map_err(|e| db.explain(e))?;
     }
     let (number, hash) = importer.head();
     println!("head: block {number} ({hash})");
@@ -664,12 +731,17 @@ fn ingest(
 fn follow(
     datadir: &Path,
     genesis: &Path,
-    proof_history: Option<u64>,
+    history: History,
     options: &quarry_follow::FollowOptions,
 ) -> Result<()> {
-    let mut importer = open_importer(datadir, genesis)?;
-    if let Some(blocks) = proof_history {
-        importer.set_proof_history(blocks)?;
+    let database = quarry_storage::DatabaseOptions {
+        max_size: history.max_db_size,
+    };
+    let mut importer = open_importer_with(datadir, genesis, database)?;
+    if let Some(blocks) = history.proofs {
+        importer
+            .set_proof_history(blocks)
+            .map_err(|e| importer.explain(e))?;
     }
     let (number, hash) = importer.head();
     eprintln!(
@@ -780,6 +852,7 @@ fn dev(
         History {
             trie: true,
             proofs: None,
+            max_db_size: quarry_storage::DEFAULT_MAX_SIZE,
         },
     )?;
     let db = importer.database().clone();
@@ -953,10 +1026,14 @@ fn index_logs(datadir: PathBuf) -> Result<()> {
     let head = db.reader()?.head()?.map_or(0, |(number, _)| number);
     let started = Instant::now();
     loop {
-        let tx = db.writer()?;
-        let before = tx.log_index_head()?;
-        let indexed = tx.build_log_index(BATCH)?;
-        tx.commit()?;
+        let step = || {
+            let tx = db.writer()?;
+            let before = tx.log_index_head()?;
+            let indexed = tx.build_log_index(BATCH)?;
+            tx.commit()?;
+            Ok::<_, quarry_storage::Error>((before, indexed))
+        };
+        let (before, indexed) = step().map_err(|e| db.explain(e))?;
         eprintln!("log index through block {indexed} of {head}");
         if before == Some(indexed) || indexed >= head {
             break;
@@ -1010,11 +1087,15 @@ fn index_traces_of(db: &Database, datadir: &Path) -> Result<()> {
         if next == 1 {
             tx.index_block_traces(0, &[])?;
         }
-        for (number, addresses) in &entries {
-            tx.index_block_traces(*number, addresses)?;
-        }
-        let indexed = tx.trace_index_head()?;
-        tx.commit()?;
+        let indexed = (|| {
+            for (number, addresses) in &entries {
+                tx.index_block_traces(*number, addresses)?;
+            }
+            let indexed = tx.trace_index_head()?;
+            tx.commit()?;
+            Ok(indexed)
+        })()
+        .map_err(|e| db.explain(e))?;
         if indexed != Some(last) {
             // A reorganisation moved the chain under the batch: start again from the index.
             eprintln!("the chain changed while indexing blocks {next} to {last}; continuing");
@@ -1034,7 +1115,7 @@ fn unwind(datadir: &Path, genesis: &Path, to: u64) -> Result<()> {
         bail!("--to {to} is not below the head, block {head}: nothing to unwind");
     }
     let started = Instant::now();
-    importer.unwind_to(to)?;
+    importer.unwind_to(to).map_err(|e| importer.explain(e))?;
     let (number, hash) = importer.head();
     println!(
         "unwound {} blocks in {:.3}s; head: block {number} ({hash})",
@@ -1067,15 +1148,32 @@ fn backup(datadir: &Path, out: &Path, compact: bool) -> Result<()> {
     Ok(())
 }
 
-fn migrate(datadir: PathBuf, proof_history: Option<u64>) -> Result<()> {
-    // History entries or receipts per commit.
-    const BATCH: u64 = 200_000;
+fn migrate(datadir: PathBuf, proof_history: Option<u64>, max_db_size: u64) -> Result<()> {
     if !datadir.join("mdbx.dat").exists() {
         bail!("no quarry database in {}", datadir.display());
     }
-    let db = Database::open(&datadir)
+    let options = quarry_storage::DatabaseOptions {
+        max_size: max_db_size,
+    };
+    let db = Database::open_with(&datadir, options)
         .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
     let started = Instant::now();
+    migrate_layout(&db, proof_history).map_err(|e| db.explain(e))?;
+    // The trace index, for the blocks stored before it.
+    index_traces_of(&db, &datadir)?;
+    println!(
+        "{} is at layout {} ({:.2}s)",
+        datadir.display(),
+        quarry_storage::SCHEMA_VERSION,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// `quarry migrate`'s steps in the database itself, each batch its own commit.
+fn migrate_layout(db: &Database, proof_history: Option<u64>) -> quarry_storage::Result<()> {
+    // History entries or receipts per commit.
+    const BATCH: u64 = 200_000;
     loop {
         let tx = db.writer()?;
         let layout = tx.schema_version()?;
@@ -1105,14 +1203,6 @@ fn migrate(datadir: PathBuf, proof_history: Option<u64>) -> Result<()> {
             db.reader()?.trie_history_fine_from()?
         );
     }
-    // The trace index, for the blocks stored before it.
-    index_traces_of(&db, &datadir)?;
-    println!(
-        "{} is at layout {} ({:.2}s)",
-        datadir.display(),
-        quarry_storage::SCHEMA_VERSION,
-        started.elapsed().as_secs_f64()
-    );
     Ok(())
 }
 

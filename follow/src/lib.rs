@@ -2,7 +2,7 @@
 //! the blocks the datadir lacks (many at once while catching up), feeds them through
 //! quarry-ingest's importer (the same execution and verification as `quarry ingest`), follows
 //! the upstream's reorganisations with the importer's unwind, mirrors its `safe` and
-//! `finalized` blocks, and survives upstream faults by retrying with backoff.
+//! `finalized` blocks, and survives upstream faults and a full disk by retrying with backoff.
 
 mod upstream;
 
@@ -79,8 +79,9 @@ pub struct FollowOptions {
 const MIN_BACKOFF: Duration = Duration::from_millis(200);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
-/// Follows the upstream until `stop` is set (Ctrl-C sets it too). Upstream faults and blocks
-/// that fail verification are logged and retried; only a local storage failure ends it.
+/// Follows the upstream until `stop` is set (Ctrl-C sets it too). Upstream faults, blocks
+/// that fail verification and a full disk or database are logged and retried; only another
+/// local storage failure ends it.
 pub fn follow(
     mut importer: Importer,
     options: &FollowOptions,
@@ -160,12 +161,26 @@ impl Follower {
         self.check_genesis(&upstream)?;
         let mut heads = self.runtime.block_on(upstream.new_heads());
         let mut backoff = MIN_BACKOFF;
+        // Commits a full disk or database refused since the start (follow has no metrics
+        // endpoint: the count is in each warning).
+        let mut room_faults = 0u64;
         while !self.stopped() {
             match self.sync(&upstream) {
                 Ok(()) => backoff = MIN_BACKOFF,
-                Err(Error::Storage(e)) => return Err(Error::Storage(e)),
-                Err(Error::Import(quarry_ingest::Error::Storage(e))) => {
-                    return Err(Error::Storage(e));
+                Err(Error::Storage(e) | Error::Import(quarry_ingest::Error::Storage(e))) => {
+                    let e = self.importer.database().explain(e);
+                    if !e.is_out_of_room() {
+                        return Err(Error::Storage(e));
+                    }
+                    // The failed transaction was dropped: the datadir holds the last commit,
+                    // which the importer has gone back to. Retry once there may be room.
+                    room_faults += 1;
+                    tracing::warn!(
+                        "{e} (storage fault {room_faults} since start); retrying in {backoff:?}"
+                    );
+                    self.sleep(backoff);
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
                 }
                 Err(e) => {
                     tracing::warn!("{e}; retrying in {backoff:?}");

@@ -122,6 +122,10 @@ pub struct Config {
     /// on before it answers 503.
     #[serde(default = "default_max_head_age_s")]
     pub max_head_age_s: u64,
+    /// `/ready`: megabytes that must be free on a network's datadir's file system; under it
+    /// the network answers 503, since a full disk stops its writer (ingest, follow).
+    #[serde(default = "default_min_free_mb")]
+    pub min_free_mb: u64,
     /// The `--datadir` network's peers (see `NetworkConfig::peers`).
     #[serde(default)]
     pub peers: Vec<String>,
@@ -372,6 +376,9 @@ const fn default_max_head_lag() -> u64 {
 }
 const fn default_max_head_age_s() -> u64 {
     60
+}
+const fn default_min_free_mb() -> u64 {
+    64
 }
 const fn default_redis_timeout_ms() -> u64 {
     100

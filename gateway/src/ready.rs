@@ -1,8 +1,13 @@
 //! `/ready`: whether a replica should take traffic. A network is ready when it holds a chain,
 //! its head is at most `max_head_lag` blocks behind the best head the replica knows of (its
 //! peers' `eth_blockNumber`, and the upstream head that `quarry follow` recorded in the
-//! datadir), and its head has not stood still for `max_head_age_s` while that best head is
-//! ahead of it. A load balancer takes a replica out on 503 and back on 200.
+//! datadir), its head has not stood still for `max_head_age_s` while that best head is
+//! ahead of it, and its datadir's file system has at least `min_free_mb` free. A load balancer
+//! takes a replica out on 503 and back on 200.
+//!
+//! The free space is the server's own look (statvfs of the datadir, at each status refresh):
+//! a writer that the full disk stopped cannot record that in the datadir, which is full, and a
+//! `quarry follow` waiting for room leaves a head that merely stands still.
 
 use serde::Serialize;
 use std::{
@@ -24,6 +29,8 @@ struct ReadyState {
     upstream: Option<u64>,
     /// Each peer's last answer.
     peers: Vec<Option<u64>>,
+    /// Bytes free on the datadir's file system at the last look (`None`: not known).
+    free: Option<u64>,
 }
 
 /// One network's readiness inputs at one moment.
@@ -33,6 +40,8 @@ pub struct View {
     pub best_known: Option<u64>,
     /// How long the head has stood still.
     pub head_age: Duration,
+    /// Bytes free on the datadir's file system.
+    pub free: Option<u64>,
 }
 
 impl View {
@@ -55,6 +64,14 @@ impl Readiness {
             state.head_since = Some(now);
         }
         state.upstream = upstream;
+    }
+
+    /// Bytes free on the datadir's file system (`None`: statvfs failed).
+    pub fn observe_free(&self, free: Option<u64>) {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .free = free;
     }
 
     /// Peer `index` (of `count`) answered `head`; `None`: it did not answer.
@@ -86,6 +103,7 @@ impl Readiness {
             head_age: state
                 .head_since
                 .map_or(Duration::ZERO, |since| now.saturating_duration_since(since)),
+            free: state.free,
         }
     }
 }
@@ -103,15 +121,30 @@ pub struct NetworkReadiness {
     pub reason: Option<String>,
 }
 
+/// The limits a network's readiness is judged by (the config's `max_head_lag`,
+/// `max_head_age_s` and `min_free_mb`).
+#[derive(Debug, Clone, Copy)]
+pub struct ReadyLimits {
+    pub max_head_lag: u64,
+    pub max_head_age: Duration,
+    pub min_free_mb: u64,
+}
+
 /// Whether a network with `view` is ready under the limits, and if not, why.
-pub fn judge(
-    name: &str,
-    view: View,
-    max_head_lag: u64,
-    max_head_age: Duration,
-) -> NetworkReadiness {
+pub fn judge(name: &str, view: View, limits: ReadyLimits) -> NetworkReadiness {
+    let ReadyLimits {
+        max_head_lag,
+        max_head_age,
+        min_free_mb,
+    } = limits;
     let lag = view.lag();
+    let low_free = view.free.filter(|&free| free < min_free_mb << 20);
     let reason = match (view.head, view.best_known) {
+        _ if low_free.is_some() => Some(format!(
+            "the datadir's file system has {} bytes free, under min_free_mb {min_free_mb}: \
+             quarry ingest and quarry follow stop committing there when it is full",
+            low_free.unwrap_or_default()
+        )),
         (None, _) => Some("no chain stored yet".to_string()),
         (Some(head), Some(best)) if lag > max_head_lag => Some(format!(
             "head {head} is {lag} blocks behind the best known head {best} (max_head_lag {max_head_lag})"
@@ -143,7 +176,12 @@ mod tests {
         let readiness = Readiness::default();
         let start = Instant::now();
         let age = Duration::from_secs(60);
-        let judge_at = |at: Instant| judge("main", readiness.view_at(at), 5, age);
+        let limits = ReadyLimits {
+            max_head_lag: 5,
+            max_head_age: age,
+            min_free_mb: 64,
+        };
+        let judge_at = |at: Instant| judge("main", readiness.view_at(at), limits);
         assert_eq!(
             judge_at(start).reason.as_deref(),
             Some("no chain stored yet")
@@ -180,5 +218,17 @@ mod tests {
         readiness.observe_head(Some(106), Some(106), start + Duration::from_secs(63));
         let verdict = judge_at(start + Duration::from_secs(64));
         assert!(verdict.ready && verdict.lag == 0, "{verdict:?}");
+        // A nearly full datadir's file system: the writer is about to stop.
+        readiness.observe_free(Some(1 << 20));
+        let verdict = judge_at(start + Duration::from_secs(64));
+        assert!(
+            verdict
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("the datadir's file system has 1048576 bytes free")),
+            "{verdict:?}"
+        );
+        readiness.observe_free(Some(1 << 30));
+        assert!(judge_at(start + Duration::from_secs(64)).ready);
     }
 }

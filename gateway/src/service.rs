@@ -43,8 +43,7 @@ pub struct Service {
     pub filters: Filters,
     pub connections: Connections,
     pub max_subscriptions_per_connection: usize,
-    pub max_head_lag: u64,
-    pub max_head_age: Duration,
+    pub ready_limits: crate::ready::ReadyLimits,
 }
 
 impl Service {
@@ -68,8 +67,11 @@ impl Service {
             connections: Connections::default(),
             max_subscriptions_per_connection: config.max_subscriptions_per_connection,
             networks,
-            max_head_lag: config.max_head_lag,
-            max_head_age: Duration::from_secs(config.max_head_age_s),
+            ready_limits: crate::ready::ReadyLimits {
+                max_head_lag: config.max_head_lag,
+                max_head_age: Duration::from_secs(config.max_head_age_s),
+                min_free_mb: config.min_free_mb,
+            },
         };
         service.refresh_status();
         Ok(service)
@@ -82,9 +84,12 @@ impl Service {
             .position(|n| n.hosts.is_empty() || n.hosts.iter().any(|h| h == host))
     }
 
-    /// Re-reads each network's head and sync state. Blocking: database reads.
+    /// Re-reads each network's head and sync state, and its datadir's free space. Blocking:
+    /// database reads.
     pub fn refresh_status(&self) {
         for (network, status) in self.networks.iter().zip(&self.metrics.status) {
+            let free = quarry_storage::free_space(network.db.datadir()).ok();
+            status.readiness.observe_free(free);
             let read = network.db.reader().and_then(|tx| {
                 let head = tx.head()?;
                 let syncing = match (head, tx.sync_target()?) {
@@ -123,12 +128,7 @@ impl Service {
             .iter()
             .zip(&self.metrics.status)
             .map(|(network, status)| {
-                crate::ready::judge(
-                    &network.name,
-                    status.readiness.view(),
-                    self.max_head_lag,
-                    self.max_head_age,
-                )
+                crate::ready::judge(&network.name, status.readiness.view(), self.ready_limits)
             })
             .collect();
         (networks.iter().all(|n| n.ready), networks)

@@ -444,10 +444,35 @@ impl Importer {
     ) -> Result<ImportStats> {
         let result = self.import_pipelined(name, blocks, progress);
         progress.finish();
+        if matches!(result, Err(Error::Storage(_))) {
+            // The failed transaction is gone: the head is the last commit's again.
+            self.reload_head()?;
+        }
         let withdrawn = self.withdraw_target();
-        let stats = result?;
-        withdrawn?;
+        let stats = result.map_err(|e| self.explain(e))?;
+        withdrawn.map_err(|e| self.explain(e))?;
         Ok(stats)
+    }
+
+    /// `err` with a full disk or a full database named with the datadir and what to do.
+    pub fn explain(&self, err: Error) -> Error {
+        match err {
+            Error::Storage(e) => Error::Storage(self.db.explain(e)),
+            other => other,
+        }
+    }
+
+    /// Takes the head from the database again, after a write transaction was dropped unseen
+    /// (its blocks had moved the head in memory). What execution kept in memory belongs to
+    /// that dropped chain.
+    fn reload_head(&mut self) -> Result<()> {
+        let reader = self.db.reader()?;
+        let missing = || quarry_storage::Error::Corrupt("no head".into());
+        let (number, hash) = reader.head()?.ok_or_else(missing)?;
+        self.head = reader.header(number)?.ok_or_else(missing)?;
+        self.head_hash = hash;
+        self.execution_cache = ExecutionCache::default();
+        Ok(())
     }
 
     /// Withdraws an announced sync target, if one is stored (a one-block import announces

@@ -5,6 +5,7 @@
 mod backup;
 pub mod block_codec;
 mod block_migrate;
+mod capacity;
 mod changesets;
 pub mod keccak;
 mod log_index;
@@ -24,6 +25,7 @@ mod value_chunks;
 
 pub use backup::BackupReport;
 pub use block_codec::BlockData;
+pub use capacity::{DEFAULT_MAX_SIZE, DatabaseOptions, free_space};
 pub use changesets::{RestoredAccount, Unwound};
 pub use log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use migrate::{
@@ -93,6 +95,14 @@ pub type StoredBody = BlockBody<TxEnvelope>;
 pub enum Error {
     #[error("database: {0}")]
     Mdbx(#[from] signet_libmdbx::MdbxError),
+    #[error(
+        "the file system holding the datadir {datadir} is full ({free} bytes free); nothing was lost: every commit up to the last one is stored. Free space there (or grow the file system) and run the command again; it resumes from the stored head"
+    )]
+    DiskFull { datadir: String, free: u64 },
+    #[error(
+        "the database in {datadir} reached its size bound of {bound} bytes (the setting --max-db-size); nothing was lost: every commit up to the last one is stored. Raise --max-db-size and run the command again; it resumes from the stored head"
+    )]
+    MapFull { datadir: String, bound: u64 },
     #[error("database read: {0}")]
     Read(#[from] signet_libmdbx::ReadError),
     #[error("database holds a malformed value: {0}")]
@@ -128,6 +138,9 @@ pub struct Database {
     scanned: Arc<std::sync::atomic::AtomicU64>,
     /// MDBX's data file in the datadir.
     data_file: Arc<std::path::PathBuf>,
+    datadir: Arc<std::path::PathBuf>,
+    /// The data file's size bound it was opened with (`--max-db-size`).
+    max_size: u64,
     /// MDBX's page size, read at open: `Environment::stat` from another thread while this
     /// process holds the write transaction would read that transaction (MDBX_NOTLS) as its
     /// owner works on it.
@@ -152,22 +165,34 @@ pub type ReadTx = StorageTx<RoSync>;
 pub type WriteTx = StorageTx<RwSync>;
 
 impl Database {
+    /// Opens (creating if needed) the database in directory `path`, bounded at
+    /// [`DEFAULT_MAX_SIZE`].
+    pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with(path, DatabaseOptions::default())
+    }
+
     /// Opens (creating if needed) the database in directory `path`.
     ///
     /// Commits are durable (MDBX's Durable mode): a committed transaction survives a killed
     /// process and an operating-system crash, and a partial one is never exposed. Commits are
     /// large and few, so syncing each costs less than SafeNoSync, where a transaction that
     /// needs pages freed since the last sync makes MDBX sync in the middle of it, writing back
-    /// pages the transaction then dirties again. Writes go straight into the
-    /// memory map (WRITEMAP), which saves copying every dirty page at commit; pages of an
-    /// uncommitted transaction are never reachable from a committed root.
-    pub fn open(path: &Path) -> Result<Self> {
+    /// pages the transaction then dirties again. Dirty pages live in memory and are written
+    /// with `pwrite` at commit (no WRITEMAP): a full file system fails that write with an
+    /// error, where writing through the map would kill the process with SIGBUS (see
+    /// `capacity.rs`). Pages of an uncommitted transaction are never reachable from a
+    /// committed root.
+    pub fn open_with(path: &Path, options: DatabaseOptions) -> Result<Self> {
         std::fs::create_dir_all(path).map_err(|source| Error::CreateDir {
             path: path.display().to_string(),
             source,
         })?;
-        let env = Environment::builder()
-            .write_map()
+        let max_size = usize::try_from(options.max_size).unwrap_or(usize::MAX);
+        let mut builder = Environment::builder();
+        if capacity::bench_writemap() {
+            builder.write_map();
+        }
+        let env = builder
             .set_max_dbs(Table::ALL.len())
             .set_max_readers(1024)
             .set_flags(EnvironmentFlags {
@@ -178,23 +203,31 @@ impl Database {
                 ..Default::default()
             })
             .set_geometry(Geometry {
-                size: Some(0..(1usize << 40)),
-                growth_step: Some(256 << 20),
+                size: Some(0..max_size),
+                growth_step: Some(max_size.clamp(1 << 20, 256 << 20) as isize),
                 ..Default::default()
             })
             .open(path)?;
-        let tx = env.begin_rw_sync()?;
+        capacity::reserve_lock_file(path)?;
+        let datadir = Arc::new(path.to_path_buf());
+        let explain = |err: MdbxError| Self::explain_at(&datadir, options.max_size, err.into());
+        let tx = env.begin_rw_sync().map_err(explain)?;
         let mut dbs = Vec::with_capacity(Table::ALL.len());
         for table in Table::ALL {
-            dbs.push(tx.create_db(Some(table.name()), DatabaseFlags::empty())?);
+            dbs.push(
+                tx.create_db(Some(table.name()), DatabaseFlags::empty())
+                    .map_err(explain)?,
+            );
         }
-        tx.commit()?;
+        tx.commit().map_err(explain)?;
         let page_size = u64::from(env.stat()?.page_size());
         Ok(Self {
             env,
             dbs: Arc::new(dbs),
             scanned: Arc::default(),
             data_file: Arc::new(path.join("mdbx.dat")),
+            datadir,
+            max_size: options.max_size,
             page_size,
         })
     }
