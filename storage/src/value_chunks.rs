@@ -43,7 +43,7 @@ fn continues(key: &[u8], number: u64) -> bool {
 
 /// Whether a first part of `len` bytes may have parts after it.
 fn may_continue(len: usize) -> bool {
-    (CHUNK..=UNCUT_ABOVE).contains(&len) && len % UNIT == 0
+    (CHUNK..=UNCUT_ABOVE).contains(&len) && len.is_multiple_of(UNIT)
 }
 
 /// How `len` bytes are cut: the lengths of the parts, in order (one: stored whole).
