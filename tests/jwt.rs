@@ -14,8 +14,6 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use std::{
     ffi::OsStr,
-    io::{Read, Write},
-    net::TcpStream,
     path::{Path, PathBuf},
     process::Command,
     time::{Duration, Instant},
@@ -84,49 +82,7 @@ fn b64(value: &Value) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string())
 }
 
-/// An HTTP answer: status and body.
-struct Answer {
-    status: u16,
-    body: String,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
-    }
-
-    /// The JSON-RPC error message.
-    fn message(&self) -> String {
-        self.json()["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    }
-}
-
-fn exchange(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str(&format!(
-        "Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    Answer {
-        status: head.split(' ').nth(1).unwrap().parse().unwrap(),
-        body: body.to_string(),
-    }
-}
+use support::{HttpAnswer as Answer, http_exchange as exchange};
 
 fn call_body(method: &str) -> String {
     json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": []}).to_string()

@@ -10,8 +10,6 @@ mod support;
 
 use serde_json::{Value, json};
 use std::{
-    io::{Read, Write},
-    net::TcpStream,
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
@@ -25,61 +23,7 @@ fn devnet() -> PathBuf {
     ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"))
 }
 
-/// An HTTP answer: status, head (lowercased), body.
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
-    }
-
-    /// The value of header `name`, if present.
-    fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().find_map(|line| {
-            let (n, v) = line.split_once(':')?;
-            (n.trim() == name).then(|| v.trim())
-        })
-    }
-}
-
-/// One HTTP/1.1 exchange with extra headers.
-fn exchange(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str(&format!(
-        "Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let head = head
-        .lines()
-        .map(|l| match l.split_once(':') {
-            Some((n, v)) => format!("{}:{v}", n.to_ascii_lowercase()),
-            None => l.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    Answer {
-        status,
-        head,
-        body: body.to_string(),
-    }
-}
+use support::{HttpAnswer as Answer, http_exchange as exchange};
 
 fn call_body(method: &str, params: Value) -> String {
     json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string()

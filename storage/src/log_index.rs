@@ -764,14 +764,7 @@ mod tests {
         tx.put_meta(LOG_INDEX_HEAD, &2u64.to_be_bytes()).unwrap();
         tx.put_schema(crate::TRACE_LISTS_LAYOUT).unwrap();
         tx.commit().unwrap();
-        loop {
-            let tx = db.writer().unwrap();
-            let done = tx.migrate_step(1).unwrap();
-            tx.commit().unwrap();
-            if done {
-                break;
-            }
-        }
+        crate::migrate::migrate_in_steps(&db, 1);
         let r = db.reader().unwrap();
         assert_eq!(r.schema_version().unwrap(), TOPIC_LISTS_LAYOUT);
         let blocks = |topics: Vec<Vec<B256>>| {

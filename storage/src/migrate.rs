@@ -222,6 +222,22 @@ impl StorageTx<RwSync> {
     }
 }
 
+/// Runs `quarry migrate`'s steps on `db` with `budget`, a commit each, until the layout is
+/// current; returns how many steps it took.
+#[cfg(test)]
+pub(crate) fn migrate_in_steps(db: &crate::Database, budget: u64) -> usize {
+    let mut steps = 0;
+    loop {
+        let tx = db.writer().unwrap();
+        let done = tx.migrate_step(budget).unwrap();
+        tx.commit().unwrap();
+        steps += 1;
+        if done {
+            return steps;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,16 +276,7 @@ mod tests {
         tx.commit().unwrap();
         assert!(db.reader().unwrap().receipts(4).is_err());
 
-        let mut steps = 0;
-        loop {
-            let tx = db.writer().unwrap();
-            let done = tx.migrate_step(2).unwrap();
-            tx.commit().unwrap();
-            steps += 1;
-            if done {
-                break;
-            }
-        }
+        let steps = migrate_in_steps(&db, 2);
         assert!(steps > 3, "{steps} steps");
         let r = db.reader().unwrap();
         assert_eq!(r.schema_version().unwrap(), SCHEMA_VERSION);

@@ -833,16 +833,7 @@ mod tests {
 
         downgrade_to_leaf_history(&db);
         assert_ne!(digests(&db), written);
-        let mut steps = 0;
-        loop {
-            let tx = db.writer().unwrap();
-            let done = tx.migrate_step(7).unwrap();
-            tx.commit().unwrap();
-            steps += 1;
-            if done {
-                break;
-            }
-        }
+        let steps = crate::migrate::migrate_in_steps(&db, 7);
         assert!(steps > 5, "{steps} steps");
         assert_eq!(digests(&db), written);
         assert_eq!(reads(&db), answers);

@@ -271,16 +271,7 @@ mod tests {
         tx.put_meta(TRACE_INDEX_HEAD, &40u64.to_be_bytes()).unwrap();
         tx.put_schema(crate::STATE_LISTS_LAYOUT).unwrap();
         tx.commit().unwrap();
-        let mut steps = 0;
-        loop {
-            let tx = db.writer().unwrap();
-            let done = tx.migrate_step(7).unwrap();
-            tx.commit().unwrap();
-            steps += 1;
-            if done {
-                break;
-            }
-        }
+        let steps = crate::migrate::migrate_in_steps(&db, 7);
         assert!(steps > 3, "{steps} steps");
         let tx = db.reader().unwrap();
         assert!(tx.schema_version().unwrap() >= TRACE_LISTS_LAYOUT);

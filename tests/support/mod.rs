@@ -7,7 +7,8 @@ use serde_json::Value;
 use std::{
     collections::HashMap,
     ffi::OsStr,
-    io::{BufRead, BufReader},
+    io::{BufRead, BufReader, Read, Write},
+    net::TcpStream,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::{Mutex, OnceLock},
@@ -708,4 +709,74 @@ pub fn redis_server() -> Option<RedisServer> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Some(redis)
+}
+
+/// An HTTP answer: status, head (lowercased), body.
+pub struct HttpAnswer {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl HttpAnswer {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
+    }
+
+    /// The JSON-RPC error message.
+    pub fn message(&self) -> String {
+        self.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// The value of header `name`, if present.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            (n.trim() == name).then(|| v.trim())
+        })
+    }
+}
+
+/// One HTTP/1.1 exchange with extra headers.
+pub fn http_exchange(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> HttpAnswer {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!(
+        "Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let head = head
+        .lines()
+        .map(|l| match l.split_once(':') {
+            Some((n, v)) => format!("{}:{v}", n.to_ascii_lowercase()),
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    HttpAnswer {
+        status,
+        head,
+        body: body.to_string(),
+    }
 }
