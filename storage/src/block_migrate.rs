@@ -223,14 +223,7 @@ mod tests {
     }
 
     /// Digests of every table but Meta.
-    fn digests(db: &Database) -> Vec<(Table, (u64, B256))> {
-        let r = db.reader().unwrap();
-        Table::ALL
-            .iter()
-            .filter(|t| **t != Table::Meta)
-            .map(|t| (*t, r.table_digest(*t).unwrap()))
-            .collect()
-    }
+    use crate::migrate::table_digests as digests;
 
     /// A datadir of the layout before, migrated in small resumable steps (reading every
     /// block in either layout between them), holds exactly the tables a fresh write of the

@@ -586,14 +586,7 @@ mod tests {
     }
 
     /// Digests of every table but Meta (its unwind counter differs by design).
-    fn digests(db: &Database) -> Vec<(Table, (u64, B256))> {
-        let r = db.reader().unwrap();
-        Table::ALL
-            .iter()
-            .filter(|t| **t != Table::Meta)
-            .map(|t| (*t, r.table_digest(*t).unwrap()))
-            .collect()
-    }
+    use crate::migrate::table_digests as digests;
 
     fn chain(db: &Database, blocks: &[(u64, u8)]) {
         let tx = db.writer().unwrap();

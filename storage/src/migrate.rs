@@ -222,6 +222,17 @@ impl StorageTx<RwSync> {
     }
 }
 
+/// The digest of every table of `db` but `Meta`, to compare two databases' contents.
+#[cfg(test)]
+pub(crate) fn table_digests(db: &crate::Database) -> Vec<(Table, (u64, alloy_primitives::B256))> {
+    let r = db.reader().unwrap();
+    Table::ALL
+        .iter()
+        .filter(|t| **t != Table::Meta)
+        .map(|t| (*t, r.table_digest(*t).unwrap()))
+        .collect()
+}
+
 /// Runs `quarry migrate`'s steps on `db` with `budget`, a commit each, until the layout is
 /// current; returns how many steps it took.
 #[cfg(test)]
