@@ -56,6 +56,18 @@ impl CachedBlock {
         }))
     }
 
+    /// The block as the executor's tracers take it.
+    pub fn as_block_ref(&self) -> quarry_executor::trace::BlockRef<'_> {
+        quarry_executor::trace::BlockRef {
+            hash: self.hash,
+            header: &self.header,
+            transactions: &self.body.transactions,
+            senders: &self.senders,
+            ommers: &self.body.ommers,
+            withdrawals: self.body.withdrawals.as_ref().map(|w| w.as_slice()),
+        }
+    }
+
     pub fn sender(&self, index: usize) -> Result<Address> {
         self.senders.get(index).copied().ok_or_else(|| {
             RpcError::Storage(quarry_storage::Error::Corrupt(format!(

@@ -19,7 +19,7 @@ use quarry_executor::{
         LocalizedTransactionTrace, ParityCall, TraceFilter, TraceResults,
         TraceResultsWithTransactionHash, TraceTypes,
     },
-    trace::{BlockRef, BlockReplay},
+    trace::BlockReplay,
 };
 use std::time::Instant;
 
@@ -38,14 +38,7 @@ impl Node {
             spec,
             tx,
             cache: &tx.state,
-            block: BlockRef {
-                hash: block.hash,
-                header: &block.header,
-                transactions: &block.body.transactions,
-                senders: &block.senders,
-                ommers: &block.body.ommers,
-                withdrawals: block.body.withdrawals.as_ref().map(|w| w.as_slice()),
-            },
+            block: block.as_block_ref(),
             parent_is_head: false,
             only,
             timeout: deadline.saturating_duration_since(Instant::now()),

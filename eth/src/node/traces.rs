@@ -51,14 +51,7 @@ impl Node {
         if block.header.number == 0 {
             return Err(RpcError::Execution("genesis is not traceable".into()));
         }
-        let block_ref = BlockRef {
-            hash: block.hash,
-            header: &block.header,
-            transactions: &block.body.transactions,
-            senders: &block.senders,
-            ommers: &block.body.ommers,
-            withdrawals: block.body.withdrawals.as_ref().map(|w| w.as_slice()),
-        };
+        let block_ref = block.as_block_ref();
         let request = self.trace_request(tx, options);
         let traces = trace_block(spec, tx, &tx.state, block_ref, false, Some(index), &request)?;
         traces
@@ -85,14 +78,7 @@ impl Node {
             .find_block(&Reads::Snapshot(tx), at)?
             .flatten()
             .ok_or_else(|| RpcError::Execution(not_found()))?;
-        let block_ref = BlockRef {
-            hash: block.hash,
-            header: &block.header,
-            transactions: &block.body.transactions,
-            senders: &block.senders,
-            ommers: &block.body.ommers,
-            withdrawals: block.body.withdrawals.as_ref().map(|w| w.as_slice()),
-        };
+        let block_ref = block.as_block_ref();
         self.trace_whole_block(tx, block_ref, false, options)
     }
 
