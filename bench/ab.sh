@@ -50,7 +50,7 @@ echo "== tables after the last round (MB): A, B"
 join -a1 -a2 -e0 -o 0,1.3,2.3 <(awk 'NR>1 && NF==4 {print $1, $2, $3}' "$work/tables-A" | sort) \
   <(awk 'NR>1 && NF==4 {print $1, $2, $3}' "$work/tables-B" | sort) |
   sort -k3 -gr | awk '$2 > 0 || $3 > 0 {printf "%-26s %9s %9s\n", $1, $2, $3}'
-grep '^total' "$work/tables-A" "$work/tables-B" | sed 's/.*tables-/total /'
+grep -H '^total ' "$work/tables-A" "$work/tables-B" | sed 's/.*tables-\([AB]\):total */total \1: /'
 # The median wall time of each side over the rounds: one line to compare, since single rounds
 # move with the machine.
 python3 - "$work/log" <<'PY'
