@@ -72,7 +72,7 @@ fn a_signed_transfer_goes_upstream_and_the_upstream_answers_verbatim() {
     // 1. quarry answers the upstream's hash, and anvil mines the transaction.
     let sent = server.result("eth_sendRawTransaction", json!([raw]));
     assert_eq!(sent, json!(hash));
-    let receipt = anvil.call("eth_getTransactionReceipt", json!([hash]));
+    let receipt = anvil.mined_receipt(&json!(hash));
     assert_eq!(receipt["result"]["status"], json!("0x1"), "{receipt}");
 
     // 2. The same bytes again: anvil's own error, exactly as anvil gives it directly.
@@ -214,7 +214,7 @@ fn ethers_and_viem_send_through_quarry_with_their_own_wallet_apis() {
     assert_eq!(sent.len(), 2, "{stdout}");
     for (entry, library) in sent.iter().zip(["ethers", "viem"]) {
         assert_eq!(entry["library"], json!(library));
-        let receipt = anvil.call("eth_getTransactionReceipt", json!([entry["hash"]]));
+        let receipt = anvil.mined_receipt(&entry["hash"]);
         assert_eq!(
             receipt["result"]["status"],
             json!("0x1"),

@@ -650,6 +650,19 @@ impl Anvil {
             .unwrap();
         serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap()
     }
+
+    /// The receipt of transaction `hash` once anvil has mined it (its automine answers the
+    /// send before the block is in), waiting up to 10 s: anvil's whole answer.
+    pub fn mined_receipt(&self, hash: &Value) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let receipt = self.call("eth_getTransactionReceipt", serde_json::json!([hash]));
+            if !receipt["result"].is_null() || std::time::Instant::now() >= deadline {
+                return receipt;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Anvil {
