@@ -615,9 +615,10 @@ mod tests {
         }
     }
 
-    /// What the index offers a filter over blocks 0 to 2.
-    fn candidates_through_2(
+    /// What the index offers a filter over blocks 0 to `to`.
+    fn candidates_through(
         r: &crate::ReadTx,
+        to: u64,
         addresses: Vec<Address>,
         topics: Vec<Vec<B256>>,
     ) -> Vec<Candidate> {
@@ -628,11 +629,20 @@ mod tests {
         };
         let filter = LogFilter {
             from: 0,
-            to: 2,
+            to,
             addresses,
             topics,
         };
-        r.indexed_candidates(&filter, 2, limits).unwrap().unwrap()
+        r.indexed_candidates(&filter, to, limits).unwrap().unwrap()
+    }
+
+    /// What the index offers a filter over blocks 0 to 2.
+    fn candidates_through_2(
+        r: &crate::ReadTx,
+        addresses: Vec<Address>,
+        topics: Vec<Vec<B256>>,
+    ) -> Vec<Candidate> {
+        candidates_through(r, 2, addresses, topics)
     }
 
     #[test]
@@ -789,18 +799,7 @@ mod tests {
             .unwrap();
         tx.commit().unwrap();
         let r = db.reader().unwrap();
-        let limits = LogLimits {
-            max_results: 10,
-            deadline: Instant::now() + std::time::Duration::from_secs(60),
-            use_index: true,
-        };
-        let filter = LogFilter {
-            from: 0,
-            to: 1,
-            addresses: vec![],
-            topics: vec![vec![t0]],
-        };
-        let found = r.indexed_candidates(&filter, 1, limits).unwrap().unwrap();
+        let found = candidates_through(&r, 1, vec![], vec![vec![t0]]);
         assert_eq!(found, vec![(0, None)]);
     }
 }
