@@ -4,7 +4,7 @@
 # peak RssAnon, its stages (sender recovery on the decoding thread; execution, state root and
 # write on the executing thread) and the datadir's size (allocated blocks, `du`: MDBX files are
 # sparse); after the last round, each side's tables side by side (storage/examples/
-# table_sizes.rs, built here). This machine's speed drifts between
+# table_sizes.rs, built here) and the free pages in each file. This machine's speed drifts between
 # runs by more than some changes weigh; alternating builds keeps the drift out of the
 # comparison.
 #
@@ -51,6 +51,9 @@ join -a1 -a2 -e0 -o 0,1.3,2.3 <(awk 'NR>1 && NF==4 {print $1, $2, $3}' "$work/ta
   <(awk 'NR>1 && NF==4 {print $1, $2, $3}' "$work/tables-B" | sort) |
   sort -k3 -gr | awk '$2 > 0 || $3 > 0 {printf "%-26s %9s %9s\n", $1, $2, $3}'
 grep -H '^total ' "$work/tables-A" "$work/tables-B" | sed 's/.*tables-\([AB]\):total */total \1: /'
+# What the file holds besides the tables: pages freed by the last commits, kept for reuse.
+grep -H '^(free pages)' "$work/tables-A" "$work/tables-B" |
+  sed 's/.*tables-\([AB]\):(free pages) */free pages \1: /'
 # The median wall time of each side over the rounds: one line to compare, since single rounds
 # move with the machine.
 python3 - "$work/log" <<'PY'

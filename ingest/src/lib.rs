@@ -188,6 +188,20 @@ const COMMIT_TXS: u64 = 1_000_000;
 const COMMIT_BLOCKS: u64 = 16_384;
 const COMMIT_INTERVAL: Duration = Duration::from_secs(20);
 
+/// The commit interval, or the one a benchmark asked for (`QUARRY_BENCH_COMMIT_MS`, read once):
+/// each commit frees the old copies of the pages it rewrote, and those stay in the data file
+/// as free pages until later commits reuse them, so shorter commits leave fewer free pages at
+/// the cost of rewriting hot pages more often (docs/benchmarks.md, "Disk").
+fn commit_interval() -> Duration {
+    static INTERVAL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *INTERVAL.get_or_init(|| {
+        std::env::var("QUARRY_BENCH_COMMIT_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(COMMIT_INTERVAL, Duration::from_millis)
+    })
+}
+
 /// A source of raw blocks, read on the decoding thread.
 pub type RawBlocks<'a> =
     dyn Iterator<Item = std::result::Result<RawBlock, reader::ReadError>> + Send + 'a;
@@ -581,7 +595,7 @@ impl Importer {
                 p.replaced.is_none()
                     && (p.transactions >= COMMIT_TXS
                         || p.blocks >= COMMIT_BLOCKS
-                        || p.opened.elapsed() >= COMMIT_INTERVAL)
+                        || p.opened.elapsed() >= commit_interval())
             });
             if full {
                 self.commit(pending.take(), highest_read, &mut stats)?;

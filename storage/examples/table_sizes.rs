@@ -6,7 +6,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
         .nth(1)
         .ok_or("usage: table_sizes DATADIR")?;
-    let mut stats = quarry_storage::Database::open(Path::new(&path))?.table_stats()?;
+    let db = quarry_storage::Database::open(Path::new(&path))?;
+    let mut stats = db.table_stats()?;
     stats.sort_by_key(|stat| std::cmp::Reverse(stat.bytes));
     let total: u64 = stats.iter().map(|stat| stat.bytes).sum();
     println!(
@@ -24,5 +25,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!("{:<26} {:>12} {:>10.1}", "total", "", total as f64 / 1e6);
+    // Not tables: the free list, and the file's pages up to the last used one.
+    let space = db.space()?;
+    println!(
+        "{:<26} {:>12} {:>10.1}",
+        "(free pages)",
+        "",
+        space.free_bytes as f64 / 1e6
+    );
+    println!(
+        "{:<26} {:>12} {:>10.1}",
+        "(file up to last page)",
+        "",
+        space.used_bytes as f64 / 1e6
+    );
     Ok(())
 }

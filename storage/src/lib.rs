@@ -268,6 +268,18 @@ impl Database {
         self.scanned.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Where the data file's pages go: those below the last used page, and of them the ones on
+    /// MDBX's free list (freed by earlier commits, reused by later ones). The file's allocated
+    /// size is about the first; what the tables hold is the difference.
+    pub fn space(&self) -> Result<Space> {
+        let last_page = self.env.info()?.last_pgno() as u64 + 1;
+        let free_pages = self.env.freelist()? as u64;
+        Ok(Space {
+            used_bytes: last_page * self.page_size,
+            free_bytes: free_pages * self.page_size,
+        })
+    }
+
     /// Each table's entry count and the bytes of its pages (branch, leaf and overflow), in a
     /// snapshot: what `storage/examples/table_sizes.rs` prints to see where a datadir's size goes.
     pub fn table_stats(&self) -> Result<Vec<TableStat>> {
@@ -300,6 +312,13 @@ impl Database {
             staged_lists: Default::default(),
         })
     }
+}
+
+/// The data file's pages (see [`Database::space`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Space {
+    pub used_bytes: u64,
+    pub free_bytes: u64,
 }
 
 /// One table's size (see [`Database::table_stats`]).
