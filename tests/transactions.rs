@@ -1,6 +1,6 @@
 //! End-to-end tests of transactions sent through quarry to a real node that validates and
 //! mines them: anvil (from the npm package tests/clients installs) on the dev chain's chain id,
-//! named as the dev chain's `transactions_url`; and ethers v6 and viem sending through quarry
+//! named as the dev chain's `transactions_url` (its HTTP and its WebSocket endpoint); and ethers v6 and viem sending through quarry
 //! with their own wallet APIs.
 
 #![allow(clippy::unwrap_used)]
@@ -66,7 +66,21 @@ fn metrics(server: &Server) -> String {
 #[test]
 fn a_signed_transfer_goes_upstream_and_the_upstream_answers_verbatim() {
     let Some(anvil) = start_anvil() else { return };
-    let server = dev_server(&format!("transactions_url = \"{}\"", anvil.url));
+    sends_through(&anvil, &anvil.url);
+}
+
+/// The same over WebSocket: anvil serves it on the same port.
+#[test]
+fn a_websocket_upstream_gets_the_same_calls_and_answers() {
+    let Some(anvil) = start_anvil() else { return };
+    let ws_url = anvil.url.replacen("http://", "ws://", 1);
+    sends_through(&anvil, &ws_url);
+}
+
+/// Sends, resends, a Sync send and the pool reads through quarry with anvil at `url` (its
+/// HTTP or its WebSocket endpoint) as the dev chain's `transactions_url`.
+fn sends_through(anvil: &Anvil, url: &str) {
+    let server = dev_server(&format!("transactions_url = \"{url}\""));
     let (raw, hash) = transfer(0, 1_000, CHAIN_ID);
 
     // 1. quarry answers the upstream's hash, and anvil mines the transaction.
@@ -137,8 +151,14 @@ fn quarry_refuses_what_it_can_tell_is_wrong_and_the_upstream_never_sees_it() {
 
 #[test]
 fn an_unreachable_upstream_is_a_clear_error_within_the_timeout() {
+    for scheme in ["http", "ws"] {
+        unreachable_upstream(scheme);
+    }
+}
+
+fn unreachable_upstream(scheme: &str) {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/secret-key", closed.local_addr().unwrap());
+    let url = format!("{scheme}://{}/secret-key", closed.local_addr().unwrap());
     drop(closed);
     let server = dev_server(&format!(
         "transactions_url = \"{url}\"\ntransactions_timeout_ms = 1000"
@@ -150,7 +170,7 @@ fn an_unreachable_upstream_is_a_clear_error_within_the_timeout() {
     let message = response["error"]["message"].as_str().unwrap();
     assert!(
         message.starts_with("the transaction was not sent: the network's transactions upstream gave no answer within 1000 ms"),
-        "{response}"
+        "{scheme}: {response}"
     );
     assert!(!message.contains("secret-key"), "the URL leaked: {message}");
     assert!(

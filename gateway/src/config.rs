@@ -341,6 +341,12 @@ const fn default_true() -> bool {
 const fn default_max_connections() -> u32 {
     1024
 }
+/// Whether `url` is one quarry can call: HTTP(S), or also WebSocket where `ws`.
+fn is_upstream_url(url: &str, ws: bool) -> bool {
+    url.starts_with("http://")
+        || url.starts_with("https://")
+        || (ws && crate::ws_upstream::is_ws_url(url))
+}
 const fn default_transactions_timeout_ms() -> u64 {
     10_000
 }
@@ -472,9 +478,11 @@ impl Config {
             );
         }
         if let Some(url) = &config.transactions_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
+            && !is_upstream_url(url, true)
         {
-            return Err("transactions_url must be an http:// or https:// URL".into());
+            return Err(
+                "transactions_url must be an http://, https://, ws:// or wss:// URL".into(),
+            );
         }
         let peers = std::iter::once(("peers".to_string(), &config.peers)).chain(
             config
@@ -521,15 +529,20 @@ impl Config {
                     network.name
                 ));
             }
-            for (name, url) in [
-                ("partner_url", &network.partner_url),
-                ("transactions_url", &network.transactions_url),
+            for (name, url, ws) in [
+                ("partner_url", &network.partner_url, false),
+                ("transactions_url", &network.transactions_url, true),
             ] {
                 if let Some(url) = url
-                    && !(url.starts_with("http://") || url.starts_with("https://"))
+                    && !is_upstream_url(url, ws)
                 {
+                    let schemes = if ws {
+                        "an http://, https://, ws:// or wss://"
+                    } else {
+                        "an http:// or https://"
+                    };
                     return Err(format!(
-                        "networks[{i}] ({}): {name} must be an http:// or https:// URL",
+                        "networks[{i}] ({}): {name} must be {schemes} URL",
                         network.name
                     ));
                 }

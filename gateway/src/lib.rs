@@ -44,6 +44,7 @@ mod transactions;
 mod verdict;
 mod weights;
 mod ws;
+mod ws_upstream;
 
 pub use caller::Networks;
 pub use config::{ApiKey, Config, ConfigError, NetworkConfig, Plan};

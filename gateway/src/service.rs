@@ -35,8 +35,10 @@ pub struct Service {
     pub metrics: Metrics,
     pub forward_timeout: Duration,
     pub transactions_timeout: Duration,
-    /// Keeps connections to the transactions upstreams open between calls.
+    /// Keeps connections to the transactions upstreams open between calls: HTTP(S) ones here,
+    /// WebSocket ones in `transactions_ws`.
     pub transactions_agent: ureq::Agent,
+    pub transactions_ws: crate::ws_upstream::WsUpstreams,
     pub max_response_bytes: u32,
     /// Per network: its subscriptions.
     pub hubs: Vec<Hub>,
@@ -61,6 +63,7 @@ impl Service {
             forward_timeout: Duration::from_millis(config.forward_timeout_ms),
             transactions_timeout: Duration::from_millis(config.transactions_timeout_ms),
             transactions_agent: ureq::Agent::new_with_defaults(),
+            transactions_ws: Default::default(),
             max_response_bytes: config.max_response_bytes,
             hubs: networks.iter().map(|_| Hub::default()).collect(),
             filters: Filters::new(config, networks.len()),

@@ -3,14 +3,16 @@
 //! then forwarded to the network's `transactions_url`, whose answer goes back verbatim, its
 //! errors included; txpool_status and txpool_content are asked of the same upstream, and so
 //! (from the call layer) are pending nonces and transactions quarry has not stored. Each
-//! forward runs on a blocking thread with `transactions_timeout_ms`; transactions are counted
-//! by outcome.
+//! forward to an HTTP(S) upstream runs on a blocking thread, one to a WebSocket upstream on its
+//! kept connection (ws_upstream.rs), both within `transactions_timeout_ms`; transactions are
+//! counted by outcome.
 
 use crate::{
     caller::{Caller, Networks},
     partner::ask,
     reply::Reply,
     service::Service,
+    ws_upstream::is_ws_url,
 };
 use alloy_primitives::Bytes;
 use jsonrpsee::{
@@ -54,8 +56,8 @@ pub async fn pool_reply(
     params: Option<Box<RawValue>>,
 ) -> Reply {
     let params = params.map(|p| p.get().to_owned());
-    let (agent, timeout) = (&service.transactions_agent, service.transactions_timeout);
-    match forward(agent, url.to_owned(), method, params, timeout).await {
+    let timeout = service.transactions_timeout;
+    match forward(service, url.to_owned(), method, params, timeout).await {
         Ok(Ok(result)) => Reply::result(id, &result, service.max_response_bytes as usize),
         Ok(Err(error)) | Err(error) => Reply::error(id, error),
     }
@@ -87,7 +89,7 @@ pub fn register_transactions(
                         return Err(RpcError::NoTransactionPool(method).into());
                     };
                     let timeout = service.transactions_timeout;
-                    forward(&service.transactions_agent, url, method, None, timeout).await?
+                    forward(&service, url, method, None, timeout).await?
                 }
             })
             .map_err(|_| crate::ServeError::Register(method.into()))?;
@@ -137,8 +139,7 @@ async fn send(
         timeout += wait.min(SYNC_MAX_WAIT);
     }
     let raw = params.as_str().map(str::to_owned);
-    let agent = &service.transactions_agent;
-    let (answer, outcome) = match forward(agent, url, method, raw, timeout).await {
+    let (answer, outcome) = match forward(service, url, method, raw, timeout).await {
         Ok(Ok(result)) => (Ok(result), "sent"),
         Ok(Err(error)) => (Err(error), "rejected"),
         Err(none) => (Err(none), "unavailable"),
@@ -165,27 +166,37 @@ fn sync_wait(args: &Args) -> Result<Duration, ErrorObjectOwned> {
     })
 }
 
-/// One call to the upstream at `url` on a blocking thread: its answer verbatim (`Ok`), or
-/// quarry's error saying it gave none (`Err`, without the URL, which may hold a key).
+/// One call to the upstream at `url` (on a blocking thread for HTTP): its answer verbatim
+/// (`Ok`), or quarry's error saying it gave none (`Err`, without the URL, which may hold a key).
 async fn forward(
-    agent: &ureq::Agent,
+    service: &Service,
     url: String,
     method: &'static str,
     params: Option<String>,
     timeout: Duration,
 ) -> Result<Answer, ErrorObjectOwned> {
-    let agent = agent.clone();
-    let asked = tokio::task::spawn_blocking(move || {
-        let params = params
-            .map(|p| RawValue::from_string(p).map_err(|e| e.to_string()))
-            .transpose()?;
-        ask(&agent, &url, timeout, method, params.as_deref())
-            .map_err(|why| why.replace(&url, "the upstream"))
-    })
-    .await
-    .map_err(|e| e.to_string())
-    .and_then(|asked| asked);
+    let params = params
+        .map(|p| RawValue::from_string(p).map_err(|e| e.to_string()))
+        .transpose();
+    let asked = match params {
+        Err(why) => Err(why),
+        Ok(params) if is_ws_url(&url) => {
+            let ws = &service.transactions_ws;
+            ws.ask(&url, timeout, method, params).await
+        }
+        Ok(params) => {
+            let agent = service.transactions_agent.clone();
+            let url = url.clone();
+            tokio::task::spawn_blocking(move || {
+                ask(&agent, &url, timeout, method, params.as_deref())
+            })
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|asked| asked)
+        }
+    };
     asked.map_err(|why| {
+        let why = why.replace(&url, "the upstream");
         tracing::warn!(method, "the transactions upstream gave no answer: {why}");
         RpcError::UpstreamUnavailable(format!(
             "the network's transactions upstream gave no answer within {} ms ({why})",
