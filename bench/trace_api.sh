@@ -23,8 +23,9 @@ if [ ! -e "$datadir/mdbx.dat" ]; then
   echo "ingested $SCALE in $(( $(date +%s) - started ))s"
 fi
 limits=$'call_timeout_ms = 600000\nlogs_timeout_ms = 3600000\nmax_logs = 1000000\nmax_response_bytes = 1000000000'
-serve indexed "$datadir" $'[[keys]]\nkey = "bench-key"\n'"$limits"
-serve scanning "$datadir" $'[[keys]]\nkey = "bench-key"\nlog_index = false\n'"$limits"
+# Top-level settings come before the `[[keys]]` table.
+serve indexed "$datadir" "$limits"$'\n[[keys]]\nkey = "bench-key"'
+serve scanning "$datadir" "$limits"$'\nlog_index = false\n[[keys]]\nkey = "bench-key"'
 url="http://$(address indexed)/v3/bench-key"
 scan_url="http://$(address scanning)/v3/bench-key"
 req() { printf '{"jsonrpc":"2.0","id":1,"method":"%s","params":%s}' "$1" "$2"; }

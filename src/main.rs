@@ -42,6 +42,8 @@ enum KeysAction {
         /// Refuse requests without the secret (401).
         #[arg(long, requires = "secret")]
         require_secret: bool,
+        #[command(flatten)]
+        jwt: JwtArgs,
     },
     /// Replace a key's allowlists (each type given replaces that type's list); a running
     /// server applies the change within a second, to open WebSockets too.
@@ -93,12 +95,8 @@ impl JwtArgs {
         self.add.is_empty() && self.remove.is_empty() && !self.require_jwt && !self.no_require_jwt
     }
 
-    /// Applies them to key `id` of `store`.
-    fn apply(
-        self,
-        store: &quarry_gateway::keys::KeySource,
-        id: &str,
-    ) -> Result<quarry_gateway::keys::KeyRecord> {
+    /// The public keys they name, read and checked.
+    fn public_keys(&self) -> Result<Vec<(String, quarry_gateway::key_jwts::JwtPublicKey)>> {
         use quarry_gateway::key_jwts::JwtPublicKey;
         let mut add = Vec::new();
         for given in &self.add {
@@ -111,12 +109,37 @@ impl JwtArgs {
                 .map_err(|e| eyre::eyre!("--jwt-key {name}: {file}: {e}"))?;
             add.push((name.to_string(), key));
         }
+        Ok(add)
+    }
+
+    /// Applies them to key `id` of `store`, with the public keys read already (`keys`).
+    fn apply(
+        self,
+        store: &quarry_gateway::keys::KeySource,
+        id: &str,
+        keys: Vec<(String, quarry_gateway::key_jwts::JwtPublicKey)>,
+    ) -> Result<quarry_gateway::keys::KeyRecord> {
         let require = match (self.require_jwt, self.no_require_jwt) {
             (true, _) => Some(true),
             (_, true) => Some(false),
             _ => None,
         };
-        Ok(store.set_jwt(id, add, self.remove, require)?)
+        Ok(store.set_jwt(id, keys, self.remove, require)?)
+    }
+
+    /// What a new key can take: public keys, and whether a JWT is required (which needs one).
+    fn check_new(&self) -> Result<()> {
+        if !self.remove.is_empty() || self.no_require_jwt {
+            eyre::bail!(
+                "--remove-jwt-key and --no-require-jwt change an existing key: use `quarry keys update`"
+            );
+        }
+        if self.require_jwt && self.add.is_empty() {
+            eyre::bail!(
+                "a key that requires a JWT needs a public key to verify it: give it --jwt-key NAME=PEMFILE"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -880,10 +903,17 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
             allow,
             secret,
             require_secret,
+            jwt,
         } => {
             let networks = (!networks.is_empty()).then_some(networks);
             let allow = allow.apply(Default::default())?;
-            let (key, record) = store.add(plan, name, networks, allow)?;
+            // Every argument is checked before the key exists, so a refused one adds none.
+            jwt.check_new()?;
+            let jwt_keys = jwt.public_keys()?;
+            let (key, mut record) = store.add(plan, name, networks, allow)?;
+            if !jwt.is_empty() {
+                record = jwt.apply(&store, &record.id, jwt_keys)?;
+            }
             let secret = if secret {
                 store.set_secret(&record.id, true, Some(require_secret))?.1
             } else {
@@ -938,6 +968,8 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
                 .into_iter()
                 .find(|k| k.id == id)
                 .ok_or_else(|| eyre::eyre!("no key with id {id:?} in the key store"))?;
+            // Read before anything changes, so a bad file changes nothing.
+            let jwt_keys = jwt.public_keys()?;
             let base = if clear_allowlists {
                 Default::default()
             } else {
@@ -958,7 +990,7 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
                 }
             }
             if !jwt.is_empty() {
-                record = jwt.apply(&store, &id)?;
+                record = jwt.apply(&store, &id, jwt_keys)?;
             }
             eprintln!(
                 "updated {} ({}): allowlists {}; JWT keys {}",

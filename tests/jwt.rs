@@ -162,27 +162,46 @@ fn setup() -> Setup {
         &store,
         &["update", &id, "--jwt-key", &rsa_arg, "--jwt-key", &ec_arg],
     ));
-    let (required, required_id) = add_key(&store, &[]);
-    // A key cannot require a JWT before it has a public key, nor take a private key.
-    let refused = quarry_fails(keys_cli(&store, &["update", &required_id, "--require-jwt"]));
+    let (_, other_id) = add_key(&store, &[]);
+    // A key cannot require a JWT before it has a public key, nor take a private key; a new
+    // key refused for either is not added.
+    let refused = quarry_fails(keys_cli(&store, &["update", &other_id, "--require-jwt"]));
     assert!(refused.contains("needs a public key"), "{refused}");
     let private_arg = format!("app={}", dir.path().join("ec.pem").display());
     let refused = quarry_fails(keys_cli(
         &store,
-        &["update", &required_id, "--jwt-key", &private_arg],
+        &["update", &other_id, "--jwt-key", &private_arg],
     ));
     assert!(refused.contains("this is a private key"), "{refused}");
-    run_quarry(keys_cli(
+    for args in [
+        &["add", "--plan", "custom", "--require-jwt"][..],
+        &["add", "--plan", "custom", "--jwt-key", &private_arg],
+    ] {
+        let refused = quarry_fails(keys_cli(&store, args));
+        assert!(
+            refused.contains("needs a public key") || refused.contains("this is a private key"),
+            "{refused}"
+        );
+    }
+    // A key made with its public key and the requirement at once.
+    let (required, said) = run_quarry(keys_cli(
         &store,
         &[
-            "update",
-            &required_id,
+            "add",
+            "--plan",
+            "custom",
             "--jwt-key",
             &ec_arg,
             "--require-jwt",
         ],
     ));
+    let required = required.trim().to_string();
     let (list, _) = run_quarry(keys_cli(&store, &["list"]));
+    assert_eq!(
+        list.lines().count(),
+        4,
+        "a header and three keys:\n{list}\n{said}"
+    );
     assert!(
         list.contains("\tec:ES256,rsa:RS256\t") && list.contains("\trequired,ec:ES256\t"),
         "{list}"
