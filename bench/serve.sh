@@ -43,20 +43,9 @@ fi
 if [[ -n $RETH ]]; then
   "$RETH" import --chain "$FIXTURES/genesis.json" --datadir "$work/reth" "$FIXTURES/chain.rlp" \
     >"$work/reth-import.log" 2>&1 || { tail "$work/reth-import.log" >&2; exit 1; }
-  free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-  reth_port=$(free_port)
-  "$RETH" node --chain "$FIXTURES/genesis.json" --datadir "$work/reth" --http \
-    --http.addr 127.0.0.1 --http.port "$reth_port" --http.api eth,web3 --disable-discovery \
-    --max-outbound-peers 0 --max-inbound-peers 0 --port "$(free_port)" \
-    --authrpc.port "$(free_port)" --ipcdisable --log.stdout.filter warn >"$work/reth.out" 2>&1 &
-  pids+=($!)
-  server_pid[reth]=$!
-  for _ in $(seq 100); do
-    curl -s -o /dev/null "http://127.0.0.1:$reth_port" -X POST -H 'Content-Type: application/json' \
-      -d '{"jsonrpc":"2.0","id":1,"method":"web3_clientVersion","params":[]}' && break
-    sleep 0.1
-  done
-  servers+=("reth|http://127.0.0.1:$reth_port")
+  serve_reth "$FIXTURES/genesis.json" "$work/reth" eth,web3
+  server_pid[reth]=${pids[-1]}
+  servers+=("reth|$reth_url")
 fi
 
 call() { curl -s -X POST -H 'Content-Type: application/json' "${2:-$url}" -d "$1"; }

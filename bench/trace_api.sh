@@ -8,6 +8,8 @@
 #
 #   bench/trace_api.sh                                    (needs wrk: apt-get install wrk)
 #   DATADIR=/tmp/scale NO_BUILD=1 bench/trace_api.sh      (reuses an ingested datadir)
+#   RETH=path/to/reth RETH_DATADIR=dir bench/trace_api.sh (reth serving its import of the same
+#                                                          chain, measured alike in the same run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-/work/bench-data/scale-20000x100}
@@ -30,9 +32,8 @@ url="http://$(address indexed)/v3/bench-key"
 scan_url="http://$(address scanning)/v3/bench-key"
 req() { printf '{"jsonrpc":"2.0","id":1,"method":"%s","params":%s}' "$1" "$2"; }
 
-# The heaviest block of a sample (every 50th), a busy address (its first transaction's
-# recipient) and a rare one (of that block's addresses, the one seen in the fewest blocks,
-# counting at most 50 traces).
+# The heaviest block of a sample (every 50th), and of that block's first addresses the one in
+# the most blocks (busy) and the one in the fewest (rare), counting at most 50 traces each.
 read -r heavy busy rare rare_count head < <(python3 - "$url" <<'PY'
 import json, sys, urllib.request
 url = sys.argv[1]
@@ -46,7 +47,6 @@ head = int(rpc("eth_blockNumber", []), 16)
 blocks = [rpc("eth_getBlockByNumber", [hex(n), False]) for n in range(1, head + 1, 50)]
 heavy = max(blocks, key=lambda b: int(b["gasUsed"], 16))
 traces = rpc("trace_block", [heavy["number"]])
-busy = traces[0]["action"]["to"]
 seen = {}
 for trace in traces:
     for key in ("from", "to"):
@@ -56,12 +56,19 @@ for trace in traces:
             found = rpc("trace_filter", [{"toAddress": [address], "count": 50}])
             seen[address] = len({t["blockNumber"] for t in found})
 rare = min(seen, key=seen.get)
+busy = max(seen, key=seen.get)
 print(heavy["number"], busy, rare, seen[rare], head)
 PY
 )
 echo "quarry serve: $(address indexed) (trace index), $(address scanning) (re-executes every block)"
 echo "heaviest sampled block $heavy; busy address $busy; rare address $rare (in $rare_count blocks of $head)"
-echo "reth is not built on this machine: no reth column"
+targets=("quarry|$url")
+if [[ -n ${RETH:-} ]]; then
+  serve_reth "$SCALE/genesis.json" "${RETH_DATADIR:?RETH_DATADIR: the datadir of reth import of the chain}" \
+    eth,debug,trace
+  targets+=("reth|$reth_url")
+  echo "reth node: $reth_url ($("$RETH" --version | head -1))"
+fi
 
 cat >"$work/post.lua" <<'LUA'
 wrk.method = "POST"
@@ -69,18 +76,22 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.body = os.getenv("BODY")
 LUA
 echo
-printf '%-52s %6s %10s %10s %10s\n' "method (block $heavy)" conns "req/s" p50 p99
+printf '%-8s %-52s %6s %10s %10s %10s\n' server "method (block $heavy)" conns "req/s" p50 p99
 for c in "trace_block|[\"$heavy\"]" \
          "trace_replayBlockTransactions|[\"$heavy\",[\"trace\"]]" \
          "trace_replayBlockTransactions|[\"$heavy\",[\"stateDiff\"]]" \
          "debug_traceBlockByNumber|[\"$heavy\",{\"tracer\":\"callTracer\"}]"; do
   IFS='|' read -r method params <<<"$c"
   for conns in 1 2; do
-    out=$(BODY=$(req "$method" "$params") wrk -t1 -c"$conns" -d"${DURATION}s" --latency -s "$work/post.lua" "$url")
-    if grep -q 'Non-2xx' <<<"$out"; then echo "$method: non-2xx responses" >&2; exit 1; fi
-    rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
-    printf '%-52s %6s %10s %10s %10s\n' "$method $(cut -c1-30 <<<"$params" | tr -d '"[]')" "$conns" "$rps" \
-      "$(awk '$1=="50%"{print $2}' <<<"$out")" "$(awk '$1=="99%"{print $2}' <<<"$out")"
+    # Servers alternate row by row: this machine's speed drifts.
+    for target in "${targets[@]}"; do
+      IFS='|' read -r server target_url <<<"$target"
+      out=$(BODY=$(req "$method" "$params") wrk -t1 -c"$conns" -d"${DURATION}s" --latency -s "$work/post.lua" "$target_url")
+      if grep -q 'Non-2xx' <<<"$out"; then echo "$server $method: non-2xx responses" >&2; exit 1; fi
+      rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
+      printf '%-8s %-52s %6s %10s %10s %10s\n' "$server" "$method $(cut -c1-30 <<<"$params" | tr -d '"[]')" "$conns" "$rps" \
+        "$(awk '$1=="50%"{print $2}' <<<"$out")" "$(awk '$1=="99%"{print $2}' <<<"$out")"
+    done
   done
 done
 
