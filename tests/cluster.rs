@@ -361,11 +361,14 @@ struct Load {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<Tally>>,
     started: Instant,
+    /// Calls refused by a limit so far, by all threads.
+    limited: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Load {
     fn start(url: &str, threads: usize, pace: Duration) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
+        let limited = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let calls = [
             call_body("eth_blockNumber", json!([])),
             call_body(
@@ -378,6 +381,7 @@ impl Load {
         let threads = (0..threads)
             .map(|t| {
                 let (url, stop, calls) = (url.to_string(), stop.clone(), calls.clone());
+                let limited = limited.clone();
                 std::thread::spawn(move || {
                     let agent: ureq::Agent = ureq::Agent::config_builder()
                         .http_status_as_error(false)
@@ -402,6 +406,7 @@ impl Load {
                                     serde_json::from_str(&text).unwrap_or(Value::Null);
                                 if status == 429 || reply["error"]["code"] == -32005 {
                                     tally.limited += 1;
+                                    limited.fetch_add(1, Ordering::Relaxed);
                                 } else if status == 200 && reply.get("result").is_some() {
                                     tally.answered += 1;
                                 } else if tally.failures.len() < 10 {
@@ -425,7 +430,13 @@ impl Load {
             stop,
             threads,
             started: Instant::now(),
+            limited,
         }
+    }
+
+    /// Whether a limit has refused one of its calls yet.
+    fn was_limited(&self) -> bool {
+        self.limited.load(Ordering::Relaxed) > 0
     }
 
     /// Stops the threads: what they saw together, and for how long they ran.
@@ -819,7 +830,13 @@ fn calls_admitted_without_a_round_trip_are_each_charged_to_redis() {
         .iter()
         .map(|addr| Load::start(&format!("http://{addr}/v3/{bulk}"), 4, Duration::ZERO))
         .collect();
-    std::thread::sleep(Duration::from_secs(3));
+    // Until every replica has refused a call (about 3 s on an idle machine; a loaded one
+    // answers fewer calls a second).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !loads.iter().all(Load::was_limited) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     let mut admitted = 0;
     for load in loads {
         let (tally, _) = load.finish();
