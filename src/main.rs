@@ -95,8 +95,8 @@ impl JwtArgs {
         self.add.is_empty() && self.remove.is_empty() && !self.require_jwt && !self.no_require_jwt
     }
 
-    /// The public keys they name, read and checked.
-    fn public_keys(&self) -> Result<Vec<(String, quarry_gateway::key_jwts::JwtPublicKey)>> {
+    /// The change they ask for, with the public keys they name read and parsed.
+    fn change(self) -> Result<quarry_gateway::keys::JwtChange> {
         use quarry_gateway::key_jwts::JwtPublicKey;
         let mut add = Vec::new();
         for given in &self.add {
@@ -109,37 +109,26 @@ impl JwtArgs {
                 .map_err(|e| eyre::eyre!("--jwt-key {name}: {file}: {e}"))?;
             add.push((name.to_string(), key));
         }
-        Ok(add)
-    }
-
-    /// Applies them to key `id` of `store`, with the public keys read already (`keys`).
-    fn apply(
-        self,
-        store: &quarry_gateway::keys::KeySource,
-        id: &str,
-        keys: Vec<(String, quarry_gateway::key_jwts::JwtPublicKey)>,
-    ) -> Result<quarry_gateway::keys::KeyRecord> {
         let require = match (self.require_jwt, self.no_require_jwt) {
             (true, _) => Some(true),
             (_, true) => Some(false),
             _ => None,
         };
-        Ok(store.set_jwt(id, keys, self.remove, require)?)
+        Ok(quarry_gateway::keys::JwtChange {
+            add,
+            remove: self.remove,
+            require,
+        })
     }
 
-    /// What a new key can take: public keys, and whether a JWT is required (which needs one).
-    fn check_new(&self) -> Result<()> {
+    /// The change for a new key, which has nothing to remove and requires no JWT yet.
+    fn new_key_change(self) -> Result<quarry_gateway::keys::JwtChange> {
         if !self.remove.is_empty() || self.no_require_jwt {
             eyre::bail!(
                 "--remove-jwt-key and --no-require-jwt change an existing key: use `quarry keys update`"
             );
         }
-        if self.require_jwt && self.add.is_empty() {
-            eyre::bail!(
-                "a key that requires a JWT needs a public key to verify it: give it --jwt-key NAME=PEMFILE"
-            );
-        }
-        Ok(())
+        self.change()
     }
 }
 
@@ -907,13 +896,10 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
         } => {
             let networks = (!networks.is_empty()).then_some(networks);
             let allow = allow.apply(Default::default())?;
-            // Every argument is checked before the key exists, so a refused one adds none.
-            jwt.check_new()?;
-            let jwt_keys = jwt.public_keys()?;
-            let (key, mut record) = store.add(plan, name, networks, allow)?;
-            if !jwt.is_empty() {
-                record = jwt.apply(&store, &record.id, jwt_keys)?;
-            }
+            // The JWT change is checked with the new record, before it is stored: a refused
+            // one adds no key.
+            let jwt = jwt.new_key_change()?;
+            let (key, record) = store.add(plan, name, networks, allow, jwt)?;
             let secret = if secret {
                 store.set_secret(&record.id, true, Some(require_secret))?.1
             } else {
@@ -969,7 +955,7 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
                 .find(|k| k.id == id)
                 .ok_or_else(|| eyre::eyre!("no key with id {id:?} in the key store"))?;
             // Read before anything changes, so a bad file changes nothing.
-            let jwt_keys = jwt.public_keys()?;
+            let jwt_change = (!jwt.is_empty()).then(|| jwt.change()).transpose()?;
             let base = if clear_allowlists {
                 Default::default()
             } else {
@@ -989,8 +975,8 @@ fn keys(store: &str, action: KeysAction) -> Result<()> {
                     println!("{secret}");
                 }
             }
-            if !jwt.is_empty() {
-                record = jwt.apply(&store, &id, jwt_keys)?;
+            if let Some(change) = jwt_change {
+                record = store.set_jwt(&id, change)?;
             }
             eprintln!(
                 "updated {} ({}): allowlists {}; JWT keys {}",

@@ -103,18 +103,62 @@ fn key_id(hash: &B256) -> String {
 }
 
 /// A new random key and its record.
+/// A change of a key's JWT public keys: `add` adds (or replaces) keys by name, `remove` removes
+/// them, and `require` says whether requests must carry a valid token. The same rules hold for
+/// a new key (`KeySource::add`) and an existing one (`KeySource::set_jwt`).
+#[derive(Debug, Default)]
+pub struct JwtChange {
+    pub add: Vec<(String, JwtPublicKey)>,
+    pub remove: Vec<String>,
+    pub require: Option<bool>,
+}
+
+impl JwtChange {
+    fn apply(self, record: &mut KeyRecord) -> Result<(), KeyError> {
+        for (name, _) in &self.add {
+            crate::key_jwts::check_name(name).map_err(|e| KeyError::Jwt(e.to_string()))?;
+        }
+        for name in &self.remove {
+            if record.jwt_keys.remove(name).is_none() {
+                return Err(KeyError::Jwt(format!(
+                    "the key has no public key named {name:?}"
+                )));
+            }
+        }
+        record.jwt_keys.extend(self.add);
+        if record.jwt_keys.len() > MAX_JWT_KEYS {
+            return Err(KeyError::Jwt(format!(
+                "{} public keys: a key holds at most {MAX_JWT_KEYS}",
+                record.jwt_keys.len()
+            )));
+        }
+        if let Some(require) = self.require {
+            record.require_jwt = require;
+        }
+        if record.require_jwt && record.jwt_keys.is_empty() {
+            return Err(KeyError::Jwt(
+                "a key that requires a JWT needs a public key to verify it: give it --jwt-key NAME=PEMFILE".into(),
+            ));
+        }
+        JwtKeys::parse(&record.id, &record.jwt_keys)
+            .map_err(|(name, e)| KeyError::Jwt(format!("public key {name:?}: {e}")))?;
+        Ok(())
+    }
+}
+
 fn new_key(
     plan: Plan,
     name: String,
     networks: Option<Vec<String>>,
     allow: KeyAllowlists,
+    jwt: JwtChange,
 ) -> Result<(String, KeyRecord), KeyError> {
     allow.check().map_err(KeyError::Allowlists)?;
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| KeyError::Random(e.to_string()))?;
     let key = alloy_primitives::hex::encode(secret);
     let hash = hash_key(&key);
-    let record = KeyRecord {
+    let mut record = KeyRecord {
         id: key_id(&hash),
         name,
         plan,
@@ -128,6 +172,7 @@ fn new_key(
         jwt_keys: BTreeMap::new(),
         require_jwt: false,
     };
+    jwt.apply(&mut record)?;
     Ok((key, record))
 }
 
@@ -280,16 +325,17 @@ impl KeySource {
         name: String,
         networks: Option<Vec<String>>,
         allow: KeyAllowlists,
+        jwt: JwtChange,
     ) -> Result<(String, KeyRecord), KeyError> {
         match self {
             Self::File(path) => {
                 let mut file = KeyFile::load(path)?;
-                let added = file.add(plan, name, networks, allow)?;
+                let added = file.add(plan, name, networks, allow, jwt)?;
                 file.save(path)?;
                 Ok(added)
             }
             Self::Redis(redis) => {
-                let (key, record) = new_key(plan, name, networks, allow)?;
+                let (key, record) = new_key(plan, name, networks, allow, jwt)?;
                 redis.put(&record)?;
                 Ok((key, record))
             }
@@ -345,44 +391,10 @@ impl KeySource {
         Ok((record, drawn.map(|(secret, _)| secret)))
     }
 
-    /// Changes the JWT public keys of key `id`: `add` adds (or replaces) keys by name, `remove`
-    /// removes them, and `require` says whether requests must carry a valid token. A running
-    /// server applies it within a second or two.
-    pub fn set_jwt(
-        &self,
-        id: &str,
-        add: Vec<(String, JwtPublicKey)>,
-        remove: Vec<String>,
-        require: Option<bool>,
-    ) -> Result<KeyRecord, KeyError> {
-        for (name, _) in &add {
-            crate::key_jwts::check_name(name).map_err(|e| KeyError::Jwt(e.to_string()))?;
-        }
-        self.change(id, move |record| {
-            for name in &remove {
-                if record.jwt_keys.remove(name).is_none() {
-                    return Err(KeyError::Jwt(format!("the key has no public key named {name:?}")));
-                }
-            }
-            record.jwt_keys.extend(add);
-            if record.jwt_keys.len() > MAX_JWT_KEYS {
-                return Err(KeyError::Jwt(format!(
-                    "{} public keys: a key holds at most {MAX_JWT_KEYS}",
-                    record.jwt_keys.len()
-                )));
-            }
-            if let Some(require) = require {
-                record.require_jwt = require;
-            }
-            if record.require_jwt && record.jwt_keys.is_empty() {
-                return Err(KeyError::Jwt(
-                    "a key that requires a JWT needs a public key to verify it: give it --jwt-key NAME=PEMFILE".into(),
-                ));
-            }
-            JwtKeys::parse(&record.id, &record.jwt_keys)
-                .map_err(|(name, e)| KeyError::Jwt(format!("public key {name:?}: {e}")))?;
-            Ok(())
-        })
+    /// Changes the JWT public keys of key `id` (see [`JwtChange`]). A running server applies
+    /// it within a second or two.
+    pub fn set_jwt(&self, id: &str, change: JwtChange) -> Result<KeyRecord, KeyError> {
+        self.change(id, move |record| change.apply(record))
     }
 
     /// Applies `change` to the record of key `id` and stores it.
@@ -463,8 +475,9 @@ impl KeyFile {
         name: String,
         networks: Option<Vec<String>>,
         allow: KeyAllowlists,
+        jwt: JwtChange,
     ) -> Result<(String, KeyRecord), KeyError> {
-        let (key, record) = new_key(plan, name, networks, allow)?;
+        let (key, record) = new_key(plan, name, networks, allow, jwt)?;
         self.keys.push(record.clone());
         Ok((key, record))
     }
@@ -693,6 +706,7 @@ mod tests {
                 "alice".into(),
                 Some(vec!["main".into()]),
                 KeyAllowlists::default(),
+                JwtChange::default(),
             )
             .unwrap();
         assert_eq!(key.len(), 64);
