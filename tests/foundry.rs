@@ -85,13 +85,7 @@ fn anvil_forks_quarry_and_runs_a_token_transfer() {
 /// `cast ARGS --rpc-url URL`: its standard output, which must come with success; `None` (with
 /// a message) when the npm package is not installed (`.ci/run` installs it).
 fn cast(url: &str, args: &[&str]) -> Option<String> {
-    let binary = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_modules/.bin/cast");
-    if !binary.exists() {
-        eprintln!(
-            "skipping: cast is not installed (cd tests/clients && npm ci installs @foundry-rs/cast)"
-        );
-        return None;
-    }
+    let binary = support::foundry_tool("cast")?;
     let out = Command::new(binary)
         .args(args)
         .args(["--rpc-url", url])

@@ -595,6 +595,21 @@ impl ForkedChains {
     }
 }
 
+/// Foundry's `tool` (anvil, cast) from the npm package tests/clients installs, or `None` (with
+/// a message) when it is not installed (`.ci/run` installs it).
+pub fn foundry_tool(tool: &str) -> Option<PathBuf> {
+    let binary = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients/node_modules/.bin")
+        .join(tool);
+    if binary.exists() {
+        return Some(binary);
+    }
+    eprintln!(
+        "skipping: {tool} is not installed (cd tests/clients && npm ci installs @foundry-rs/{tool})"
+    );
+    None
+}
+
 /// An anvil process (the npm package tests/clients installs) on a free port, killed when
 /// dropped.
 pub struct Anvil {
@@ -606,14 +621,7 @@ impl Anvil {
     /// Starts anvil with `args`, or `None` (with a message) when the npm package is not
     /// installed (`.ci/run` installs it).
     pub fn start(args: &[&str]) -> Option<Self> {
-        let binary =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_modules/.bin/anvil");
-        if !binary.exists() {
-            eprintln!(
-                "skipping: anvil is not installed (cd tests/clients && npm ci installs @foundry-rs/anvil)"
-            );
-            return None;
-        }
+        let binary = foundry_tool("anvil")?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
