@@ -14,7 +14,7 @@ use std::{
     io::{Read, Seek, SeekFrom, Write},
     path::Path,
 };
-use support::{QUARRY, Server, ingested, run_quarry};
+use support::{QUARRY, Server, hex_quantity, ingested, run_quarry};
 
 /// Unpacks the gzipped data file into `dir`, leaving its all-zero pages as holes (the file is
 /// MDBX's full map size, mostly never written).
@@ -66,10 +66,6 @@ fn batch(server: &Server, calls: &[(String, Value)]) -> Vec<Value> {
     answers
 }
 
-fn hex(n: u64) -> String {
-    format!("{n:#x}")
-}
-
 /// Every request of the comparison: blocks, receipts and block traces; eth_getLogs over the
 /// chain, per emitter and per first topic; trace_filter per contract; each account's balance,
 /// nonce and code and each contract's first slots at every block; proofs at every 8th block.
@@ -80,13 +76,13 @@ fn requests(server: &Server, head: u64) -> Vec<(String, Value)> {
     let mut topics = BTreeSet::new();
     for n in 0..=head {
         for (method, params) in [
-            ("eth_getBlockByNumber", json!([hex(n), true])),
-            ("eth_getBlockReceipts", json!([hex(n)])),
-            ("trace_block", json!([hex(n)])),
+            ("eth_getBlockByNumber", json!([hex_quantity(n), true])),
+            ("eth_getBlockReceipts", json!([hex_quantity(n)])),
+            ("trace_block", json!([hex_quantity(n)])),
         ] {
             out.push((method.to_string(), params));
         }
-        let block = server.result("eth_getBlockByNumber", json!([hex(n), true]));
+        let block = server.result("eth_getBlockByNumber", json!([hex_quantity(n), true]));
         accounts.insert(block["miner"].as_str().unwrap().to_string());
         for tx in block["transactions"].as_array().unwrap() {
             accounts.insert(tx["from"].as_str().unwrap().to_string());
@@ -138,7 +134,7 @@ fn requests(server: &Server, head: u64) -> Vec<(String, Value)> {
     for account in &accounts {
         for n in 0..=head {
             for method in ["eth_getBalance", "eth_getTransactionCount", "eth_getCode"] {
-                out.push((method.into(), json!([account, hex(n)])));
+                out.push((method.into(), json!([account, hex_quantity(n)])));
             }
         }
     }
@@ -147,12 +143,15 @@ fn requests(server: &Server, head: u64) -> Vec<(String, Value)> {
             for slot in 0..4u64 {
                 out.push((
                     "eth_getStorageAt".into(),
-                    json!([contract, hex(slot), hex(n)]),
+                    json!([contract, hex_quantity(slot), hex_quantity(n)]),
                 ));
             }
             if n % 8 == 0 {
                 let slots = json!(["0x0", "0x1", "0x2"]);
-                out.push(("eth_getProof".into(), json!([contract, slots, hex(n)])));
+                out.push((
+                    "eth_getProof".into(),
+                    json!([contract, slots, hex_quantity(n)]),
+                ));
             }
         }
     }

@@ -15,7 +15,7 @@ use std::{
     collections::{BTreeMap, HashMap, HashSet},
     path::{Path, PathBuf},
 };
-use support::{Server, WsClient, fixtures, ingested};
+use support::{Server, WsClient, fixtures, hex_quantity, ingested};
 
 /// One way of asking: over HTTP, or over one WebSocket.
 enum Transport<'a> {
@@ -53,10 +53,6 @@ fn number(value: &Value) -> u64 {
 
 fn quantity(value: &Value) -> U256 {
     value.as_str().map_or(U256::ZERO, |s| s.parse().unwrap())
-}
-
-fn hex(n: u64) -> String {
-    format!("{n:#x}")
 }
 
 /// Runs `check` over HTTP and over a WebSocket of servers of both chains.
@@ -109,7 +105,7 @@ fn head(rpc: &mut Transport) -> u64 {
 }
 
 fn block(rpc: &mut Transport, n: u64) -> Value {
-    rpc.ask("eth_getBlockByNumber", json!([hex(n), false]))
+    rpc.ask("eth_getBlockByNumber", json!([hex_quantity(n), false]))
 }
 
 fn hashes(block: &Value) -> Vec<Value> {
@@ -125,20 +121,20 @@ fn block_traces_are_their_transactions_traces_then_the_rewards() {
         let mut rewarded = 0;
         for n in 1..=head(rpc) {
             let block = block(rpc, n);
-            let traces = rpc.ask("trace_block", json!([hex(n)]));
+            let traces = rpc.ask("trace_block", json!([hex_quantity(n)]));
             let traces = traces.as_array().unwrap();
             let mut expected = Vec::new();
             for hash in hashes(&block) {
                 let frames = rpc.ask("trace_transaction", json!([hash]));
                 for (i, frame) in frames.as_array().unwrap().iter().enumerate() {
-                    let got = rpc.ask("trace_get", json!([hash, [hex(i as u64)]]));
+                    let got = rpc.ask("trace_get", json!([hash, [hex_quantity(i as u64)]]));
                     assert_eq!(&got, frame, "trace_get {hash} {i}");
                     assert_eq!(frame["blockNumber"], json!(n));
                     assert_eq!(frame["blockHash"], block["hash"]);
                 }
                 let count = frames.as_array().unwrap().len() as u64;
                 assert_eq!(
-                    rpc.ask("trace_get", json!([hash, [hex(count)]])),
+                    rpc.ask("trace_get", json!([hash, [hex_quantity(count)]])),
                     Value::Null
                 );
                 expected.extend(frames.as_array().unwrap().iter().cloned());
@@ -157,7 +153,7 @@ fn block_traces_are_their_transactions_traces_then_the_rewards() {
             for (i, reward) in rewards.iter().enumerate().skip(1) {
                 let uncle = rpc.ask(
                     "eth_getUncleByBlockNumberAndIndex",
-                    json!([hex(n), hex(i as u64 - 1)]),
+                    json!([hex_quantity(n), hex_quantity(i as u64 - 1)]),
                 );
                 assert_eq!(reward["action"]["author"], uncle["miner"]);
                 assert_eq!(reward["action"]["rewardType"], "uncle");
@@ -317,7 +313,7 @@ const SYSTEM: &[&str] = &[
 
 /// The state of `address` at block `n`, read with the state methods, limited to `slots`.
 fn state_at(rpc: &mut Transport, address: &str, n: u64, slots: &HashSet<String>) -> Account {
-    let at = hex(n);
+    let at = hex_quantity(n);
     Account {
         balance: quantity(&rpc.ask("eth_getBalance", json!([address, at]))),
         nonce: quantity(&rpc.ask("eth_getTransactionCount", json!([address, at]))),
@@ -387,7 +383,7 @@ fn state_diffs_carry_the_state_before_a_block_to_the_state_after_it() {
         for n in 1..=head(rpc) {
             let replays = rpc.ask(
                 "trace_replayBlockTransactions",
-                json!([hex(n), ["stateDiff"]]),
+                json!([hex_quantity(n), ["stateDiff"]]),
             );
             let replays = replays.as_array().unwrap();
             let block = block(rpc, n);
@@ -406,7 +402,7 @@ fn state_diffs_carry_the_state_before_a_block_to_the_state_after_it() {
                 }
             }
             let mut added: HashMap<String, U256> = HashMap::new();
-            let rewards = rpc.ask("trace_block", json!([hex(n)]));
+            let rewards = rpc.ask("trace_block", json!([hex_quantity(n)]));
             for reward in rewards
                 .as_array()
                 .unwrap()
@@ -416,7 +412,7 @@ fn state_diffs_carry_the_state_before_a_block_to_the_state_after_it() {
                 let author = reward["action"]["author"].as_str().unwrap().to_string();
                 *added.entry(author).or_default() += quantity(&reward["action"]["value"]);
             }
-            let full = rpc.ask("eth_getBlockByNumber", json!([hex(n), false]));
+            let full = rpc.ask("eth_getBlockByNumber", json!([hex_quantity(n), false]));
             for withdrawal in full["withdrawals"].as_array().into_iter().flatten() {
                 let address = withdrawal["address"].as_str().unwrap().to_string();
                 let gwei = quantity(&withdrawal["amount"]);
@@ -479,7 +475,7 @@ fn filters_are_block_traces_filtered_by_address() {
 fn block_traces(rpc: &mut Transport, from: u64, to: u64) -> Vec<Value> {
     (from..=to)
         .flat_map(|n| {
-            rpc.ask("trace_block", json!([hex(n)]))
+            rpc.ask("trace_block", json!([hex_quantity(n)]))
                 .as_array()
                 .unwrap()
                 .clone()
@@ -528,7 +524,7 @@ fn check_filters(rpc: &mut Transport, from: u64, to: u64) {
             .cloned()
             .collect();
         let filter = json!({
-            "fromBlock": hex(from), "toBlock": hex(to),
+            "fromBlock": hex_quantity(from), "toBlock": hex_quantity(to),
             "fromAddress": from_addresses, "toAddress": to_addresses,
         });
         let got = rpc.ask("trace_filter", json!([filter]));
@@ -587,7 +583,7 @@ fn calls_are_traced_as_the_same_transactions_replayed() {
         let forks = fork_blocks(rpc, folder);
         // A call at the parent runs under the parent's rules.
         for n in (1..=head(rpc)).filter(|n| !forks.contains(n)) {
-            let block = rpc.ask("eth_getBlockByNumber", json!([hex(n), true]));
+            let block = rpc.ask("eth_getBlockByNumber", json!([hex_quantity(n), true]));
             let transactions = block["transactions"].as_array().unwrap().clone();
             // Blob and authorization transactions are not calls.
             let plain: Vec<&Value> = transactions
@@ -597,7 +593,7 @@ fn calls_are_traced_as_the_same_transactions_replayed() {
             if plain.is_empty() {
                 continue;
             }
-            let parent = hex(n - 1);
+            let parent = hex_quantity(n - 1);
             let replays: Vec<Value> = plain
                 .iter()
                 .map(|t| rpc.ask("trace_replayTransaction", json!([t["hash"], types])))
@@ -701,7 +697,7 @@ fn refusals_say_what_was_wrong() {
     );
     let (code, message) = error_of(&rpc.call(
         "trace_filter",
-        json!([{"fromBlock": "0x1", "toBlock": hex(top), "count": 31}]),
+        json!([{"fromBlock": "0x1", "toBlock": hex_quantity(top), "count": 31}]),
     ));
     assert_eq!(code, -32602);
     assert!(
@@ -710,7 +706,7 @@ fn refusals_say_what_was_wrong() {
     );
     let response = rpc.call(
         "trace_filter",
-        json!([{"fromBlock": "0x1", "toBlock": hex(top)}]),
+        json!([{"fromBlock": "0x1", "toBlock": hex_quantity(top)}]),
     );
     let (code, message) = error_of(&response);
     assert_eq!(code, -32005);
@@ -730,11 +726,15 @@ fn refusals_say_what_was_wrong() {
     let small = Server::start(&datadir, "max_trace_bytes = 20000");
     let (code, message) = error_of(&small.call(
         "trace_replayBlockTransactions",
-        json!([hex(top), ["vmTrace"]]),
+        json!([hex_quantity(top), ["vmTrace"]]),
     ));
     assert_eq!(code, -32005);
     assert!(message.contains("limit of 20000 bytes"), "{message}");
-    assert!(small.result("trace_block", json!([hex(top)])).is_array());
+    assert!(
+        small
+            .result("trace_block", json!([hex_quantity(top)]))
+            .is_array()
+    );
     let slow = Server::start(&datadir, "logs_timeout_ms = 1");
     let (code, message) = error_of(&slow.call("trace_filter", json!([{"fromBlock": "0x1"}])));
     assert_eq!(code, -32005);

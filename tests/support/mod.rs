@@ -595,6 +595,11 @@ impl ForkedChains {
     }
 }
 
+/// `n` as a JSON-RPC quantity (`0x`-prefixed hex).
+pub fn hex_quantity(n: u64) -> String {
+    format!("{n:#x}")
+}
+
 /// Foundry's `tool` (anvil, cast) from the npm package tests/clients installs, or `None` (with
 /// a message) when it is not installed (`.ci/run` installs it).
 pub fn foundry_tool(tool: &str) -> Option<PathBuf> {
