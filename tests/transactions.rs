@@ -179,6 +179,80 @@ fn unreachable_upstream(scheme: &str) {
     );
 }
 
+/// An endpoint that answers every HTTP request with `status`, `content_type` and `body`, as a
+/// hosted provider refusing a key over its rate does; how many requests it read.
+fn refusing_upstream(
+    status: &'static str,
+    content_type: &'static str,
+    body: &'static str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v3/key", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            // One request per connection: its headers, then its body.
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap();
+                }
+            }
+            let mut request = vec![0; length];
+            let _ = reader.read_exact(&mut request);
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, seen)
+}
+
+#[test]
+fn an_upstream_refusal_with_a_json_rpc_error_goes_back_verbatim() {
+    let (url, seen) = refusing_upstream(
+        "429 Too Many Requests",
+        "application/json",
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"daily request count exceeded, request rate limited","data":{"see":"https://infura.io/dashboard"}}}"#,
+    );
+    let server = dev_server(&format!("transactions_url = \"{url}\""));
+    let (raw, _) = transfer(0, 1, CHAIN_ID);
+    let response = server.call("eth_sendRawTransaction", json!([raw]));
+    assert_eq!(
+        response["error"],
+        json!({"code": -32005, "message": "daily request count exceeded, request rate limited", "data": {"see": "https://infura.io/dashboard"}}),
+        "{response}"
+    );
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(
+        metrics(&server)
+            .contains(r#"quarry_transactions_total{network="default",outcome="rejected"} 1"#)
+    );
+
+    // An error status without a JSON-RPC answer is no answer.
+    let (url, _) = refusing_upstream("503 Service Unavailable", "text/plain", "upstream down");
+    let server = dev_server(&format!("transactions_url = \"{url}\""));
+    let response = server.call("eth_sendRawTransaction", json!([raw]));
+    let message = response["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "the transaction was not sent: the network's transactions upstream gave no answer"
+        ) && message.contains("503"),
+        "{response}"
+    );
+}
+
 #[test]
 fn a_network_without_an_upstream_says_it_takes_no_transactions() {
     let server = dev_server("");

@@ -320,12 +320,7 @@ where
             return finish(response, outcome);
         }
         let timeout = service.forward_timeout;
-        let asked = tokio::task::spawn_blocking(move || {
-            crate::partner::ask_partner(&url, timeout, method, params.as_deref())
-        })
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|answer| answer);
+        let asked = service.remotes.ask(&url, timeout, method, params).await;
         service.metrics.forward(network, method, asked.is_ok());
         let max = service.max_response_bytes as usize;
         match asked {

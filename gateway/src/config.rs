@@ -345,7 +345,7 @@ const fn default_max_connections() -> u32 {
 fn is_upstream_url(url: &str, ws: bool) -> bool {
     url.starts_with("http://")
         || url.starts_with("https://")
-        || (ws && crate::ws_upstream::is_ws_url(url))
+        || (ws && crate::remotes::is_ws_url(url))
 }
 const fn default_transactions_timeout_ms() -> u64 {
     10_000

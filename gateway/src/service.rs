@@ -35,10 +35,8 @@ pub struct Service {
     pub metrics: Metrics,
     pub forward_timeout: Duration,
     pub transactions_timeout: Duration,
-    /// Keeps connections to the transactions upstreams open between calls: HTTP(S) ones here,
-    /// WebSocket ones in `transactions_ws`.
-    pub transactions_agent: ureq::Agent,
-    pub transactions_ws: crate::ws_upstream::WsUpstreams,
+    /// The clients of the partners, peers and transactions upstreams, kept between calls.
+    pub remotes: crate::remotes::Remotes,
     pub max_response_bytes: u32,
     /// Per network: its subscriptions.
     pub hubs: Vec<Hub>,
@@ -62,8 +60,7 @@ impl Service {
             metrics,
             forward_timeout: Duration::from_millis(config.forward_timeout_ms),
             transactions_timeout: Duration::from_millis(config.transactions_timeout_ms),
-            transactions_agent: ureq::Agent::new_with_defaults(),
-            transactions_ws: Default::default(),
+            remotes: Default::default(),
             max_response_bytes: config.max_response_bytes,
             hubs: networks.iter().map(|_| Hub::default()).collect(),
             filters: Filters::new(config, networks.len()),
@@ -151,25 +148,16 @@ impl Service {
                 let peers = service.networks[index].peers.clone();
                 loop {
                     ticks.tick().await;
-                    let asked = peers.iter().cloned().map(|url| {
-                        tokio::task::spawn_blocking(move || {
-                            let head = crate::partner::peer_head(&url, Duration::from_secs(1));
-                            (url, head)
+                    let service = &service;
+                    let asked = peers.iter().map(|url| async move {
+                        let head = service.remotes.peer_head(url, Duration::from_secs(1)).await;
+                        head.map_err(|why| {
+                            tracing::debug!(network = %service.networks[index].name, peer = %url, "peer head: {why}");
                         })
                     });
-                    for (i, answer) in futures_util::future::join_all(asked)
-                        .await
-                        .into_iter()
-                        .enumerate()
-                    {
-                        let head = match answer {
-                            Ok((_, Ok(head))) => Some(head),
-                            Ok((url, Err(why))) => {
-                                tracing::debug!(network = %service.networks[index].name, peer = %url, "peer head: {why}");
-                                None
-                            }
-                            Err(_) => None,
-                        };
+                    let heads = futures_util::future::join_all(asked).await;
+                    for (i, head) in heads.into_iter().enumerate() {
+                        let head = head.ok();
                         service.metrics.status[index]
                             .readiness
                             .observe_peer(i, peers.len(), head);

@@ -3,16 +3,13 @@
 //! then forwarded to the network's `transactions_url`, whose answer goes back verbatim, its
 //! errors included; txpool_status and txpool_content are asked of the same upstream, and so
 //! (from the call layer) are pending nonces and transactions quarry has not stored. Each
-//! forward to an HTTP(S) upstream runs on a blocking thread, one to a WebSocket upstream on its
-//! kept connection (ws_upstream.rs), both within `transactions_timeout_ms`; transactions are
-//! counted by outcome.
+//! forward goes through the upstream's kept client (remotes.rs), HTTP(S) or WebSocket, within
+//! `transactions_timeout_ms`; transactions are counted by outcome.
 
 use crate::{
     caller::{Caller, Networks},
-    partner::ask,
     reply::Reply,
     service::Service,
-    ws_upstream::is_ws_url,
 };
 use alloy_primitives::Bytes;
 use jsonrpsee::{
@@ -166,7 +163,7 @@ fn sync_wait(args: &Args) -> Result<Duration, ErrorObjectOwned> {
     })
 }
 
-/// One call to the upstream at `url` (on a blocking thread for HTTP): its answer verbatim
+/// One call to the upstream at `url`: its answer verbatim
 /// (`Ok`), or quarry's error saying it gave none (`Err`, without the URL, which may hold a key).
 async fn forward(
     service: &Service,
@@ -180,20 +177,7 @@ async fn forward(
         .transpose();
     let asked = match params {
         Err(why) => Err(why),
-        Ok(params) if is_ws_url(&url) => {
-            let ws = &service.transactions_ws;
-            ws.ask(&url, timeout, method, params).await
-        }
-        Ok(params) => {
-            let agent = service.transactions_agent.clone();
-            let url = url.clone();
-            tokio::task::spawn_blocking(move || {
-                ask(&agent, &url, timeout, method, params.as_deref())
-            })
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|asked| asked)
-        }
+        Ok(params) => service.remotes.ask(&url, timeout, method, params).await,
     };
     asked.map_err(|why| {
         let why = why.replace(&url, "the upstream");
