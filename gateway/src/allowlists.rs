@@ -4,13 +4,15 @@
 //! ORed; at most `MAX_ENTRIES` per type. A refusal names the rule that failed.
 
 use crate::{
-    cors::{OriginPattern, any_matches},
+    cors::{OriginIndex, OriginPattern},
     named_addresses::{Named, named_addresses},
 };
+use aho_corasick::AhoCorasick;
 use alloy_primitives::Address;
 use jsonrpsee::types::{ErrorObject, ErrorObjectOwned};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use std::sync::OnceLock;
 
 /// Most entries of one type.
 pub const MAX_ENTRIES: usize = 30;
@@ -30,6 +32,55 @@ pub struct KeyAllowlists {
     pub methods: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub contracts: Vec<Address>,
+    /// The origins and user agents prepared for matching, at the first check: a key's lists
+    /// are read from the store once and checked on every request, where comparing each of 30
+    /// origins and searching for each of 30 user agents (each search building its own
+    /// searcher) cost more than the rest of the checks together.
+    #[serde(skip)]
+    prepared: Prepared,
+}
+
+/// The lists' origins indexed by host and user agents as one automaton, once built. A copy
+/// starts without them (it may be changed before it is checked), and they take no part in
+/// comparisons.
+#[derive(Default)]
+struct Prepared(OnceLock<Matchers>);
+
+struct Matchers {
+    origins: OriginIndex,
+    /// `None`: the automaton could not be built (it has size limits); entries are searched
+    /// one by one.
+    agents: Option<AhoCorasick>,
+}
+
+impl Prepared {
+    /// Built from `lists` at the first call; lists are not changed once checked.
+    fn of(&self, lists: &KeyAllowlists) -> &Matchers {
+        self.0.get_or_init(|| Matchers {
+            origins: OriginIndex::new(&lists.origins),
+            agents: AhoCorasick::new(&lists.user_agents).ok(),
+        })
+    }
+}
+
+impl Clone for Prepared {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl PartialEq for Prepared {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Prepared {}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prepared")
+    }
 }
 
 /// Which rule refused a request.
@@ -179,7 +230,8 @@ impl KeyAllowlists {
     ) -> Result<(), NotAllowed> {
         let whose = holder.text();
         if !self.origins.is_empty() {
-            let allowed = origin.is_some_and(|origin| any_matches(&self.origins, origin));
+            let index = &self.prepared.of(self).origins;
+            let allowed = origin.is_some_and(|origin| index.any_matches(&self.origins, origin));
             if !allowed {
                 let message = match origin {
                     Some(origin) => format!("origin {origin} is not allowed for {whose}"),
@@ -194,8 +246,10 @@ impl KeyAllowlists {
             }
         }
         if !self.user_agents.is_empty() {
-            let allowed = user_agent
-                .is_some_and(|agent| self.user_agents.iter().any(|e| agent.contains(e.as_str())));
+            let allowed = user_agent.is_some_and(|agent| match &self.prepared.of(self).agents {
+                Some(automaton) => automaton.is_match(agent),
+                None => self.user_agents.iter().any(|e| agent.contains(e.as_str())),
+            });
             if !allowed {
                 let message = match user_agent {
                     Some(agent) => {
@@ -266,6 +320,22 @@ mod tests {
     fn call(lists: &KeyAllowlists, method: &str, params: serde_json::Value) -> Option<Rule> {
         let raw = serde_json::value::to_raw_value(&params).unwrap();
         lists.admit_call(method, Some(&raw)).err().map(|r| r.rule)
+    }
+
+    #[test]
+    fn user_agents_match_anywhere_and_a_changed_copy_matches_its_own_entries() {
+        let key = lists(json!({ "user_agents": ["bench-agent", "curl/"] }));
+        let agent = |lists: &KeyAllowlists, ua: &str| lists.admit_client(None, Some(ua)).is_ok();
+        assert!(agent(&key, "Mozilla/5.0 (X11) bench-agent"));
+        assert!(agent(&key, "curl/8.5"));
+        assert!(!agent(&key, "Wget/1.21"));
+        assert!(!agent(&key, "bench-agen"));
+        // The first check built the automaton; a copy changed afterwards builds its own.
+        let mut changed = key.clone();
+        changed.user_agents = vec!["Wget".into()];
+        assert!(agent(&changed, "Wget/1.21"));
+        assert!(!agent(&changed, "curl/8.5"));
+        assert_eq!(key, key.clone());
     }
 
     #[test]

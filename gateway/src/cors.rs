@@ -4,6 +4,7 @@
 //! that let a page read every answer, errors included.
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// How long a browser may keep a preflight's answer, in seconds (Chromium keeps at most 2 h).
 const MAX_AGE_SECONDS: &str = "7200";
@@ -150,6 +151,49 @@ pub fn any_matches(patterns: &[OriginPattern], origin: &str) -> bool {
     }
 }
 
+/// Patterns indexed by host, for a list checked on every request (a key's origin allowlist):
+/// a request's host, and each domain above it, is one hash lookup, where `any_matches`
+/// compares every pattern.
+#[derive(Debug, Default)]
+pub struct OriginIndex {
+    /// Exact hosts, each with the patterns (by position) that name it.
+    hosts: HashMap<String, Vec<usize>>,
+    /// `*.name` patterns' `.name`, each with the patterns that name it.
+    parents: HashMap<String, Vec<usize>>,
+}
+
+impl OriginIndex {
+    pub fn new(patterns: &[OriginPattern]) -> Self {
+        let mut index = Self::default();
+        for (i, pattern) in patterns.iter().enumerate() {
+            let (map, name) = match &pattern.host {
+                HostPattern::Exact(name) => (&mut index.hosts, name),
+                HostPattern::Subdomains(suffix) => (&mut index.parents, suffix),
+            };
+            map.entry(name.clone()).or_default().push(i);
+        }
+        index
+    }
+
+    /// Whether any of `patterns` (the ones this index was made of) matches `origin`.
+    pub fn any_matches(&self, patterns: &[OriginPattern], origin: &str) -> bool {
+        let Some(parts) = split_origin(origin) else {
+            return false;
+        };
+        let host = parts.1.as_str();
+        let hit = |ids: Option<&Vec<usize>>| {
+            ids.is_some_and(|ids| {
+                ids.iter()
+                    .any(|&i| patterns.get(i).is_some_and(|p| p.matches_parts(&parts)))
+            })
+        };
+        hit(self.hosts.get(host))
+            || host
+                .match_indices('.')
+                .any(|(at, _)| at > 0 && hit(self.parents.get(&host[at..])))
+    }
+}
+
 /// A network's `cors_origins`: which pages on other origins may call it from a browser.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CorsOrigins {
@@ -246,6 +290,48 @@ mod tests {
 
     fn pattern(text: &str) -> OriginPattern {
         OriginPattern::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_host_index_matches_as_every_pattern_compared() {
+        let patterns: Vec<OriginPattern> = [
+            "https://*.app.example",
+            "app.example:8080",
+            "http://localhost:3000",
+            "*.example",
+            "https://[::1]:8545",
+            "wss://Shop.Example",
+        ]
+        .iter()
+        .map(|p| OriginPattern::parse(p).unwrap())
+        .collect();
+        let index = OriginIndex::new(&patterns);
+        let origins = [
+            "https://shop.app.example",
+            "https://app.example",
+            "http://app.example:8080",
+            "https://app.example:8081",
+            "http://localhost:3000",
+            "http://localhost:3001",
+            "https://a.b.example",
+            "https://example",
+            "https://[::1]:8545",
+            "http://[::1]:8545",
+            "wss://shop.example",
+            "https://SHOP.APP.EXAMPLE/",
+            "https://.example",
+            "not an origin",
+            "https://evil.example.com",
+        ];
+        for origin in origins {
+            assert_eq!(
+                index.any_matches(&patterns, origin),
+                any_matches(&patterns, origin),
+                "{origin}"
+            );
+        }
+        assert!(index.any_matches(&patterns, "https://shop.app.example"));
+        assert!(!index.any_matches(&patterns, "https://evil.example.com"));
     }
 
     #[test]
