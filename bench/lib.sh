@@ -24,9 +24,9 @@ address() {
   sed -n 's|^listening on http://\([^/]*\)/.*|\1|p' "$work/$1.out"
 }
 
-# serve_reth GENESIS DATADIR APIS: `reth node` ($RETH) of an imported DATADIR, without peers, on
-# a free port with the http APIS; waits until it answers and sets reth_url. Call it in this
-# shell (not in `$(...)`), so that the trap stops it.
+# serve_reth GENESIS DATADIR APIS [FLAGS...]: `reth node` ($RETH) of an imported DATADIR, without
+# peers, on a free port with the http APIS (and any further reth FLAGS); waits until it answers
+# and sets reth_url. Call it in this shell (not in `$(...)`), so that the trap stops it.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 serve_reth() {
   local port
@@ -34,7 +34,7 @@ serve_reth() {
   "$RETH" node --chain "$1" --datadir "$2" --http --http.addr 127.0.0.1 --http.port "$port" \
     --http.api "$3" --disable-discovery --max-outbound-peers 0 --max-inbound-peers 0 \
     --port "$(free_port)" --authrpc.port "$(free_port)" --ipcdisable \
-    --log.stdout.filter warn >"$work/reth.out" 2>&1 &
+    --log.stdout.filter warn "${@:4}" >"$work/reth.out" 2>&1 &
   pids+=($!)
   for _ in $(seq 600); do
     curl -s -o /dev/null "http://127.0.0.1:$port" -X POST -H 'Content-Type: application/json' \
