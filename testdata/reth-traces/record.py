@@ -9,7 +9,9 @@ RETH_URL is `reth node` serving its `reth import` of the chain, QUARRY_URL quarr
 ingest of the same chain (both with the trace API). For every block (or BLOCKS, a comma list of
 numbers), it asks both servers trace_block, trace_replayBlockTransactions with
 ["trace", "stateDiff"] and with ["vmTrace"], and for each transaction trace_transaction,
-trace_get of its first trace and trace_replayTransaction with ["trace", "stateDiff"]; and, for
+trace_get of its first trace and trace_replayTransaction with ["trace", "stateDiff"]; on the
+state before the block, its plain transactions as trace_callMany, and the first as trace_call
+and trace_rawTransaction; and, for
 every address in a trace of the first blocks, trace_filter over the whole chain. It writes
 reth's answers (gzip JSON: {recorded_with, genesis, head, calls: [{method, params, result or
 error}]}, the chain named by its genesis and head block hashes), and prints the calls whose
@@ -50,6 +52,17 @@ def first_difference(a, b, path="$"):
     return None if a == b else f"{path} ({json.dumps(a)[:80]} against {json.dumps(b)[:80]})"
 
 
+def as_call(tx):
+    """A transaction as an eth_call-style call object."""
+    call = {k: tx[k] for k in ("from", "gas", "value", "input", "nonce")}
+    for key in ("to", "maxFeePerGas", "maxPriorityFeePerGas", "accessList"):
+        if tx.get(key) is not None:
+            call[key] = tx[key]
+    if tx.get("maxFeePerGas") is None:
+        call["gasPrice"] = tx["gasPrice"]
+    return call
+
+
 # How many addresses trace_filter is asked for (reth re-executes the whole range for each).
 FILTER_ADDRESSES = int(os.environ.get("FILTER_ADDRESSES", "24"))
 
@@ -62,11 +75,25 @@ def calls(reth, head, blocks):
         yield "trace_block", [tag]
         yield "trace_replayBlockTransactions", [tag, ["trace", "stateDiff"]]
         yield "trace_replayBlockTransactions", [tag, ["vmTrace"]]
-        block = rpc(reth, "eth_getBlockByNumber", [tag, False])["result"]
+        block = rpc(reth, "eth_getBlockByNumber", [tag, True])["result"]
         for tx in block["transactions"]:
-            yield "trace_transaction", [tx]
-            yield "trace_get", [tx, ["0x0"]]
-            yield "trace_replayTransaction", [tx, ["trace", "stateDiff"]]
+            yield "trace_transaction", [tx["hash"]]
+            yield "trace_get", [tx["hash"], ["0x0"]]
+            yield "trace_replayTransaction", [tx["hash"], ["trace", "stateDiff"]]
+        # The block's plain transactions again, as calls and as raw transactions on the state
+        # before the block (blob and authorization transactions are not calls).
+        plain = []
+        for tx in block["transactions"]:
+            if tx["type"] not in ("0x0", "0x1", "0x2"):
+                break
+            plain.append(tx)
+        if number > 0 and plain:
+            parent = hex(number - 1)
+            types = ["trace", "stateDiff"]
+            yield "trace_call", [as_call(plain[0]), types, parent]
+            yield "trace_callMany", [[[as_call(tx), types] for tx in plain], parent]
+            raw = rpc(reth, "eth_getRawTransactionByHash", [plain[0]["hash"]])["result"]
+            yield "trace_rawTransaction", [raw, types, parent]
         traces = rpc(reth, "trace_block", [tag]).get("result") or []
         for trace in traces:
             for key in ("from", "to", "address", "refundAddress", "author"):
