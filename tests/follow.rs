@@ -98,7 +98,8 @@ impl Drop for Follower {
 
 /// A follower (raw blocks, and a second one rebuilding blocks from JSON) tracks an upstream
 /// `quarry serve` whose datadir another process grows and then reorganises to a fork: both end
-/// on the fork's head with every table equal to a fresh ingest of the fork.
+/// on the fork's head with every table equal to a fresh ingest of the fork, and answer their
+/// upstream's peer count.
 #[test]
 fn followers_track_an_upstream_through_growth_and_a_reorg() {
     let chains = Chains::generate();
@@ -165,10 +166,21 @@ fn followers_track_an_upstream_through_growth_and_a_reorg() {
     let fresh = digests(&chains.fresh("fresh-fork", &chains.fork));
     assert_eq!(digests(&raw_dir), fresh, "raw follower");
     assert_eq!(digests(&json_dir), fresh, "JSON follower");
+
+    // net_peerCount on a follower's datadir is its upstream's: none for `quarry serve`, 25 for
+    // the proxy.
+    for (dir, peers) in [(&raw_dir, "0x0"), (&json_dir, "0x19")] {
+        let server = Server::start(dir, "");
+        assert_eq!(
+            server.result("net_peerCount", json!([])),
+            json!(peers),
+            "{dir:?}"
+        );
+    }
 }
 
 /// An upstream that answers everything as `target` does but debug_getRawBlock, which it does
-/// not offer (-32601), over HTTP.
+/// not offer (-32601), and net_peerCount, which it answers as a node with 25 peers, over HTTP.
 struct JsonOnlyProxy {
     addr: String,
 }
@@ -193,11 +205,14 @@ impl JsonOnlyProxy {
     }
 }
 
-/// `request` sent to `target`, unless it is debug_getRawBlock.
+/// `request` sent to `target`, unless it is debug_getRawBlock or net_peerCount.
 fn forward(target: &str, request: &Value) -> Value {
     if request["method"] == "debug_getRawBlock" {
         return json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601,
             "message": "the method debug_getRawBlock does not exist/is not available"}});
+    }
+    if request["method"] == "net_peerCount" {
+        return json!({"jsonrpc": "2.0", "id": request["id"], "result": "0x19"});
     }
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
