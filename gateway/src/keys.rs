@@ -102,7 +102,6 @@ fn key_id(hash: &B256) -> String {
     format!("key-{}", &alloy_primitives::hex::encode(hash)[..10])
 }
 
-/// A new random key and its record.
 /// A change of a key's JWT public keys: `add` adds (or replaces) keys by name, `remove` removes
 /// them, and `require` says whether requests must carry a valid token. The same rules hold for
 /// a new key (`KeySource::add`) and an existing one (`KeySource::set_jwt`).
@@ -146,6 +145,7 @@ impl JwtChange {
     }
 }
 
+/// A new random key and its record.
 fn new_key(
     plan: Plan,
     name: String,
