@@ -10,7 +10,7 @@ use alloy_rlp::Encodable;
 use quarry_storage::{BlockMark, Database, Table};
 use serde_json::{Value, json};
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::{BufReader, Read, Write},
     net::TcpListener,
     path::Path,
     process::{Child, Command, Stdio},
@@ -241,26 +241,7 @@ fn serve_http(
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
-    loop {
-        let mut length = 0;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if reader.read_line(&mut line)? == 0 {
-                return Ok(());
-            }
-            let trimmed = line.trim_end();
-            if trimmed.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = trimmed.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body)?;
+    while let Some(body) = support::read_request_body(&mut reader)? {
         let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let response = answer(&request).to_string();
         write!(
@@ -269,6 +250,7 @@ fn serve_http(
             response.len()
         )?;
     }
+    Ok(())
 }
 
 /// A scripted upstream over HTTP: eth_blockNumber, eth_getBlockByNumber (number and hash only)

@@ -186,7 +186,7 @@ fn refusing_upstream(
     content_type: &'static str,
     body: &'static str,
 ) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v3/key", listener.local_addr().unwrap());
     let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -195,19 +195,8 @@ fn refusing_upstream(
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
             let mut reader = BufReader::new(stream.try_clone().unwrap());
-            // One request per connection: its headers, then its body.
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap();
-                }
-            }
-            let mut request = vec![0; length];
-            let _ = reader.read_exact(&mut request);
+            // One request per connection.
+            let _ = support::read_request_body(&mut reader);
             counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let _ = write!(
                 stream,

@@ -595,6 +595,31 @@ impl ForkedChains {
     }
 }
 
+/// The body of the next HTTP request on `reader` (its headers read up to the blank line, then
+/// `Content-Length` bytes), or `None` when the client has closed the connection.
+pub fn read_request_body(reader: &mut impl BufRead) -> std::io::Result<Option<Vec<u8>>> {
+    let mut length = 0;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = trimmed.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    Ok(Some(body))
+}
+
 /// `n` as a JSON-RPC quantity (`0x`-prefixed hex).
 pub fn hex_quantity(n: u64) -> String {
     format!("{n:#x}")
