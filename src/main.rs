@@ -254,9 +254,10 @@ enum Command {
         /// that differs from a stored one is an error.
         #[arg(long)]
         reorg: bool,
-        /// With --reorg: the most stored blocks one reorganisation may replace.
-        #[arg(long, default_value_t = quarry_ingest::DEFAULT_MAX_REORG_DEPTH)]
-        max_reorg_depth: u64,
+        /// With --reorg: the most stored blocks one reorganisation may replace (default: 128,
+        /// or the state history window if smaller; never more than the window).
+        #[arg(long)]
+        max_reorg_depth: Option<u64>,
         /// Stop recording the state trie's history, from this import on: blocks write about a
         /// third less, and eth_getProof at an older block undoes the changes since it in memory
         /// instead (its cost then follows those changes). Stays off for the datadir.
@@ -268,6 +269,13 @@ enum Command {
         /// imports keep it (a new datadir: 1,024).
         #[arg(long)]
         proof_history: Option<u64>,
+        /// Keep the state history (changesets, the state's block lists, the trie node history)
+        /// of the last N blocks only, as a full node: state methods at older blocks answer
+        /// 4444 "pruned history unavailable"; blocks, receipts, logs and transaction lookups stay
+        /// for every block. Recorded in the datadir; it can narrow but never widen (default:
+        /// the datadir's, a new one an archive).
+        #[arg(long, value_name = "N")]
+        state_history: Option<u64>,
         /// The most bytes the database file may grow to (suffixes K, M, G, T: powers of 1,024;
         /// default 1T). A commit that would need more stops with a message naming this setting.
         #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1T")]
@@ -290,9 +298,10 @@ enum Command {
         /// How often to ask for a new head when the upstream does not push them.
         #[arg(long, default_value_t = 1000)]
         poll_ms: u64,
-        /// The most stored blocks one reorganisation may replace; a deeper one is refused.
-        #[arg(long, default_value_t = quarry_ingest::DEFAULT_MAX_REORG_DEPTH)]
-        max_reorg_depth: u64,
+        /// The most stored blocks one reorganisation may replace; a deeper one is refused
+        /// (default: 128, or the state history window if smaller; never more than the window).
+        #[arg(long)]
+        max_reorg_depth: Option<u64>,
         /// How to fetch blocks: `raw` (debug_getRawBlock), `json` (eth_getBlockByNumber and
         /// the uncles, rebuilt), or `auto` (raw when the upstream answers it).
         #[arg(long, default_value = "auto")]
@@ -306,6 +315,13 @@ enum Command {
         /// imports keep it (a new datadir: 1,024).
         #[arg(long)]
         proof_history: Option<u64>,
+        /// Keep the state history (changesets, the state's block lists, the trie node history)
+        /// of the last N blocks only, as a full node: state methods at older blocks answer
+        /// 4444 "pruned history unavailable"; blocks, receipts, logs and transaction lookups stay
+        /// for every block. Recorded in the datadir; it can narrow but never widen (default:
+        /// the datadir's, a new one an archive).
+        #[arg(long, value_name = "N")]
+        state_history: Option<u64>,
         /// The most bytes the database file may grow to (suffixes K, M, G, T: powers of 1,024;
         /// default 1T). A commit that would need more stops with a message naming this setting.
         #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1T")]
@@ -434,6 +450,17 @@ enum Command {
         #[arg(long)]
         compact: bool,
     },
+    /// Turn a datadir into one that keeps the state history of its last N blocks only (see
+    /// `quarry ingest --state-history`), pruning the older history a bounded part per commit.
+    /// Resumable: running it again continues. MDBX reuses the freed pages but does not shrink
+    /// its file: `quarry backup --compact` writes a smaller copy.
+    Prune {
+        #[arg(long)]
+        datadir: PathBuf,
+        /// How many blocks behind the head keep their state history.
+        #[arg(long, value_name = "N")]
+        state_history: u64,
+    },
     /// Run Ethereum BlockchainTests JSON files (or folders of them) through quarry's import path.
     Blocktest {
         #[arg(required = true)]
@@ -496,18 +523,14 @@ fn main() -> Result<()> {
             max_reorg_depth,
             no_trie_history,
             proof_history,
+            state_history,
             max_db_size,
         } => {
-            let reorgs = if reorg {
-                quarry_ingest::Reorgs::Follow {
-                    max_depth: max_reorg_depth,
-                }
-            } else {
-                quarry_ingest::Reorgs::Refuse
-            };
+            let reorgs = reorg.then_some(max_reorg_depth);
             let history = History {
                 trie: !no_trie_history,
                 proofs: proof_history,
+                state: state_history,
                 max_db_size,
             };
             ingest(datadir, genesis, files, safe, finalized, reorgs, history)
@@ -521,6 +544,7 @@ fn main() -> Result<()> {
             fetch,
             concurrency,
             proof_history,
+            state_history,
             max_db_size,
         } => follow(
             &datadir,
@@ -528,13 +552,15 @@ fn main() -> Result<()> {
             History {
                 trie: true,
                 proofs: proof_history,
+                state: state_history,
                 max_db_size,
             },
-            &quarry_follow::FollowOptions {
+            max_reorg_depth,
+            quarry_follow::FollowOptions {
                 upstream,
                 fetch,
                 poll: Duration::from_millis(poll_ms),
-                max_reorg_depth,
+                max_reorg_depth: quarry_ingest::DEFAULT_MAX_REORG_DEPTH,
                 concurrency,
             },
         ),
@@ -587,6 +613,10 @@ fn main() -> Result<()> {
             out,
             compact,
         } => backup(&datadir, &out, compact),
+        Command::Prune {
+            datadir,
+            state_history,
+        } => prune(&datadir, state_history),
         Command::Keys { store, action } => keys(&store, action),
         Command::Blocktest { paths } => run_blocktests(paths),
     }
@@ -621,7 +651,25 @@ fn open_importer_with(
 struct History {
     trie: bool,
     proofs: Option<u64>,
+    /// `--state-history`: `None` keeps the datadir's window (a new one: an archive).
+    state: Option<u64>,
     max_db_size: u64,
+}
+
+/// The deepest reorganisation an import may follow: `given` (`--max-reorg-depth`), else 128,
+/// and never more than the datadir's state history window, below which nothing can be undone.
+fn reorg_depth(importer: &Importer, given: Option<u64>) -> Result<u64> {
+    let window = importer.database().reader()?.state_history_window()?;
+    match (given, window) {
+        (Some(depth), Some(window)) if depth > window => bail!(
+            "--max-reorg-depth {depth} exceeds the datadir's state history window of {window} \
+             blocks: a reorganisation replacing more blocks than the window keeps cannot be \
+             undone. Give --max-reorg-depth {window} or less"
+        ),
+        (Some(depth), _) => Ok(depth),
+        (None, Some(window)) => Ok(quarry_ingest::DEFAULT_MAX_REORG_DEPTH.min(window)),
+        (None, None) => Ok(quarry_ingest::DEFAULT_MAX_REORG_DEPTH),
+    }
 }
 
 /// A size in bytes: a number, optionally followed by K, M, G or T (powers of 1,024; an
@@ -654,20 +702,29 @@ fn import(
     datadir: &Path,
     genesis: &Path,
     files: &[PathBuf],
-    reorgs: quarry_ingest::Reorgs,
+    reorgs: Option<Option<u64>>,
     history: History,
 ) -> Result<Importer> {
     let options = quarry_storage::DatabaseOptions {
         max_size: history.max_db_size,
     };
     let mut importer = open_importer_with(datadir, genesis, options)?;
-    importer.set_reorgs(reorgs);
     if !history.trie {
         importer.stop_trie_history()?;
     }
     if let Some(blocks) = history.proofs {
         importer.set_proof_history(blocks)?;
     }
+    if let Some(blocks) = history.state {
+        importer.set_state_history(blocks)?;
+    }
+    // `reorgs`: `None` refuses them; `Some(depth)` follows them (`--reorg`).
+    importer.set_reorgs(match reorgs {
+        Some(given) => quarry_ingest::Reorgs::Follow {
+            max_depth: reorg_depth(&importer, given)?,
+        },
+        None => quarry_ingest::Reorgs::Refuse,
+    });
     let (number, hash) = importer.head();
     eprintln!(
         "datadir {}: head is block {number} ({hash})",
@@ -718,7 +775,7 @@ fn ingest(
     files: Vec<PathBuf>,
     safe: Option<u64>,
     finalized: Option<u64>,
-    reorgs: quarry_ingest::Reorgs,
+    reorgs: Option<Option<u64>>,
     history: History,
 ) -> Result<()> {
     let importer = import(&datadir, &genesis, &files, reorgs, history)?;
@@ -744,7 +801,8 @@ fn follow(
     datadir: &Path,
     genesis: &Path,
     history: History,
-    options: &quarry_follow::FollowOptions,
+    max_reorg_depth: Option<u64>,
+    mut options: quarry_follow::FollowOptions,
 ) -> Result<()> {
     let database = quarry_storage::DatabaseOptions {
         max_size: history.max_db_size,
@@ -755,6 +813,12 @@ fn follow(
             .set_proof_history(blocks)
             .map_err(|e| importer.explain(e))?;
     }
+    if let Some(blocks) = history.state {
+        importer
+            .set_state_history(blocks)
+            .map_err(|e| importer.explain(e))?;
+    }
+    options.max_reorg_depth = reorg_depth(&importer, max_reorg_depth)?;
     let (number, hash) = importer.head();
     eprintln!(
         "datadir {}: head is block {number} ({hash}); following {}",
@@ -762,7 +826,7 @@ fn follow(
         options.upstream
     );
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    quarry_follow::follow(importer, options, stop)?;
+    quarry_follow::follow(importer, &options, stop)?;
     let (number, hash) = {
         let db = Database::open(datadir)?;
         db.reader()?.head()?.unwrap_or_default()
@@ -860,10 +924,11 @@ fn dev(
         &datadir,
         &chain.join("genesis.json"),
         &[chain.join("chain.rlp")],
-        quarry_ingest::Reorgs::Refuse,
+        None,
         History {
             trie: true,
             proofs: None,
+            state: None,
             max_db_size: quarry_storage::DEFAULT_MAX_SIZE,
         },
     )?;
@@ -1162,6 +1227,39 @@ fn backup(datadir: &Path, out: &Path, compact: bool) -> Result<()> {
         report.bytes as f64 / 1e6,
         if compact { " (compacted)" } else { "" },
         report.seconds
+    );
+    Ok(())
+}
+
+/// `quarry prune`: sets the state history window, then prunes what lies behind it, each
+/// bounded part its own commit.
+fn prune(datadir: &Path, blocks: u64) -> Result<()> {
+    if !datadir.join("mdbx.dat").exists() {
+        bail!("no quarry database in {}", datadir.display());
+    }
+    let db = Database::open(datadir)
+        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
+    let started = Instant::now();
+    let pruned = (|| -> quarry_storage::Result<u64> {
+        let tx = db.writer()?;
+        tx.set_state_history_window(blocks)?;
+        tx.commit()?;
+        loop {
+            let tx = db.writer()?;
+            let done = tx.prune_state_history(quarry_storage::STATE_PRUNE_BUDGET)?;
+            let oldest = tx.oldest_state()?;
+            tx.commit()?;
+            if done {
+                return Ok(oldest);
+            }
+            eprintln!("state history pruned up to block {oldest}");
+        }
+    })()
+    .map_err(|e| db.explain(e))?;
+    println!(
+        "{} keeps the state history of its last {blocks} blocks: the oldest block with state is {pruned} ({:.2}s). The database file keeps its size; its freed pages are reused (quarry backup --compact writes a smaller copy)",
+        datadir.display(),
+        started.elapsed().as_secs_f64()
     );
     Ok(())
 }

@@ -394,6 +394,10 @@ impl Node {
         if number > head {
             return Err(RpcError::HeaderNotFound);
         }
+        // A full node's datadir keeps the state of its last blocks only: say so up front.
+        if number != head {
+            tx.check_state_kept(number)?;
+        }
         Ok((number, number == head))
     }
 

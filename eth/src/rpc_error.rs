@@ -11,6 +11,10 @@ const LIMIT_EXCEEDED_CODE: i32 = -32005;
 const REVERT_CODE: i32 = 3;
 /// geth's code for a request over one of its size limits (eth_getStorageValues' slots).
 const CLIENT_LIMIT_CODE: i32 = -38026;
+/// reth's code for state older than a full node keeps (EIP-4444's number).
+const PRUNED_CODE: i32 = 4444;
+/// reth's message for it, which clients match.
+const PRUNED_MESSAGE: &str = "pruned history unavailable";
 /// geth's code for a subscription this transport or node does not offer.
 const NOT_OFFERED_CODE: i32 = -32601;
 
@@ -211,6 +215,11 @@ impl From<RpcError> for ErrorObjectOwned {
             | RpcError::ProofWindow { .. }
             | RpcError::Execution(_)
             | RpcError::NoChain => SERVER_ERROR_CODE,
+            RpcError::Storage(quarry_storage::Error::PrunedHistory { oldest, .. }) => {
+                // `data`: the oldest block whose state is kept, where a client can go instead.
+                let data = format!("{oldest:#x}");
+                return ErrorObject::owned(PRUNED_CODE, PRUNED_MESSAGE, Some(data));
+            }
             RpcError::Storage(e) => {
                 tracing::error!("storage error while answering a request: {e}");
                 INTERNAL_ERROR_CODE

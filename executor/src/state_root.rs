@@ -789,11 +789,16 @@ impl OlderState {
         }
         // Back from the window's end, or from the head in the head's window, which has none.
         let blocks_back = checkpoint.min(head).saturating_sub(block);
+        // Forward from the window before only when its changesets are kept (a state history
+        // window may have pruned them).
+        let oldest = tx.oldest_state()?;
         Ok(match tx.trie_history_checkpoint_before(block)? {
-            Some(previous) if block - previous < blocks_back => Self::RecordedReverted {
-                checkpoint: previous,
-                reverts: tx.changes_between(previous, block)?,
-            },
+            Some(previous) if previous >= oldest && block - previous < blocks_back => {
+                Self::RecordedReverted {
+                    checkpoint: previous,
+                    reverts: tx.changes_between(previous, block)?,
+                }
+            }
             _ if checkpoint < head => Self::RecordedReverted {
                 checkpoint,
                 reverts: tx.reverts_between(block, checkpoint)?,

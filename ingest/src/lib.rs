@@ -421,6 +421,19 @@ impl Importer {
         Ok(())
     }
 
+    /// Keeps the state history of the last `blocks` blocks (the datadir's state history
+    /// window, for this and later imports): changesets, block lists and node history of older
+    /// blocks are pruned in the commits of imports, a backlog a bounded part per commit.
+    /// Committed at once. A window never widens.
+    pub fn set_state_history(&mut self, blocks: u64) -> Result<()> {
+        let tx = self.db.writer()?;
+        if tx.state_history_window()? != Some(blocks) {
+            tx.set_state_history_window(blocks)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
     pub fn head(&self) -> (u64, B256) {
         (self.head.number, self.head_hash)
     }
@@ -809,6 +822,10 @@ impl Importer {
             pending
                 .tx
                 .prune_node_history(quarry_storage::PRUNE_BUDGET)?;
+            // And what fell behind the state history window, pruned.
+            pending
+                .tx
+                .prune_state_history(quarry_storage::STATE_PRUNE_BUDGET)?;
             pending.tx.commit()?;
         }
         stats.stages.write += write_start.elapsed();

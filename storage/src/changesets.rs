@@ -123,6 +123,7 @@ impl<K: TransactionKind> StorageTx<K> {
         block: u64,
         upto: u64,
     ) -> Result<BTreeMap<Address, RestoredAccount>> {
+        self.check_state_kept(block)?;
         let mut restored: BTreeMap<Address, RestoredAccount> = BTreeMap::new();
         // From the latest block down, so that the oldest block's "before" values are kept.
         for number in (block.saturating_add(1)..=upto).rev() {
@@ -288,6 +289,7 @@ impl StorageTx<RwSync> {
                 "cannot unwind to block {ancestor}: it is not stored"
             )));
         }
+        self.check_unwind_within_window(ancestor)?;
         for number in (ancestor + 1..=head).rev() {
             let hash = self.unwind_block(number, &mut unwound.restored)?;
             unwound.removed.push((number, hash));

@@ -15,6 +15,7 @@ mod proof_history;
 mod receipts;
 mod staged;
 mod state_lists;
+mod state_window;
 mod tables;
 mod tail;
 mod trace_index;
@@ -35,6 +36,7 @@ pub use migrate::{
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use proof_history::{COARSE_NODE_WINDOW, DEFAULT_PROOF_HISTORY, PRUNE_BUDGET};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
+pub use state_window::STATE_PRUNE_BUDGET;
 pub use tables::{Table, TrieId};
 pub use tail::TailWarmer;
 pub use trie::{
@@ -117,6 +119,23 @@ pub enum Error {
         "block {0} is beyond the state history's block lists, which hold block numbers up to 2^32 - 1"
     )]
     BlockBeyondLists(u64),
+    /// A read of the state after a block older than the state history window keeps.
+    #[error(
+        "pruned history unavailable: the state after block {block} is older than this datadir's state history window; the oldest block with state is {oldest}"
+    )]
+    PrunedHistory { block: u64, oldest: u64 },
+    /// An unwind below the oldest block whose state the window keeps.
+    #[error(
+        "cannot unwind to block {ancestor}: this datadir keeps the state history of its last {window} blocks (state from block {oldest} on), so a reorganisation below block {oldest} cannot be undone"
+    )]
+    UnwindBeyondWindow {
+        ancestor: u64,
+        oldest: u64,
+        window: u64,
+    },
+    /// A state history window that cannot be set: why.
+    #[error("{0}")]
+    StateWindow(String),
     #[error("cannot create database directory {path}: {source}")]
     CreateDir {
         path: String,
@@ -246,6 +265,7 @@ impl Database {
             node_window: Default::default(),
             fine_from: Default::default(),
             state_history_from: Default::default(),
+            state_kept_from: Default::default(),
             recorded_nodes: Default::default(),
             staged: Default::default(),
             staged_nodes: Default::default(),
@@ -306,6 +326,7 @@ impl Database {
             node_window: Default::default(),
             fine_from: Default::default(),
             state_history_from: Default::default(),
+            state_kept_from: Default::default(),
             recorded_nodes: Default::default(),
             staged: Default::default(),
             staged_nodes: Default::default(),
@@ -339,6 +360,7 @@ pub struct StorageTx<K: TransactionKind> {
     node_window: CachedMeta,
     fine_from: CachedMeta,
     state_history_from: CachedMeta,
+    state_kept_from: CachedMeta,
     /// Node history keys this transaction knows to be recorded in the current window.
     recorded_nodes: trie_history::RecordedNodes,
     /// Random-keyed index entries a write transaction writes sorted, at the latest on commit.
@@ -590,6 +612,7 @@ impl<K: TransactionKind> StorageTx<K> {
     /// The account as it was after block `block`: the changeset entry of the first later block
     /// that changed it (the account before that block), or the latest account.
     pub fn account_at(&self, address: &Address, block: u64) -> Result<Option<StoredAccount>> {
+        self.check_state_kept(block)?;
         if !self.state_history_covers(block)? {
             return self.plain_account_at(address, block);
         }
@@ -604,6 +627,7 @@ impl<K: TransactionKind> StorageTx<K> {
     /// A storage value as it was after block `block` (zero when unset): the changeset entry of
     /// the first later block that changed it, or the latest value.
     pub fn storage_at(&self, address: &Address, slot: &B256, block: u64) -> Result<U256> {
+        self.check_state_kept(block)?;
         if !self.state_history_covers(block)? {
             return self.plain_storage_at(address, slot, block);
         }

@@ -359,6 +359,9 @@ impl<K: TransactionKind> StorageTx<K> {
         trie: TrieId,
         block: Option<u64>,
     ) -> Result<TrieNodeCursor<'_, K>> {
+        if let Some(block) = block {
+            self.check_state_kept(block)?;
+        }
         Ok(TrieNodeCursor {
             cursor: self.tx.cursor(self.db(trie.nodes_table()))?,
             as_of: block
@@ -380,6 +383,9 @@ impl<K: TransactionKind> StorageTx<K> {
     /// A cursor over the leaves of `trie` as they were after `block` (`None`: the latest
     /// ones). The history must cover that block ([`StorageTx::trie_history_covers`]).
     pub fn trie_leaves_after(&self, trie: TrieId, block: Option<u64>) -> Result<LeafCursor<'_, K>> {
+        if let Some(block) = block {
+            self.check_state_kept(block)?;
+        }
         Ok(LeafCursor {
             cursor: self.tx.cursor(self.db(trie.leaves_table()))?,
             as_of: block

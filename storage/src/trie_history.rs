@@ -657,12 +657,18 @@ impl StorageTx<RwSync> {
     ) -> Result<()> {
         // What the block recorded must be written (`unwind_to` writes what is staged first).
         self.check_history_written()?;
-        let block = number.to_be_bytes();
         self.recorded_nodes.forget();
-        // Node history keys name the block's window; `TrieChangeSets` the block that recorded
-        // them, so only that block's unwind deletes them.
-        let window_start = number - number % self.node_window()?;
         self.unlist_changesets(number, accounts, slots)?;
+        self.delete_node_records(number)
+    }
+
+    /// Deletes the node history records block `number` wrote, with its `TrieChangeSets`
+    /// entries (an unwound block's, or a block that fell behind the state history window).
+    pub(crate) fn delete_node_records(&self, number: u64) -> Result<()> {
+        let block = number.to_be_bytes();
+        // Node history keys name the block's window; `TrieChangeSets` the block that recorded
+        // them, so only that block's removal deletes them.
+        let window_start = number - number % self.node_window()?;
         let mut cursor = self.tx.cursor(self.db(Table::TrieChangeSets))?;
         let mut entry = cursor.set_range::<Vec<u8>, ()>(&block)?;
         while let Some((key, ())) = entry {

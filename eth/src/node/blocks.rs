@@ -362,11 +362,24 @@ impl Node {
             };
             Ok(account.map_or(0, |account| account.nonce))
         };
-        if nonce_after(head)? <= nonce || nonce_after(0)? > nonce {
+        // A full node's datadir searches the blocks whose state it keeps; an older nonce
+        // reads a pruned state (4444).
+        let oldest = tx.oldest_state()?.min(head);
+        if nonce_after(head)? <= nonce {
             return Ok(None);
         }
+        if nonce_after(oldest)? > nonce {
+            // Spent in a block at or before `oldest`: found only in the pruned state.
+            return match oldest {
+                0 => Ok(None),
+                _ => Err(tx.check_state_kept(oldest - 1).err().map_or_else(
+                    || RpcError::Internal("the state before the oldest kept is kept".into()),
+                    RpcError::Storage,
+                )),
+            };
+        }
         // nonce_after(low) <= nonce < nonce_after(high), and it never decreases.
-        let (mut low, mut high) = (0, head);
+        let (mut low, mut high) = (oldest, head);
         while high - low > 1 {
             let middle = low + (high - low) / 2;
             if nonce_after(middle)? > nonce {

@@ -34,6 +34,7 @@ impl Node {
         deadline: Instant,
     ) -> Result<BlockReplay<'a>> {
         let spec = self.spec.as_deref().ok_or(RpcError::NoChain)?;
+        tx.check_state_kept(block.header.number.saturating_sub(1))?;
         Ok(BlockReplay {
             spec,
             tx,

@@ -51,6 +51,7 @@ impl Node {
         if block.header.number == 0 {
             return Err(RpcError::Execution("genesis is not traceable".into()));
         }
+        tx.check_state_kept(block.header.number - 1)?;
         let block_ref = block.as_block_ref();
         let request = self.trace_request(tx, options);
         let traces = trace_block(spec, tx, &tx.state, block_ref, false, Some(index), &request)?;
@@ -138,6 +139,7 @@ impl Node {
         if block.header.number == 0 {
             return Err(RpcError::Execution("genesis is not traceable".into()));
         }
+        tx.check_state_kept(block.header.number - 1)?;
         let request = self.trace_request(tx, options);
         let traces = trace_block(spec, tx, &tx.state, block, parent_is_head, None, &request)?;
         Ok(traces

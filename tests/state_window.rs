@@ -1,0 +1,235 @@
+//! The state-history window (`--state-history N`, `quarry prune`), end to end on the rpc-compat
+//! chain and the bundled dev chain: inside the window every state answer equals an archive's;
+//! below it state methods answer 4444 "pruned history unavailable" with the oldest block that
+//! has state in `data`, while blocks, receipts and logs stay the archive's; `quarry prune` of an
+//! archive answers as an ingest with the window; a window never widens, and neither an unwind
+//! nor a reorganisation limit may reach below it.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use serde_json::{Value, json};
+use std::{collections::BTreeSet, ffi::OsStr, path::Path};
+use support::{Server, fixtures, ingest_args, ingested, quarry_fails, run_quarry};
+
+const WINDOW: u64 = 16;
+
+fn hex(n: u64) -> String {
+    format!("{n:#x}")
+}
+
+/// Sends `requests` (method, params) in batches and gives each answer's `result` or `error`.
+fn batch(server: &Server, requests: &[(&str, Value)]) -> Vec<Value> {
+    let mut answers = Vec::new();
+    for chunk in requests.chunks(100) {
+        let body: Vec<Value> = chunk
+            .iter()
+            .enumerate()
+            .map(|(id, (method, params))| {
+                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+            })
+            .collect();
+        let mut replies = server.http(&Value::Array(body).to_string());
+        let replies = replies.as_array_mut().unwrap();
+        replies.sort_by_key(|reply| reply["id"].as_u64());
+        answers.extend(replies.iter().map(|reply| match reply.get("error") {
+            Some(error) => json!({"error": error}),
+            None => reply["result"].clone(),
+        }));
+    }
+    answers
+}
+
+/// Every address the chain names: senders, recipients, miners and created contracts.
+fn addresses(server: &Server, head: u64) -> Vec<String> {
+    let mut found = BTreeSet::new();
+    for number in 0..=head {
+        let block = server.result("eth_getBlockByNumber", json!([hex(number), true]));
+        found.insert(block["miner"].as_str().unwrap().to_string());
+        for tx in block["transactions"].as_array().unwrap() {
+            found.insert(tx["from"].as_str().unwrap().to_string());
+            if let Some(to) = tx["to"].as_str() {
+                found.insert(to.to_string());
+            }
+        }
+        let receipts = server.result("eth_getBlockReceipts", json!([hex(number)]));
+        for receipt in receipts.as_array().unwrap() {
+            if let Some(created) = receipt["contractAddress"].as_str() {
+                found.insert(created.to_string());
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// The state requests at `block`: balance, nonce, code and four slots of every address.
+fn state_requests(addresses: &[String], block: u64) -> Vec<(&'static str, Value)> {
+    let at = hex(block);
+    let mut requests = Vec::new();
+    for address in addresses {
+        requests.push(("eth_getBalance", json!([address, at])));
+        requests.push(("eth_getTransactionCount", json!([address, at])));
+        requests.push(("eth_getCode", json!([address, at])));
+        for slot in 0..4 {
+            requests.push(("eth_getStorageAt", json!([address, hex(slot), at])));
+        }
+    }
+    requests
+}
+
+/// What the archive stores for every block whatever the window: blocks, receipts, logs.
+fn block_requests(head: u64) -> Vec<(&'static str, Value)> {
+    let mut requests = vec![(
+        "eth_getLogs",
+        json!([{"fromBlock": "0x0", "toBlock": hex(head)}]),
+    )];
+    for number in 0..=head {
+        requests.push(("eth_getBlockByNumber", json!([hex(number), true])));
+        requests.push(("eth_getBlockReceipts", json!([hex(number)])));
+    }
+    requests
+}
+
+/// Asserts that `answer` is the pruned-history error naming `oldest`.
+fn assert_pruned(answer: &Value, oldest: u64, what: &str) {
+    let error = &answer["error"];
+    assert_eq!(error["code"], 4444, "{what}: {answer}");
+    assert_eq!(error["message"], "pruned history unavailable", "{what}");
+    assert_eq!(error["data"], hex(oldest), "{what}");
+}
+
+fn check_chain(folder: &Path, label: &str) {
+    let archive = ingested(folder);
+    let (genesis, chain) = (folder.join("genesis.json"), folder.join("chain.rlp"));
+    let dir = tempfile::tempdir().unwrap();
+    // A window from the first import on.
+    let windowed = dir.path().join("windowed");
+    let mut args = ingest_args(&windowed, &genesis, &[&chain]);
+    args.extend(["--state-history".as_ref(), "16".as_ref()] as [&OsStr; 2]);
+    run_quarry(args);
+    // An archive pruned afterwards (a backup of it, so the shared archive stays whole).
+    let pruned = dir.path().join("pruned");
+    run_quarry(["backup", "--datadir"].map(OsStr::new).into_iter().chain([
+        archive.as_os_str(),
+        "--out".as_ref(),
+        pruned.as_os_str(),
+    ]));
+    let (stdout, _) = run_quarry(["prune", "--datadir"].map(OsStr::new).into_iter().chain([
+        pruned.as_os_str(),
+        "--state-history".as_ref(),
+        "16".as_ref(),
+    ]));
+    let (head, _) = support::stored_head(&archive);
+    let oldest = head - WINDOW;
+    assert!(
+        stdout.contains(&format!("the oldest block with state is {oldest}")),
+        "{label}: {stdout}"
+    );
+
+    let servers = [&archive, &windowed, &pruned].map(|datadir| Server::start(datadir, ""));
+    let [archive_server, windowed_server, pruned_server] = &servers;
+    let addresses = addresses(archive_server, head);
+    // Inside the window: every state answer equals the archive's.
+    let mut inside: Vec<(&str, Value)> = (oldest..=head)
+        .flat_map(|block| state_requests(&addresses, block))
+        .collect();
+    for block in [oldest, head - 1] {
+        inside.push(("eth_getProof", json!([addresses[0], ["0x0"], hex(block)])));
+        inside.push(("debug_traceBlockByNumber", json!([hex(block + 1)])));
+    }
+    let expected = batch(archive_server, &inside);
+    assert!(expected.iter().all(|answer| answer.get("error").is_none()));
+    for (server, name) in [(windowed_server, "ingested"), (pruned_server, "pruned")] {
+        let answers = batch(server, &inside);
+        for ((request, want), got) in inside.iter().zip(&expected).zip(&answers) {
+            assert_eq!(got, want, "{label}, {name}: {request:?}");
+        }
+    }
+    // Below it: 4444 from every state method, and the blocks the archive stores.
+    let address = &addresses[0];
+    let call = json!({"to": address, "data": "0x"});
+    let blocks = batch(archive_server, &block_requests(head));
+    for (server, name) in [(windowed_server, "ingested"), (pruned_server, "pruned")] {
+        for block in [0, oldest / 2, oldest - 1] {
+            let at = hex(block);
+            let requests = [
+                ("eth_getBalance", json!([address, at])),
+                ("eth_getTransactionCount", json!([address, at])),
+                ("eth_getCode", json!([address, at])),
+                ("eth_getStorageAt", json!([address, "0x0", at])),
+                ("eth_call", json!([call, at])),
+                ("eth_estimateGas", json!([call, at])),
+                ("eth_createAccessList", json!([call, at])),
+                ("eth_getProof", json!([address, [], at])),
+                ("debug_traceBlockByNumber", json!([hex(block + 1)])),
+                ("trace_block", json!([hex(block + 1)])),
+            ];
+            for (answer, request) in batch(server, &requests).iter().zip(&requests) {
+                assert_pruned(answer, oldest, &format!("{label}, {name}: {request:?}"));
+            }
+        }
+        assert_eq!(
+            batch(server, &block_requests(head)),
+            blocks,
+            "{label}, {name}: blocks, receipts and logs"
+        );
+    }
+
+    // A window never widens, and nothing may reach below it.
+    for datadir in [&windowed, &pruned] {
+        let mut args = ingest_args(datadir, &genesis, &[&chain]);
+        args.extend(["--state-history".as_ref(), "32".as_ref()] as [&OsStr; 2]);
+        let stderr = quarry_fails(args);
+        assert!(stderr.contains("cannot widen to 32"), "{label}: {stderr}");
+        let mut args = ingest_args(datadir, &genesis, &[&chain]);
+        args.extend(["--reorg", "--max-reorg-depth", "17"].map(OsStr::new));
+        let stderr = quarry_fails(args);
+        assert!(
+            stderr
+                .contains("--max-reorg-depth 17 exceeds the datadir's state history window of 16"),
+            "{label}: {stderr}"
+        );
+        let stderr = quarry_fails(["unwind", "--datadir"].map(OsStr::new).into_iter().chain([
+            datadir.as_os_str(),
+            "--genesis".as_ref(),
+            genesis.as_os_str(),
+            "--to".as_ref(),
+            OsStr::new(&(oldest - 1).to_string()),
+        ]));
+        assert!(
+            stderr.contains(&format!("cannot unwind to block {}", oldest - 1)),
+            "{label}: {stderr}"
+        );
+    }
+    // An unwind within the window works, and its state is the archive's.
+    run_quarry(["unwind", "--datadir"].map(OsStr::new).into_iter().chain([
+        pruned.as_os_str(),
+        "--genesis".as_ref(),
+        genesis.as_os_str(),
+        "--to".as_ref(),
+        OsStr::new(&oldest.to_string()),
+    ]));
+    drop(servers);
+    let pruned_server = Server::start(&pruned, "");
+    let archive_server = Server::start(&archive, "");
+    let at_oldest = state_requests(&addresses, oldest);
+    assert_eq!(
+        batch(&pruned_server, &at_oldest),
+        batch(&archive_server, &at_oldest),
+        "{label}: the state after an unwind to the oldest block"
+    );
+}
+
+#[test]
+fn a_window_answers_as_the_archive_inside_it_and_4444_below_on_rpc_compat() {
+    check_chain(&fixtures(), "rpc-compat");
+}
+
+#[test]
+fn a_window_answers_as_the_archive_inside_it_and_4444_below_on_the_dev_chain() {
+    check_chain(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"),
+        "dev chain",
+    );
+}
