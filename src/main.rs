@@ -460,6 +460,9 @@ enum Command {
         /// How many blocks behind the head keep their state history.
         #[arg(long, value_name = "N")]
         state_history: u64,
+        /// Changeset entries pruned per commit at most (whole blocks: at least one).
+        #[arg(long, default_value_t = quarry_storage::STATE_PRUNE_BUDGET)]
+        batch: u64,
     },
     /// Run Ethereum BlockchainTests JSON files (or folders of them) through quarry's import path.
     Blocktest {
@@ -616,7 +619,8 @@ fn main() -> Result<()> {
         Command::Prune {
             datadir,
             state_history,
-        } => prune(&datadir, state_history),
+            batch,
+        } => prune(&datadir, state_history, batch),
         Command::Keys { store, action } => keys(&store, action),
         Command::Blocktest { paths } => run_blocktests(paths),
     }
@@ -1233,7 +1237,7 @@ fn backup(datadir: &Path, out: &Path, compact: bool) -> Result<()> {
 
 /// `quarry prune`: sets the state history window, then prunes what lies behind it, each
 /// bounded part its own commit.
-fn prune(datadir: &Path, blocks: u64) -> Result<()> {
+fn prune(datadir: &Path, blocks: u64, batch: u64) -> Result<()> {
     if !datadir.join("mdbx.dat").exists() {
         bail!("no quarry database in {}", datadir.display());
     }
@@ -1246,7 +1250,7 @@ fn prune(datadir: &Path, blocks: u64) -> Result<()> {
         tx.commit()?;
         loop {
             let tx = db.writer()?;
-            let done = tx.prune_state_history(quarry_storage::STATE_PRUNE_BUDGET)?;
+            let done = tx.prune_state_history(batch)?;
             let oldest = tx.oldest_state()?;
             tx.commit()?;
             if done {

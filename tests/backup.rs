@@ -124,3 +124,60 @@ fn a_backup_into_an_existing_datadir_is_refused() {
         "{error}"
     );
 }
+
+/// A backup killed while it copies leaves the source as it was and no datadir where the copy
+/// was going; the same command then writes the whole copy.
+#[test]
+fn a_killed_backup_changes_nothing_and_leaves_no_datadir() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain = dir.path().join("chain");
+    devchain(&chain, &["--blocks", "300"]);
+    let source = dir.path().join("source");
+    run_quarry(ingest_args(
+        &source,
+        &chain.join("genesis.json"),
+        &[&chain.join("chain.rlp")],
+    ));
+    let before = table_digests(&source, &[]);
+    let mut caught = 0;
+    for attempt in 0..5 {
+        let out = dir.path().join(format!("copy{attempt}"));
+        let mut child = Command::new(QUARRY)
+            .args(["backup", "--datadir"])
+            .arg(&source)
+            .arg("--out")
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Killed as soon as the copy is being written, or not at all when it was too quick.
+        let partial = out.join("mdbx.dat.partial");
+        loop {
+            if partial.exists() {
+                child.kill().unwrap();
+                caught += 1;
+                break;
+            }
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        let status = child.wait().unwrap();
+        if !status.success() {
+            assert!(
+                !out.join("mdbx.dat").exists(),
+                "a killed backup left a datadir"
+            );
+        }
+        assert_eq!(table_digests(&source, &[]), before, "the source changed");
+        std::fs::remove_dir_all(&out).ok();
+        if !status.success() {
+            std::fs::create_dir_all(&out).unwrap();
+            std::fs::write(&partial, b"left by a killed backup").unwrap();
+        }
+        backup(&source, &out);
+        assert_eq!(stored_head(&out), stored_head(&source));
+    }
+    assert!(caught > 0, "no backup was caught while copying");
+}

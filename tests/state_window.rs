@@ -146,6 +146,16 @@ fn check_chain(folder: &Path, label: &str) {
             assert_eq!(got, want, "{label}, {name}: {request:?}");
         }
     }
+    // eth_capabilities names the window and its oldest block.
+    for server in [windowed_server, pruned_server] {
+        let state = &server.result("eth_capabilities", json!([]))["state"];
+        assert_eq!(
+            state,
+            &json!({"disabled": false, "oldestBlock": hex(oldest),
+                "deleteStrategy": {"type": "window", "retentionBlocks": hex(WINDOW)}}),
+            "{label}"
+        );
+    }
     // Below it: 4444 from every state method, and the blocks the archive stores.
     let address = &addresses[0];
     let call = json!({"to": address, "data": "0x"});
@@ -232,4 +242,69 @@ fn a_window_answers_as_the_archive_inside_it_and_4444_below_on_the_dev_chain() {
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"),
         "dev chain",
     );
+}
+
+/// `quarry prune` killed after its first commits resumes, run again, to exactly what an
+/// uninterrupted prune of the same archive writes.
+#[test]
+fn a_prune_killed_midway_resumes_to_what_an_uninterrupted_one_writes() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let chain = dir.path().join("chain");
+    support::devchain(&chain, &["--blocks", "200"]);
+    let archive = dir.path().join("archive");
+    let genesis = chain.join("genesis.json");
+    run_quarry(ingest_args(&archive, &genesis, &[&chain.join("chain.rlp")]));
+    let (killed, whole) = (dir.path().join("killed"), dir.path().join("whole"));
+    for copy in [&killed, &whole] {
+        run_quarry(["backup", "--datadir"].map(OsStr::new).into_iter().chain([
+            archive.as_os_str(),
+            "--out".as_ref(),
+            copy.as_os_str(),
+        ]));
+    }
+    let prune = |datadir: &Path, batch: &str| {
+        let mut command = Command::new(support::QUARRY);
+        command.args(["prune", "--datadir"]).arg(datadir);
+        command.args(["--state-history", "16", "--batch", batch]);
+        command
+    };
+    // Ten changeset entries a commit: a commit for about every block.
+    let mut child = prune(&killed, "10")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("pruned up to block"), "{first}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (head, _) = support::stored_head(&killed);
+    let oldest = quarry_storage::Database::open(&killed)
+        .unwrap()
+        .reader()
+        .unwrap()
+        .oldest_state()
+        .unwrap();
+    assert!(
+        (1..head - WINDOW).contains(&oldest),
+        "killed midway: oldest {oldest}"
+    );
+    run_quarry(["prune", "--datadir"].map(OsStr::new).into_iter().chain([
+        killed.as_os_str(),
+        "--state-history".as_ref(),
+        "16".as_ref(),
+    ]));
+    assert!(prune(&whole, "1000000").status().unwrap().success());
+    let except = [quarry_storage::Table::Meta];
+    assert_eq!(
+        support::table_digests(&killed, &except),
+        support::table_digests(&whole, &except)
+    );
+    for datadir in [&killed, &whole] {
+        let db = quarry_storage::Database::open(datadir).unwrap();
+        assert_eq!(db.reader().unwrap().oldest_state().unwrap(), head - WINDOW);
+    }
 }

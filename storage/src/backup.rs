@@ -1,11 +1,16 @@
 //! Hot backups: a consistent copy of a datadir as of one commit, made with MDBX's own copy
 //! (`mdbx_env_copy`, which reads through one read transaction) while the writer keeps
 //! committing. The copy is a datadir like any other: it serves at once, and an ingest or follow
-//! resumes from its head. A compacting copy leaves out free pages and renumbers the rest.
+//! resumes from its head. A compacting copy leaves out free pages and renumbers the rest. The
+//! copy is written under a temporary name and renamed into place once whole, so a backup killed
+//! midway leaves no datadir behind (and never touches the source).
 
 use crate::{Database, Error, Result};
 use alloy_primitives::B256;
 use std::{ffi::CString, path::Path, time::Instant};
+
+/// The copy's name until it is whole.
+const PARTIAL: &str = "mdbx.dat.partial";
 
 /// What a backup wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +39,13 @@ impl Database {
             )));
         }
         std::fs::create_dir_all(out).map_err(|e| copy_error(format!("cannot create it: {e}")))?;
-        let path = CString::new(target.as_os_str().as_encoded_bytes())
+        // What a killed backup left: never a datadir, so written over.
+        let partial = out.join(PARTIAL);
+        if partial.exists() {
+            std::fs::remove_file(&partial)
+                .map_err(|e| copy_error(format!("cannot remove {}: {e}", partial.display())))?;
+        }
+        let path = CString::new(partial.as_os_str().as_encoded_bytes())
             .map_err(|_| copy_error("the path holds a NUL byte".into()))?;
         let flags = if compact {
             signet_mdbx_sys::MDBX_CP_COMPACT
@@ -47,12 +58,19 @@ impl Database {
             signet_mdbx_sys::mdbx_env_copy(env, path.as_ptr(), flags)
         });
         if code != 0 {
-            let _ = std::fs::remove_file(&target);
+            let _ = std::fs::remove_file(&partial);
             return Err(copy_error(format!(
                 "MDBX could not copy: {}",
                 signet_libmdbx::MdbxError::from_err_code(code)
             )));
         }
+        // MDBX synced the copy; the rename makes it the datadir, and the directory's sync
+        // makes the rename durable.
+        std::fs::rename(&partial, &target)
+            .map_err(|e| copy_error(format!("cannot rename the copy into place: {e}")))?;
+        std::fs::File::open(out)
+            .and_then(|dir| dir.sync_all())
+            .map_err(|e| copy_error(format!("cannot sync the directory: {e}")))?;
         let copy = Database::open(out)?;
         let head = copy.reader()?.head()?;
         let bytes = allocated_bytes(&target).map_err(|e| copy_error(e.to_string()))?;

@@ -243,7 +243,18 @@ impl Node {
                 number: U64::from(number),
                 hash,
             },
-            state: Resource::all(),
+            // A full node's datadir keeps the state of its window's blocks only.
+            state: match tx.state_history_window()? {
+                Some(window) => Resource {
+                    disabled: false,
+                    oldest_block: U64::from(tx.oldest_state()?),
+                    delete_strategy: Some(DeleteStrategy {
+                        kind: "window",
+                        retention_blocks: U64::from(window),
+                    }),
+                },
+                None => Resource::all(),
+            },
             tx: Resource::all(),
             // The spec's schema has logs name their deletion strategy: a window, here one that
             // never closes.
