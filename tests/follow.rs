@@ -378,6 +378,54 @@ fn a_reorg_deeper_than_the_limit_is_refused() {
     assert_eq!(digests(&datadir), before);
 }
 
+/// The oldest block whose state `datadir` keeps.
+fn oldest_state(datadir: &Path) -> u64 {
+    Database::open(datadir)
+        .unwrap()
+        .reader()
+        .unwrap()
+        .oldest_state()
+        .unwrap()
+}
+
+/// A follower with a state history window prunes as it imports, follows a reorganisation
+/// within the window, and refuses one deeper than the window (its default reorg limit), the
+/// chain before it kept.
+#[test]
+fn a_follower_keeps_its_state_window_and_no_reorg_reaches_below_it() {
+    let chains = Chains::generate();
+    let upstream_dir = chains.fresh("upstream", &chains.main);
+    let upstream = Server::start(&upstream_dir, "");
+    let hash = |blocks: &[Block], number: u64| blocks[number as usize - 1].header.hash_slow();
+    // The fork replaces blocks 31 to 40: ten, within a window of 12.
+    let datadir = chains.dir.join("windowed");
+    let url = upstream.http_url(support::KEY);
+    let follower = Follower::start(&datadir, &chains.genesis, &url, &["--state-history", "12"]);
+    wait_for_head(&datadir, hash(&chains.main, 40), "main chain");
+    assert_eq!(oldest_state(&datadir), 28);
+    let fork = chains.file("fork.rlp", &chains.fork, u64::MAX);
+    let mut args = ingest_args(&upstream_dir, &chains.genesis, &[&fork]);
+    args.push("--reorg".as_ref());
+    run_quarry(args);
+    wait_for_head(&datadir, hash(&chains.fork, 45), "fork");
+    assert_eq!(oldest_state(&datadir), 33);
+    follower.kill();
+
+    // A window of 8 cannot undo ten blocks: the follower's reorg limit is 8, and it refuses.
+    let narrow = chains.dir.join("narrow");
+    let main = chains.file("main.rlp", &chains.main, u64::MAX);
+    let mut args = ingest_args(&narrow, &chains.genesis, &[&main]);
+    args.extend(["--state-history".as_ref(), "8".as_ref()] as [&std::ffi::OsStr; 2]);
+    run_quarry(args);
+    let before = digests(&narrow);
+    let follower = Follower::start(&narrow, &chains.genesis, &url, &[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let log = follower.kill();
+    assert!(log.contains("more than 8 blocks below the head"), "{log}");
+    assert_eq!(digests(&narrow), before);
+    assert_eq!(oldest_state(&narrow), 32);
+}
+
 /// kill -9 at random moments of a catch-up and of an unwind: every restart finds one chain
 /// whole (its state root checked on open) and the same command resumes to the upstream's head.
 #[test]
