@@ -480,7 +480,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// How often the purger returns freed memory to the OS (see [`spawn_memory_purger`]).
 const PURGE_INTERVAL: Duration = Duration::from_millis(100);
 
-/// mimalloc returns freed memory to the OS once its purge delay (10 ms by default,
+/// The purge delay quarry sets unless `MIMALLOC_PURGE_DELAY` names one: mimalloc v2's default.
+/// v3's is 1 s, which kept a burst's freed answers resident while the next ones were built.
+const PURGE_DELAY_MS: std::ffi::c_long = 10;
+/// `mi_option_purge_delay` in mimalloc v3's `mimalloc.h` (libmimalloc-sys names no constant).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// mimalloc returns freed memory to the OS once its purge delay ([`PURGE_DELAY_MS`],
 /// `MIMALLOC_PURGE_DELAY`) has passed, but only when some thread next allocates or frees: after
 /// a burst of large answers (eth_getBlockReceipts of a block of big logs is 21 MB of JSON) idle
 /// threads would keep it resident. A purge delay of 0 avoids that at a price on every request:
@@ -489,6 +495,10 @@ const PURGE_INTERVAL: Duration = Duration::from_millis(100);
 /// Instead this thread wakes every [`PURGE_INTERVAL`] and purges whatever has waited past the
 /// delay, which mimalloc does for the whole program.
 fn spawn_memory_purger() -> std::io::Result<()> {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets one of the allocator's options, which it reads atomically.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    }
     std::thread::Builder::new()
         .name("memory-purger".into())
         .spawn(|| {
@@ -1354,4 +1364,23 @@ fn run_blocktests(paths: Vec<PathBuf>) -> Result<()> {
         bail!("{failed} blockchain tests failed");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The option quarry sets is mimalloc's purge delay: v3's default of 1 s before it is set
+    /// (no other option of v3 defaults to 1,000), and what quarry sets after.
+    #[test]
+    fn the_purge_delay_option_is_mimallocs() {
+        use libmimalloc_sys::{mi_option_get, mi_option_set};
+        // SAFETY: reads and sets one of the allocator's options.
+        unsafe {
+            assert_eq!(mi_option_get(super::MI_OPTION_PURGE_DELAY), 1000);
+            mi_option_set(super::MI_OPTION_PURGE_DELAY, super::PURGE_DELAY_MS);
+            assert_eq!(
+                mi_option_get(super::MI_OPTION_PURGE_DELAY),
+                super::PURGE_DELAY_MS
+            );
+        }
+    }
 }
