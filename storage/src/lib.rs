@@ -827,6 +827,11 @@ impl StorageTx<RwSync> {
         self.put(Table::Meta, key.as_bytes(), value)
     }
 
+    /// Deletes a `Meta` entry (absent: nothing to do).
+    pub fn del_meta(&self, key: &str) -> Result<()> {
+        self.del(Table::Meta, key.as_bytes())
+    }
+
     pub fn put_meta_block(&self, key: BlockMark, number: u64) -> Result<()> {
         self.put_meta(key.key(), &number.to_be_bytes())
     }
