@@ -9,15 +9,17 @@
 #
 #   bench/state_window.sh CHAIN_DIR          (a `quarry devchain --out` folder)
 #   NO_BUILD=1 QUARRY_BIN=path ROUNDS=1 bench/state_window.sh CHAIN_DIR
+#   WINDOWS="archive 128" bench/state_window.sh CHAIN_DIR    (which runs; prune needs archive)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-1}
+WINDOWS=${WINDOWS:-archive 128 10064}
 chain=${1:?usage: bench/state_window.sh CHAIN_DIR}
 [ -n "${NO_BUILD:-}" ] || cargo build --release --quiet -p quarry-storage --example table_sizes
 source bench/lib.sh
 sizes=./target/release/examples/table_sizes
 for round in $(seq "$ROUNDS"); do
-  for window in archive 128 10064; do
+  for window in $WINDOWS; do
     flag=()
     [[ $window == archive ]] || flag=(--state-history "$window")
     rm -rf "${work:?}/$window"
@@ -29,10 +31,11 @@ for round in $(seq "$ROUNDS"); do
       "$(awk "BEGIN{print $ended - $started}")" "$(du -sB1 "$work/$window" | cut -f1)"
   done
 done
-for window in archive 128 10064; do
-  echo "== $window: largest tables"
-  [ -x "$sizes" ] && "$sizes" "$work/$window" | head -12
+for window in $WINDOWS; do
+  echo "== $window: tables"
+  "$sizes" "$work/$window"
 done
+[[ " $WINDOWS " == *" archive "* ]] || exit 0
 rm -rf "${work:?}/128" "${work:?}/10064"
 "$quarry" backup --datadir "$work/archive" --out "$work/pruned" >/dev/null
 echo "archive copy: $(du -sB1 "$work/pruned" | cut -f1) bytes on disk"

@@ -146,6 +146,25 @@ fn check_chain(folder: &Path, label: &str) {
             assert_eq!(got, want, "{label}, {name}: {request:?}");
         }
     }
+    // eth_getTransactionBySenderAndNonce searches the kept state: a transaction after the
+    // oldest block is found, one before it is in the pruned history.
+    let sent = |range: std::ops::RangeInclusive<u64>| {
+        range.into_iter().find_map(|number| {
+            let block = archive_server.result("eth_getBlockByNumber", json!([hex(number), true]));
+            let tx = block["transactions"].as_array().unwrap().first()?.clone();
+            Some((tx["from"].clone(), tx["nonce"].clone(), tx["hash"].clone()))
+        })
+    };
+    for server in [windowed_server, pruned_server] {
+        if let Some((from, nonce, hash)) = sent(oldest + 1..=head) {
+            let found = server.result("eth_getTransactionBySenderAndNonce", json!([from, nonce]));
+            assert_eq!(found["hash"], hash, "{label}");
+        }
+        if let Some((from, nonce, _)) = sent(1..=oldest - 1) {
+            let answer = server.call("eth_getTransactionBySenderAndNonce", json!([from, nonce]));
+            assert_pruned(&answer, oldest, &format!("{label}: sender and nonce"));
+        }
+    }
     // eth_capabilities names the window and its oldest block.
     for server in [windowed_server, pruned_server] {
         let state = &server.result("eth_capabilities", json!([]))["state"];
