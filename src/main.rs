@@ -460,8 +460,9 @@ enum Command {
         /// How many blocks behind the head keep their state history.
         #[arg(long, value_name = "N")]
         state_history: u64,
-        /// Changeset entries pruned per commit at most (whole blocks: at least one).
-        #[arg(long, default_value_t = quarry_storage::STATE_PRUNE_BUDGET)]
+        /// Changeset entries pruned per commit at most (whole blocks: at least one). A commit's
+        /// pages wait in memory until it lands: this bounds the memory too.
+        #[arg(long, default_value_t = 200_000)]
         batch: u64,
     },
     /// Run Ethereum BlockchainTests JSON files (or folders of them) through quarry's import path.
