@@ -1261,7 +1261,7 @@ fn prune(datadir: &Path, blocks: u64, batch: u64) -> Result<()> {
         tx.commit()?;
         loop {
             let tx = db.writer()?;
-            let done = tx.prune_state_history(batch)?;
+            let done = tx.prune_state_history(batch, u64::MAX)?;
             let oldest = tx.oldest_state()?;
             tx.commit()?;
             if done {

@@ -822,10 +822,12 @@ impl Importer {
             pending
                 .tx
                 .prune_node_history(quarry_storage::PRUNE_BUDGET)?;
-            // And what fell behind the state history window, pruned.
-            pending
-                .tx
-                .prune_state_history(quarry_storage::STATE_PRUNE_BUDGET)?;
+            // And what fell behind the state history window, pruned: as many blocks as this
+            // commit imports and a few more, so the work follows the import's.
+            pending.tx.prune_state_history(
+                u64::MAX,
+                pending.blocks + quarry_storage::STATE_PRUNE_CATCH_UP,
+            )?;
             pending.tx.commit()?;
         }
         stats.stages.write += write_start.elapsed();

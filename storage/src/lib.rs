@@ -36,7 +36,7 @@ pub use migrate::{
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use proof_history::{COARSE_NODE_WINDOW, DEFAULT_PROOF_HISTORY, PRUNE_BUDGET};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
-pub use state_window::STATE_PRUNE_BUDGET;
+pub use state_window::STATE_PRUNE_CATCH_UP;
 pub use tables::{Table, TrieId};
 pub use tail::TailWarmer;
 pub use trie::{

@@ -23,9 +23,9 @@ const STATE_WINDOW: &str = "state_history_window";
 /// The changesets of blocks up to it are pruned.
 const STATE_KEPT_FROM: &str = "state_kept_from";
 
-/// Changeset entries one commit prunes at most: an import's commit keeps up with what it
-/// imports, and a backlog (a window set on an archive) is pruned over several commits.
-pub const STATE_PRUNE_BUDGET: u64 = 1_000_000;
+/// Blocks an import's commit prunes beyond as many as it imported: a backlog (a window set on
+/// an archive) goes over several commits, each one's work following its own import's.
+pub const STATE_PRUNE_CATCH_UP: u64 = 64;
 
 impl<K: TransactionKind> StorageTx<K> {
     /// How many blocks of state history the datadir keeps (`None`: all, an archive).
@@ -81,10 +81,10 @@ impl StorageTx<RwSync> {
         self.put_meta(STATE_WINDOW, &blocks.to_be_bytes())
     }
 
-    /// Prunes the state history of the blocks that fell behind the window, oldest first,
-    /// reading at most about `budget` changeset entries (whole blocks: at least one). Returns
-    /// `true` when none is left to prune.
-    pub fn prune_state_history(&self, budget: u64) -> Result<bool> {
+    /// Prunes the state history of the blocks that fell behind the window, oldest first, at
+    /// most `max_blocks` blocks and about `budget` changeset entries (whole blocks: at least
+    /// one). Returns `true` when none is left to prune.
+    pub fn prune_state_history(&self, budget: u64, max_blocks: u64) -> Result<bool> {
         let (Some(window), Some((head, _))) = (self.state_history_window()?, self.head()?) else {
             return Ok(true);
         };
@@ -95,13 +95,14 @@ impl StorageTx<RwSync> {
         }
         // Deletions must not meet list blocks and node records still staged.
         self.write_staged()?;
-        let mut read = 0;
+        let (mut read, mut blocks) = (0, 0);
         // The state after block k needs the changesets of the blocks after k only.
         let mut next = if oldest == 0 { 0 } else { oldest + 1 };
         while next <= target {
-            if read >= budget {
+            if read >= budget || blocks >= max_blocks.max(1) {
                 return Ok(false);
             }
+            blocks += 1;
             read += self.prune_block_state(next)?;
             if next > 0 {
                 self.put_meta(STATE_KEPT_FROM, &next.to_be_bytes())?;
@@ -252,7 +253,7 @@ mod tests {
         tx.set_state_history_window(10).unwrap();
         // Two changeset entries a block at most: a budget of 3 prunes two blocks a commit.
         let mut commits = 0;
-        while !tx.prune_state_history(3).unwrap() {
+        while !tx.prune_state_history(3, u64::MAX).unwrap() {
             commits += 1;
             assert!(commits < 40);
         }
@@ -300,7 +301,10 @@ mod tests {
         write_chain(&archive, 41, 50);
         write_chain(&pruned, 41, 50);
         let tx = pruned.writer().unwrap();
-        assert!(tx.prune_state_history(u64::MAX).unwrap());
+        // A commit prunes at most the blocks it is given.
+        assert!(!tx.prune_state_history(u64::MAX, 1).unwrap());
+        assert_eq!(tx.oldest_state().unwrap(), 31);
+        assert!(tx.prune_state_history(u64::MAX, u64::MAX).unwrap());
         tx.commit().unwrap();
         assert_eq!(pruned.reader().unwrap().oldest_state().unwrap(), 42);
         for block in 42..=50 {
