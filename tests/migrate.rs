@@ -47,25 +47,6 @@ fn unpack_layout6(dir: &Path) {
 /// Calls per JSON-RPC batch (the server's default `max_batch_requests` is 100).
 const BATCH: usize = 100;
 
-/// The answers to `calls`, sent as one JSON-RPC batch, in the calls' order.
-fn batch(server: &Server, calls: &[(String, Value)]) -> Vec<Value> {
-    let body: Vec<Value> = calls
-        .iter()
-        .enumerate()
-        .map(|(id, (method, params))| {
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        })
-        .collect();
-    let mut answers = server
-        .http(&Value::from(body).to_string())
-        .as_array()
-        .unwrap()
-        .clone();
-    answers.sort_by_key(|answer| answer["id"].as_u64().unwrap());
-    assert_eq!(answers.len(), calls.len());
-    answers
-}
-
 /// Every request of the comparison: blocks, receipts and block traces; eth_getLogs over the
 /// chain, per emitter and per first topic; trace_filter per contract; each account's balance,
 /// nonce and code and each contract's first slots at every block; proofs at every 8th block.
@@ -192,11 +173,11 @@ fn a_layout6_datadir_migrates_to_answers_equal_to_a_fresh_ingest() {
     let requests = requests(&reference, head);
     assert!(requests.len() > 1000, "{} requests", requests.len());
     for chunk in requests.chunks(BATCH) {
-        let expected = batch(&reference, chunk);
+        let expected = reference.batch(chunk);
         for (answer, (method, params)) in expected.iter().zip(chunk) {
             assert!(answer.get("error").is_none(), "{method} {params}: {answer}");
         }
-        let answers = batch(&migrated, chunk);
+        let answers = migrated.batch(chunk);
         for ((answer, expected), (method, params)) in answers.iter().zip(&expected).zip(chunk) {
             assert_eq!(answer, expected, "{method} {params}");
         }
@@ -212,6 +193,6 @@ fn a_layout6_datadir_migrates_to_answers_equal_to_a_fresh_ingest() {
     let migrated = Server::start(dir.path(), "");
     let sample: Vec<_> = requests.iter().step_by(17).cloned().collect();
     for chunk in sample.chunks(BATCH) {
-        assert_eq!(batch(&migrated, chunk), batch(&reference, chunk));
+        assert_eq!(migrated.batch(chunk), reference.batch(chunk));
     }
 }

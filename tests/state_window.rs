@@ -21,24 +21,14 @@ fn hex(n: u64) -> String {
 
 /// Sends `requests` (method, params) in batches and gives each answer's `result` or `error`.
 fn batch(server: &Server, requests: &[(&str, Value)]) -> Vec<Value> {
-    let mut answers = Vec::new();
-    for chunk in requests.chunks(100) {
-        let body: Vec<Value> = chunk
-            .iter()
-            .enumerate()
-            .map(|(id, (method, params))| {
-                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-            })
-            .collect();
-        let mut replies = server.http(&Value::Array(body).to_string());
-        let replies = replies.as_array_mut().unwrap();
-        replies.sort_by_key(|reply| reply["id"].as_u64());
-        answers.extend(replies.iter().map(|reply| match reply.get("error") {
+    requests
+        .chunks(100)
+        .flat_map(|chunk| server.batch(chunk))
+        .map(|reply| match reply.get("error") {
             Some(error) => json!({"error": error}),
             None => reply["result"].clone(),
-        }));
-    }
-    answers
+        })
+        .collect()
 }
 
 /// Every address the chain names: senders, recipients, miners and created contracts.

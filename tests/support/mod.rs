@@ -282,6 +282,26 @@ impl Server {
         response["result"].clone()
     }
 
+    /// The answers to `calls` (method, params), sent as one JSON-RPC batch (at most the
+    /// server's `max_batch_requests`, 100 by default), in the calls' order.
+    pub fn batch<M: AsRef<str>>(&self, calls: &[(M, serde_json::Value)]) -> Vec<serde_json::Value> {
+        let body: Vec<serde_json::Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(id, (method, params))| {
+                serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method.as_ref(), "params": params})
+            })
+            .collect();
+        let mut answers = self
+            .http(&serde_json::Value::from(body).to_string())
+            .as_array()
+            .unwrap()
+            .clone();
+        answers.sort_by_key(|answer| answer["id"].as_u64().unwrap());
+        assert_eq!(answers.len(), calls.len());
+        answers
+    }
+
     pub fn ws(&self) -> WsClient {
         WsClient::connect(&self.ws_url(KEY))
     }
