@@ -102,9 +102,11 @@ impl StorageTx<RwSync> {
             if read >= budget || blocks >= max_blocks.max(1) {
                 return Ok(false);
             }
-            blocks += 1;
             read += self.prune_block_state(next)?;
+            // Block 0 records no progress (the oldest kept state is at least block 1): it
+            // counts with block 1, so that a call always moves `state_kept_from` on.
             if next > 0 {
+                blocks += 1;
                 self.put_meta(STATE_KEPT_FROM, &next.to_be_bytes())?;
                 self.state_kept_from.set(Some(next));
             }
@@ -251,6 +253,9 @@ mod tests {
         write_chain(&pruned, 0, 40);
         let tx = pruned.writer().unwrap();
         tx.set_state_history_window(10).unwrap();
+        // The first call prunes blocks 0 and 1 and keeps the state from block 1 on.
+        assert!(!tx.prune_state_history(u64::MAX, 1).unwrap());
+        assert_eq!(tx.oldest_state().unwrap(), 1);
         // Two changeset entries a block at most: a budget of 3 prunes two blocks a commit.
         let mut commits = 0;
         while !tx.prune_state_history(3, u64::MAX).unwrap() {
@@ -301,7 +306,7 @@ mod tests {
         write_chain(&archive, 41, 50);
         write_chain(&pruned, 41, 50);
         let tx = pruned.writer().unwrap();
-        // A commit prunes at most the blocks it is given.
+        // A commit prunes at most the blocks it is given, and moves on with one.
         assert!(!tx.prune_state_history(u64::MAX, 1).unwrap());
         assert_eq!(tx.oldest_state().unwrap(), 31);
         assert!(tx.prune_state_history(u64::MAX, u64::MAX).unwrap());
