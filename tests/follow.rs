@@ -394,15 +394,33 @@ fn oldest_state(datadir: &Path) -> u64 {
 #[test]
 fn a_follower_keeps_its_state_window_and_no_reorg_reaches_below_it() {
     let chains = Chains::generate();
-    let upstream_dir = chains.fresh("upstream", &chains.main);
+    let upstream_dir = chains.dir.join("upstream");
+    let first = chains.file("first20.rlp", &chains.main, 20);
+    run_quarry(ingest_args(&upstream_dir, &chains.genesis, &[&first]));
     let upstream = Server::start(&upstream_dir, "");
     let hash = |blocks: &[Block], number: u64| blocks[number as usize - 1].header.hash_slow();
     // The fork replaces blocks 31 to 40: ten, within a window of 12.
     let datadir = chains.dir.join("windowed");
     let url = upstream.http_url(support::KEY);
     let follower = Follower::start(&datadir, &chains.genesis, &url, &["--state-history", "12"]);
+    wait_for_head(&datadir, hash(&chains.main, 20), "first 20 blocks");
+    assert_eq!(oldest_state(&datadir), 8);
+    // A server on the follower's datadir remembers a slot at block 10 while it is kept...
+    let server = Server::start(&datadir, "");
+    let slot_at_10 = json!(["0x0000000000000000000000000000000000000001", "0x0", "0xa"]);
+    for _ in 0..2 {
+        server.result("eth_getStorageAt", slot_at_10.clone());
+    }
+    let all = chains.file("main.rlp", &chains.main, u64::MAX);
+    run_quarry(ingest_args(&upstream_dir, &chains.genesis, &[&all]));
     wait_for_head(&datadir, hash(&chains.main, 40), "main chain");
     assert_eq!(oldest_state(&datadir), 28);
+    // ...and refuses it, from memory too, once the follower has pruned it.
+    for _ in 0..3 {
+        let answer = server.call("eth_getStorageAt", slot_at_10.clone());
+        assert_eq!(answer["error"]["code"], 4444, "{answer}");
+        assert_eq!(answer["error"]["data"], "0x1c", "{answer}");
+    }
     let fork = chains.file("fork.rlp", &chains.fork, u64::MAX);
     let mut args = ingest_args(&upstream_dir, &chains.genesis, &[&fork]);
     args.push("--reorg".as_ref());

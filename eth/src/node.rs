@@ -160,6 +160,9 @@ struct Caches {
     unwinds: u64,
     /// The head at `commit`, once a snapshot of that commit has read it: `latest` from memory.
     head: Option<u64>,
+    /// The oldest block whose state is kept at `commit` (a state-history window's): memory
+    /// answers no state of an older block, which a snapshot refuses (4444).
+    oldest_state: u64,
     blocks: Arc<BlockCache>,
     /// Bytecode, accounts and slots that calls and eth_getStorageAt read.
     state: Arc<StateCache>,
@@ -200,6 +203,7 @@ impl Node {
             commit: tx.commit_id()?,
             unwinds: tx.unwind_count()?,
             head: None,
+            oldest_state: tx.oldest_state()?,
             blocks: Arc::new(BlockCache::new(BLOCK_CACHE_BYTES)),
             state: Arc::default(),
         };
@@ -282,6 +286,7 @@ impl Node {
                 commit,
                 unwinds,
                 head: None,
+                oldest_state: tx.oldest_state()?,
                 blocks: Arc::new(BlockCache::new(BLOCK_CACHE_BYTES)),
                 state,
             };
@@ -296,9 +301,11 @@ impl Node {
                 request_deadline: None,
             });
         } else if commit > caches.commit {
-            // Only blocks were added since: the caches hold at this commit too.
+            // Only blocks were added (and history pruned) since: the caches hold at this commit
+            // too.
             caches.commit = commit;
             caches.head = None;
+            caches.oldest_state = tx.oldest_state()?;
         }
         Ok(snapshot(&caches, tx))
     }

@@ -101,8 +101,10 @@ impl Node {
                 let value = self.in_memory(|memory| {
                     let number = match at {
                         BlockId::Tag(BlockTag::Latest | BlockTag::Pending) => memory.head?,
-                        // Only a stored block's slots are cached.
-                        BlockId::Tag(BlockTag::Number(number)) => number,
+                        // Only a stored block's slots are cached; a pruned one's are refused.
+                        BlockId::Tag(BlockTag::Number(number)) if number >= memory.oldest_state => {
+                            number
+                        }
                         _ => return None,
                     };
                     memory.state.slot(number, address, index)
