@@ -648,9 +648,25 @@ pub fn hex_quantity(n: u64) -> String {
 /// Foundry's `tool` (anvil, cast) from the npm package tests/clients installs, or `None` (with
 /// a message) when it is not installed (`.ci/run` installs it).
 pub fn foundry_tool(tool: &str) -> Option<PathBuf> {
-    let binary = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/clients/node_modules/.bin")
-        .join(tool);
+    let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_modules");
+    // The platform package's binary itself (`@foundry-rs/anvil-linux-amd64/bin/anvil`): the
+    // `.bin` wrapper is a node process, and killing it leaves the tool running.
+    let platform = std::fs::read_dir(modules.join("@foundry-rs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{tool}-"))
+        })
+        .map(|entry| entry.path().join("bin").join(tool))
+        .find(|binary| binary.exists());
+    if let Some(binary) = platform {
+        return Some(binary);
+    }
+    let binary = modules.join(".bin").join(tool);
     if binary.exists() {
         return Some(binary);
     }
