@@ -671,6 +671,20 @@ struct History {
     max_db_size: u64,
 }
 
+/// Records in the datadir what `history` asks of its history, for this import and later ones.
+fn apply_history(importer: &mut Importer, history: &History) -> quarry_ingest::Result<()> {
+    if !history.trie {
+        importer.stop_trie_history()?;
+    }
+    if let Some(blocks) = history.proofs {
+        importer.set_proof_history(blocks)?;
+    }
+    if let Some(blocks) = history.state {
+        importer.set_state_history(blocks)?;
+    }
+    Ok(())
+}
+
 /// The deepest reorganisation an import may follow: `given` (`--max-reorg-depth`), else 128,
 /// and never more than the datadir's state history window, below which nothing can be undone.
 fn reorg_depth(importer: &Importer, given: Option<u64>) -> Result<u64> {
@@ -724,15 +738,7 @@ fn import(
         max_size: history.max_db_size,
     };
     let mut importer = open_importer_with(datadir, genesis, options)?;
-    if !history.trie {
-        importer.stop_trie_history()?;
-    }
-    if let Some(blocks) = history.proofs {
-        importer.set_proof_history(blocks)?;
-    }
-    if let Some(blocks) = history.state {
-        importer.set_state_history(blocks)?;
-    }
+    apply_history(&mut importer, &history)?;
     // `reorgs`: `None` refuses them; `Some(depth)` follows them (`--reorg`).
     importer.set_reorgs(match reorgs {
         Some(given) => quarry_ingest::Reorgs::Follow {
@@ -823,16 +829,7 @@ fn follow(
         max_size: history.max_db_size,
     };
     let mut importer = open_importer_with(datadir, genesis, database)?;
-    if let Some(blocks) = history.proofs {
-        importer
-            .set_proof_history(blocks)
-            .map_err(|e| importer.explain(e))?;
-    }
-    if let Some(blocks) = history.state {
-        importer
-            .set_state_history(blocks)
-            .map_err(|e| importer.explain(e))?;
-    }
+    apply_history(&mut importer, &history).map_err(|e| importer.explain(e))?;
     options.max_reorg_depth = reorg_depth(&importer, max_reorg_depth)?;
     let (number, hash) = importer.head();
     eprintln!(
@@ -1224,12 +1221,17 @@ fn unwind(datadir: &Path, genesis: &Path, to: u64) -> Result<()> {
 }
 
 /// `quarry backup`: MDBX's copy of the datadir, made through one read transaction.
-fn backup(datadir: &Path, out: &Path, compact: bool) -> Result<()> {
+/// Opens the database a datadir already holds (an error naming the datadir when it holds none).
+fn open_existing(datadir: &Path, options: quarry_storage::DatabaseOptions) -> Result<Database> {
     if !datadir.join("mdbx.dat").exists() {
         bail!("no quarry database in {}", datadir.display());
     }
-    let db = Database::open(datadir)
-        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
+    Database::open_with(datadir, options)
+        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))
+}
+
+fn backup(datadir: &Path, out: &Path, compact: bool) -> Result<()> {
+    let db = open_existing(datadir, quarry_storage::DatabaseOptions::default())?;
     let report = db.backup(out, compact)?;
     let head = match report.head {
         Some((number, hash)) => format!("head block {number} ({hash})"),
@@ -1249,11 +1251,7 @@ fn backup(datadir: &Path, out: &Path, compact: bool) -> Result<()> {
 /// `quarry prune`: sets the state history window, then prunes what lies behind it, each
 /// bounded part its own commit.
 fn prune(datadir: &Path, blocks: u64, batch: u64) -> Result<()> {
-    if !datadir.join("mdbx.dat").exists() {
-        bail!("no quarry database in {}", datadir.display());
-    }
-    let db = Database::open(datadir)
-        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
+    let db = open_existing(datadir, quarry_storage::DatabaseOptions::default())?;
     let started = Instant::now();
     let pruned = (|| -> quarry_storage::Result<u64> {
         let tx = db.writer()?;
@@ -1280,14 +1278,10 @@ fn prune(datadir: &Path, blocks: u64, batch: u64) -> Result<()> {
 }
 
 fn migrate(datadir: PathBuf, proof_history: Option<u64>, max_db_size: u64) -> Result<()> {
-    if !datadir.join("mdbx.dat").exists() {
-        bail!("no quarry database in {}", datadir.display());
-    }
     let options = quarry_storage::DatabaseOptions {
         max_size: max_db_size,
     };
-    let db = Database::open_with(&datadir, options)
-        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
+    let db = open_existing(&datadir, options)?;
     let started = Instant::now();
     migrate_layout(&db, proof_history).map_err(|e| db.explain(e))?;
     // The trace index, for the blocks stored before it.
