@@ -372,10 +372,10 @@ impl Node {
             // Spent in a block at or before `oldest`: found only in the pruned state.
             return match oldest {
                 0 => Ok(None),
-                _ => Err(tx.check_state_kept(oldest - 1).err().map_or_else(
-                    || RpcError::Internal("the state before the oldest kept is kept".into()),
-                    RpcError::Storage,
-                )),
+                _ => Err(RpcError::Storage(quarry_storage::Error::PrunedHistory {
+                    block: oldest - 1,
+                    oldest,
+                })),
             };
         }
         // nonce_after(low) <= nonce < nonce_after(high), and it never decreases.
