@@ -378,16 +378,6 @@ fn a_reorg_deeper_than_the_limit_is_refused() {
     assert_eq!(digests(&datadir), before);
 }
 
-/// The oldest block whose state `datadir` keeps.
-fn oldest_state(datadir: &Path) -> u64 {
-    Database::open(datadir)
-        .unwrap()
-        .reader()
-        .unwrap()
-        .oldest_state()
-        .unwrap()
-}
-
 /// A follower with a state history window prunes as it imports, follows a reorganisation
 /// within the window, and refuses one deeper than the window (its default reorg limit), the
 /// chain before it kept.
@@ -404,7 +394,7 @@ fn a_follower_keeps_its_state_window_and_no_reorg_reaches_below_it() {
     let url = upstream.http_url(support::KEY);
     let follower = Follower::start(&datadir, &chains.genesis, &url, &["--state-history", "12"]);
     wait_for_head(&datadir, hash(&chains.main, 20), "first 20 blocks");
-    assert_eq!(oldest_state(&datadir), 8);
+    assert_eq!(support::oldest_state(&datadir), 8);
     // A server on the follower's datadir remembers a slot at block 10 while it is kept...
     let server = Server::start(&datadir, "");
     let slot_at_10 = json!(["0x0000000000000000000000000000000000000001", "0x0", "0xa"]);
@@ -414,7 +404,7 @@ fn a_follower_keeps_its_state_window_and_no_reorg_reaches_below_it() {
     let all = chains.file("main.rlp", &chains.main, u64::MAX);
     run_quarry(ingest_args(&upstream_dir, &chains.genesis, &[&all]));
     wait_for_head(&datadir, hash(&chains.main, 40), "main chain");
-    assert_eq!(oldest_state(&datadir), 28);
+    assert_eq!(support::oldest_state(&datadir), 28);
     // ...and refuses it, from memory too, once the follower has pruned it.
     for _ in 0..3 {
         let answer = server.call("eth_getStorageAt", slot_at_10.clone());
@@ -426,7 +416,7 @@ fn a_follower_keeps_its_state_window_and_no_reorg_reaches_below_it() {
     args.push("--reorg".as_ref());
     run_quarry(args);
     wait_for_head(&datadir, hash(&chains.fork, 45), "fork");
-    assert_eq!(oldest_state(&datadir), 33);
+    assert_eq!(support::oldest_state(&datadir), 33);
     follower.kill();
 
     // A window of 8 cannot undo ten blocks: the follower's reorg limit is 8, and it refuses.
@@ -441,7 +431,7 @@ fn a_follower_keeps_its_state_window_and_no_reorg_reaches_below_it() {
     let log = follower.kill();
     assert!(log.contains("more than 8 blocks below the head"), "{log}");
     assert_eq!(digests(&narrow), before);
-    assert_eq!(oldest_state(&narrow), 32);
+    assert_eq!(support::oldest_state(&narrow), 32);
 }
 
 /// kill -9 at random moments of a catch-up and of an unwind: every restart finds one chain

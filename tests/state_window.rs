@@ -291,12 +291,7 @@ fn a_prune_killed_midway_resumes_to_what_an_uninterrupted_one_writes() {
     child.kill().unwrap();
     child.wait().unwrap();
     let (head, _) = support::stored_head(&killed);
-    let oldest = quarry_storage::Database::open(&killed)
-        .unwrap()
-        .reader()
-        .unwrap()
-        .oldest_state()
-        .unwrap();
+    let oldest = support::oldest_state(&killed);
     assert!(
         (1..head - WINDOW).contains(&oldest),
         "killed midway: oldest {oldest}"
@@ -313,7 +308,6 @@ fn a_prune_killed_midway_resumes_to_what_an_uninterrupted_one_writes() {
         support::table_digests(&whole, &except)
     );
     for datadir in [&killed, &whole] {
-        let db = quarry_storage::Database::open(datadir).unwrap();
-        assert_eq!(db.reader().unwrap().oldest_state().unwrap(), head - WINDOW);
+        assert_eq!(support::oldest_state(datadir), head - WINDOW);
     }
 }

@@ -84,6 +84,12 @@ pub fn stored_head(datadir: &Path) -> (u64, alloy_primitives::B256) {
     db.reader().unwrap().head().unwrap().unwrap()
 }
 
+/// The oldest block whose state `datadir` keeps (0 in an archive).
+pub fn oldest_state(datadir: &Path) -> u64 {
+    let db = quarry_storage::Database::open(datadir).unwrap();
+    db.reader().unwrap().oldest_state().unwrap()
+}
+
 /// `(entries, digest)` of every table of `datadir` but those in `except`, in
 /// `Table::ALL` order.
 pub fn table_digests(
