@@ -452,8 +452,8 @@ enum Command {
     },
     /// Turn a datadir into one that keeps the state history of its last N blocks only (see
     /// `quarry ingest --state-history`), pruning the older history a bounded part per commit.
-    /// Resumable: running it again continues. MDBX reuses the freed pages but does not shrink
-    /// its file: `quarry backup --compact` writes a smaller copy.
+    /// Resumable: running it again continues. At the end the freed pages are given back to the
+    /// file system (punched out of the data file).
     Prune {
         #[arg(long)]
         datadir: PathBuf,
@@ -813,8 +813,30 @@ fn ingest(
         })();
         marked.map_err(|e| db.explain(e))?;
     }
+    give_back_free_pages(importer.database())?;
     let (number, hash) = importer.head();
     println!("head: block {number} ({hash})");
+    Ok(())
+}
+
+/// Punches the free pages the last commits left out of the data file (see
+/// `Database::release_free_pages`) and says how much went back to the file system.
+fn give_back_free_pages(db: &Database) -> Result<()> {
+    let started = Instant::now();
+    let released = db.release_free_pages().map_err(|e| db.explain(e))?;
+    if released.unsupported {
+        println!(
+            "{}: the file system cannot punch holes; MDBX's free pages stay allocated in the data file (quarry backup --compact writes a copy without them)",
+            db.datadir().display()
+        );
+    } else {
+        println!(
+            "gave {:.1} MB of free pages back to the file system ({} holes) in {:.2}s",
+            released.bytes as f64 / 1e6,
+            released.holes,
+            started.elapsed().as_secs_f64()
+        );
+    }
     Ok(())
 }
 
@@ -1270,11 +1292,11 @@ fn prune(datadir: &Path, blocks: u64, batch: u64) -> Result<()> {
     })()
     .map_err(|e| db.explain(e))?;
     println!(
-        "{} keeps the state history of its last {blocks} blocks: the oldest block with state is {pruned} ({:.2}s). The database file keeps its size; its freed pages are reused (quarry backup --compact writes a smaller copy)",
+        "{} keeps the state history of its last {blocks} blocks: the oldest block with state is {pruned} ({:.2}s)",
         datadir.display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(())
+    give_back_free_pages(&db)
 }
 
 fn migrate(datadir: PathBuf, proof_history: Option<u64>, max_db_size: u64) -> Result<()> {
@@ -1292,7 +1314,7 @@ fn migrate(datadir: PathBuf, proof_history: Option<u64>, max_db_size: u64) -> Re
         quarry_storage::SCHEMA_VERSION,
         started.elapsed().as_secs_f64()
     );
-    Ok(())
+    give_back_free_pages(&db)
 }
 
 /// `quarry migrate`'s steps in the database itself, each batch its own commit.

@@ -78,6 +78,10 @@ pub struct FollowOptions {
 /// Retries after a failure start at this delay and double up to the maximum.
 const MIN_BACKOFF: Duration = Duration::from_millis(200);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// How often the free pages commits leave are punched out of the data file (after the first
+/// catch-up, then at this pace): a follower's commits are small, so what piles up between is
+/// little, and a punched page a commit reuses must be allocated again.
+const RELEASE_EVERY: Duration = Duration::from_secs(600);
 
 /// Follows the upstream until `stop` is set (Ctrl-C sets it too). Upstream faults, blocks
 /// that fail verification and a full disk or database are logged and retried; only another
@@ -112,6 +116,7 @@ pub fn follow(
         options: options.clone(),
         stop,
         wake,
+        released_at: None,
     };
     follower.run()
 }
@@ -122,6 +127,8 @@ struct Follower {
     options: FollowOptions,
     stop: Arc<AtomicBool>,
     wake: Arc<Notify>,
+    /// When free pages were last given back to the file system.
+    released_at: Option<Instant>,
 }
 
 impl Follower {
@@ -166,7 +173,10 @@ impl Follower {
         let mut room_faults = 0u64;
         while !self.stopped() {
             match self.sync(&upstream) {
-                Ok(()) => backoff = MIN_BACKOFF,
+                Ok(()) => {
+                    backoff = MIN_BACKOFF;
+                    self.release_free_pages();
+                }
                 Err(Error::Storage(e) | Error::Import(quarry_ingest::Error::Storage(e))) => {
                     let e = self.importer.database().explain(e);
                     if !e.is_out_of_room() {
@@ -192,6 +202,32 @@ impl Follower {
             self.wait_for_head(&mut heads);
         }
         Ok(())
+    }
+
+    /// Gives the free pages of the commits since the last time back to the file system, once
+    /// caught up and then every [`RELEASE_EVERY`]. A failure is logged and the follow goes on:
+    /// the pages stay allocated, as MDBX left them.
+    fn release_free_pages(&mut self) {
+        if self
+            .released_at
+            .is_some_and(|at| at.elapsed() < RELEASE_EVERY)
+        {
+            return;
+        }
+        self.released_at = Some(Instant::now());
+        let db = self.importer.database();
+        match db.release_free_pages() {
+            Ok(released) if released.unsupported => tracing::info!(
+                "the file system under {} cannot punch holes: MDBX's free pages stay allocated",
+                db.datadir().display()
+            ),
+            Ok(released) => tracing::info!(
+                "gave {:.1} MB of free pages back to the file system ({} pages still in a reader's snapshot)",
+                released.bytes as f64 / 1e6,
+                released.kept_pages
+            ),
+            Err(e) => tracing::warn!("cannot give free pages back: {}", db.explain(e)),
+        }
     }
 
     /// Refuses an upstream whose block 0 is not the stored genesis: following it would

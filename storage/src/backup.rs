@@ -1,7 +1,8 @@
 //! Hot backups: a consistent copy of a datadir as of one commit, made with MDBX's own copy
 //! (`mdbx_env_copy`, which reads through one read transaction) while the writer keeps
 //! committing. The copy is a datadir like any other: it serves at once, and an ingest or follow
-//! resumes from its head. A compacting copy leaves out free pages and renumbers the rest. The
+//! resumes from its head. A compacting copy leaves out free pages and renumbers the rest; a
+//! plain one has its free pages punched out once written (see `free_pages`). The
 //! copy is written under a temporary name and renamed into place once whole, so a backup killed
 //! midway leaves no datadir behind (and never touches the source).
 
@@ -72,6 +73,11 @@ impl Database {
             .and_then(|dir| dir.sync_all())
             .map_err(|e| copy_error(format!("cannot sync the directory: {e}")))?;
         let copy = Database::open(out)?;
+        if !compact {
+            // The copy holds the source's free pages as written zeros (its holes too): give
+            // them back, as the source did.
+            copy.release_free_pages()?;
+        }
         let head = copy.reader()?.head()?;
         let bytes = allocated_bytes(&target).map_err(|e| copy_error(e.to_string()))?;
         Ok(BackupReport {
@@ -83,7 +89,7 @@ impl Database {
 }
 
 /// Bytes a file occupies on disk (MDBX files are sparse: their length says less).
-fn allocated_bytes(path: &Path) -> std::io::Result<u64> {
+pub(crate) fn allocated_bytes(path: &Path) -> std::io::Result<u64> {
     use std::os::unix::fs::MetadataExt;
     Ok(std::fs::metadata(path)?.blocks() * 512)
 }

@@ -7,6 +7,7 @@ pub mod block_codec;
 mod block_migrate;
 mod capacity;
 mod changesets;
+mod free_pages;
 pub mod keccak;
 mod log_index;
 mod migrate;
@@ -28,6 +29,7 @@ pub use backup::BackupReport;
 pub use block_codec::BlockData;
 pub use capacity::{DEFAULT_MAX_SIZE, DatabaseOptions, free_space};
 pub use changesets::{RestoredAccount, Unwound};
+pub use free_pages::Released;
 pub use log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use migrate::{
     CHANGESETS_LAYOUT, COMPRESSED_BLOCKS_LAYOUT, SCHEMA_VERSION, STATE_LISTS_LAYOUT,
@@ -143,6 +145,8 @@ pub enum Error {
     },
     #[error("backup into {out}: {reason}")]
     Backup { out: String, reason: String },
+    #[error("cannot give the free pages of {file} back to the file system: {reason}")]
+    ReleasePages { file: String, reason: String },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -10,7 +10,7 @@
 //! moves past `b` in the same commit, so a reader sees the history before or after, never
 //! between; reads of the state after an older block fail with [`Error::PrunedHistory`].
 //! Pruning runs in the importer's commits, a bounded number of changeset entries per commit.
-//! MDBX does not shrink its file: freed pages are reused by later writes.
+//! The pages pruning frees go back to the file system with `Database::release_free_pages`.
 
 use crate::{Error, Result, StorageTx, Table, state_lists::Lists, trie::hashed_slot_key};
 use alloy_primitives::{Address, B256, keccak256};
