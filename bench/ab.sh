@@ -28,7 +28,7 @@ for round in $(seq 1 "$ROUNDS"); do
     times=$(timed "$work/out" "$RETH" import --chain "$chain/genesis.json" \
       --datadir "$work/reth" "$chain/chain.rlp")
     grep -q 'Import complete' "$work/out" || { tail "$work/out"; exit 1; }
-    echo "round $round reth: $times; datadir $(du -sh "$work/reth" | cut -f1)" | tee -a "$work/log"
+    echo "round $round reth: $times; datadir $(du -sB1M "$work/reth" | cut -f1) MB" | tee -a "$work/log"
     rm -rf "$work/reth"
   fi
   for side in A B; do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `quarry backup` of a datadir, as it is and with --compact: wall time, what the command prints
 # (the copy's head, size and time), and the copy's size on disk (`du -sB1`, allocated blocks)
-# beside the source's. The compact copy leaves out MDBX's free pages, so its size is what the
-# datadir's data takes; the source keeps the free pages its last large commits left.
+# beside the source's. The compact copy leaves out MDBX's free pages; the plain one writes them
+# and then punches them out of its file, as quarry does to the source after large commits.
 #
 # Then the writer's commit latency during a copy: on a plain copy of the datadir (so that the
 # given one is never written), storage/examples/commit_latency commits COMMITS small write

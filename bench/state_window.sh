@@ -4,8 +4,8 @@
 # over ROUNDS rounds; per run the wall time and the datadir's size on disk (`du -sB1`,
 # allocated blocks: MDBX files are sparse), then, of the last round, each datadir's largest
 # tables (storage/examples/table_sizes). Then `quarry prune --state-history 128` of a copy of
-# the archive: its time and the copy's size before and after (MDBX reuses freed pages but does
-# not shrink its file), and after `quarry backup --compact`.
+# the archive: its time and the copy's size before and after (its freed pages are punched out
+# of the file), and after `quarry backup --compact`.
 #
 #   bench/state_window.sh CHAIN_DIR          (a `quarry devchain --out` folder)
 #   NO_BUILD=1 QUARRY_BIN=path ROUNDS=1 bench/state_window.sh CHAIN_DIR
@@ -25,10 +25,11 @@ for round in $(seq "$ROUNDS"); do
     rm -rf "${work:?}/$window"
     started=$(date +%s.%N)
     "$quarry" ingest --datadir "$work/$window" --genesis "$chain/genesis.json" "${flag[@]}" \
-      "$chain/chain.rlp" >/dev/null 2>&1
+      "$chain/chain.rlp" >"$work/ingest.log" 2>&1
     ended=$(date +%s.%N)
-    printf 'round %s %-8s %8.1f s, %s bytes on disk\n' "$round" "$window" \
-      "$(awk "BEGIN{print $ended - $started}")" "$(du -sB1 "$work/$window" | cut -f1)"
+    printf 'round %s %-8s %8.1f s, %s bytes on disk (%s)\n' "$round" "$window" \
+      "$(awk "BEGIN{print $ended - $started}")" "$(du -sB1 "$work/$window" | cut -f1)" \
+      "$(grep -h 'free pages' "$work/ingest.log")"
   done
 done
 for window in $WINDOWS; do
