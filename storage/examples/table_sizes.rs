@@ -1,6 +1,6 @@
 //! Prints each table's entries and size in a datadir, largest first:
 //! `cargo run --release -p quarry-storage --example table_sizes -- DATADIR`.
-use std::{os::unix::fs::MetadataExt, path::Path};
+use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
@@ -40,12 +40,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         space.used_bytes as f64 / 1e6
     );
     // What `du` counts: free pages given back to the file system are holes.
-    let allocated = std::fs::metadata(Path::new(&path).join("mdbx.dat"))?.blocks() * 512;
     println!(
         "{:<26} {:>12} {:>10.1}",
         "(data file on disk)",
         "",
-        allocated as f64 / 1e6
+        space.allocated_bytes as f64 / 1e6
     );
     Ok(())
 }

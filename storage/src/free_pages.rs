@@ -143,10 +143,6 @@ impl Database {
         Ok(info.mi_latter_reader_txnid.min(steady))
     }
 
-    fn data_file_allocated(&self) -> Result<u64> {
-        crate::backup::allocated_bytes(&self.data_file).map_err(|e| self.release_error(e))
-    }
-
     fn release_error(&self, reason: impl ToString) -> Error {
         Error::ReleasePages {
             file: self.data_file.display().to_string(),
@@ -164,13 +160,18 @@ fn read_free_list(
     let mut free = FreeList::default();
     let mut cursor = reader.cursor(signet_libmdbx::Database::freelist_db())?;
     let mut iter = cursor.iter_slices();
-    let mut next = || -> ReadResult<Option<(u64, Vec<u32>)>> {
+    let mut next = || -> ReadResult<Option<(Option<u64>, Vec<u32>)>> {
         let Some((key, value)) = iter.borrow_next()? else {
             return Ok(None);
         };
         Ok(Some((u64_ne(&key), u32s_ne(&value))))
     };
     while let Some((id, list)) = next()? {
+        let Some(id) = id else {
+            return Err(Error::Corrupt(
+                "a key of MDBX's free list is not a transaction id".into(),
+            ));
+        };
         let Some((&count, pages)) = list.split_first() else {
             return Err(Error::Corrupt("an empty record in MDBX's free list".into()));
         };
@@ -190,11 +191,9 @@ fn read_free_list(
     Ok(free)
 }
 
-fn u64_ne(bytes: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    let n = bytes.len().min(8);
-    word[..n].copy_from_slice(&bytes[..n]);
-    u64::from_ne_bytes(word)
+/// A GC key: a native-endian u64, or `None` when it is not 8 bytes.
+fn u64_ne(bytes: &[u8]) -> Option<u64> {
+    Some(u64::from_ne_bytes(bytes.try_into().ok()?))
 }
 
 fn u32s_ne(bytes: &[u8]) -> Vec<u32> {
@@ -240,7 +239,7 @@ mod tests {
     }
 
     fn allocated(db: &Database) -> u64 {
-        crate::backup::allocated_bytes(&db.data_file).unwrap()
+        db.space().unwrap().allocated_bytes
     }
 
     /// Pages an open snapshot still reads stay; once it ends they are punched out, and later

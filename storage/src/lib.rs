@@ -145,6 +145,11 @@ pub enum Error {
     },
     #[error("backup into {out}: {reason}")]
     Backup { out: String, reason: String },
+    #[error("cannot read the size on disk of {file}: {source}")]
+    DataFileSize {
+        file: String,
+        source: std::io::Error,
+    },
     #[error("cannot give the free pages of {file} back to the file system: {reason}")]
     ReleasePages { file: String, reason: String },
 }
@@ -293,14 +298,24 @@ impl Database {
     }
 
     /// Where the data file's pages go: those below the last used page, and of them the ones on
-    /// MDBX's free list (freed by earlier commits, reused by later ones). The file's allocated
-    /// size is about the first; what the tables hold is the difference.
+    /// MDBX's free list (freed by earlier commits, reused by later ones); what the tables hold
+    /// is the difference. On disk the file takes about the first, less the free pages given
+    /// back to the file system (`release_free_pages`).
     pub fn space(&self) -> Result<Space> {
         let last_page = self.env.info()?.last_pgno() as u64 + 1;
         let free_pages = self.env.freelist()? as u64;
         Ok(Space {
             used_bytes: last_page * self.page_size,
             free_bytes: free_pages * self.page_size,
+            allocated_bytes: self.data_file_allocated()?,
+        })
+    }
+
+    /// The bytes the file system allocated to the data file.
+    fn data_file_allocated(&self) -> Result<u64> {
+        backup::allocated_bytes(&self.data_file).map_err(|source| Error::DataFileSize {
+            file: self.data_file.display().to_string(),
+            source,
         })
     }
 
@@ -344,6 +359,8 @@ impl Database {
 pub struct Space {
     pub used_bytes: u64,
     pub free_bytes: u64,
+    /// What the file system allocated to the data file: what `du` counts.
+    pub allocated_bytes: u64,
 }
 
 /// One table's size (see [`Database::table_stats`]).

@@ -90,6 +90,20 @@ pub fn oldest_state(datadir: &Path) -> u64 {
     db.reader().unwrap().oldest_state().unwrap()
 }
 
+/// Asserts that `datadir`'s data file takes on disk no more than its pages in use (its free
+/// pages given back to the file system), within 1 MiB; returns what it takes.
+pub fn assert_free_pages_given_back(datadir: &Path, what: &str) -> u64 {
+    let space = quarry_storage::Database::open(datadir)
+        .unwrap()
+        .space()
+        .unwrap();
+    assert!(
+        space.allocated_bytes <= space.used_bytes - space.free_bytes + (1 << 20),
+        "{what}: {space:?}"
+    );
+    space.allocated_bytes
+}
+
 /// `(entries, digest)` of every table of `datadir` but those in `except`, in
 /// `Table::ALL` order.
 pub fn table_digests(
