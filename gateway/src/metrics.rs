@@ -95,8 +95,8 @@ pub struct RedisStats {
     fallback_local: AtomicU64,
     /// Calls refused because Redis was unreachable (`limits_fallback = "refuse"`).
     refused_unavailable: AtomicU64,
-    /// Calls admitted from this replica's allowance, charged to Redis afterwards.
-    from_allowance: AtomicU64,
+    /// Calls admitted from units Redis leased to this replica (charged when granted).
+    from_lease: AtomicU64,
 }
 
 impl RedisStats {
@@ -125,8 +125,8 @@ impl RedisStats {
         }
     }
 
-    pub fn admitted_from_allowance(&self) {
-        self.from_allowance.fetch_add(1, Ordering::Relaxed);
+    pub fn admitted_from_lease(&self) {
+        self.from_lease.fetch_add(1, Ordering::Relaxed);
     }
 
     fn render(&self, out: &mut String) {
@@ -162,11 +162,11 @@ impl RedisStats {
             self.fallback_local.load(Ordering::Relaxed),
             self.refused_unavailable.load(Ordering::Relaxed)
         );
-        out.push_str("# HELP quarry_limiter_allowance_total Calls admitted from this replica's share of the headroom Redis last reported, without waiting for a round trip (each charged to Redis in its key's next batch).\n# TYPE quarry_limiter_allowance_total counter\n");
+        out.push_str("# HELP quarry_limiter_allowance_total Calls admitted from units leased to this replica by Redis (charged there when granted), without waiting for a round trip.\n# TYPE quarry_limiter_allowance_total counter\n");
         let _ = writeln!(
             out,
             "quarry_limiter_allowance_total {}",
-            self.from_allowance.load(Ordering::Relaxed)
+            self.from_lease.load(Ordering::Relaxed)
         );
     }
 }
