@@ -575,29 +575,17 @@ mod tests {
         }
     }
 
-    /// A `redis-server` on a free port, answering PING; `None` if none is installed.
+    /// A `redis-server` listening only on a Unix socket in a temporary directory (no port to
+    /// pick), answering PING; `None` if none is installed.
     fn redis_server() -> Option<RedisProcess> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
         let dir = tempfile::tempdir().unwrap();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let redis = RedisProcess(child, format!("redis://127.0.0.1:{port}/0"), dir);
+        let socket = dir.path().join("redis.sock");
+        let mut command = Command::new("redis-server");
+        command.args(["--port", "0", "--save", "", "--unixsocket"]);
+        command.arg(&socket).arg("--dir").arg(dir.path());
+        let child = command.stdout(Stdio::null()).spawn().ok()?;
+        let url = format!("redis+unix://{}", socket.display());
+        let redis = RedisProcess(child, url, dir);
         let client = redis::Client::open(redis.1.as_str()).unwrap();
         for _ in 0..100 {
             if let Ok(mut connection) = client.get_connection()
