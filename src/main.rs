@@ -826,16 +826,11 @@ fn give_back_free_pages(db: &Database) -> Result<()> {
     let released = db.release_free_pages().map_err(|e| db.explain(e))?;
     if released.unsupported {
         println!(
-            "{}: the file system cannot punch holes; MDBX's free pages stay allocated in the data file (quarry backup --compact writes a copy without them)",
+            "{}: {released} (quarry backup --compact writes a copy without them)",
             db.datadir().display()
         );
     } else {
-        println!(
-            "gave {:.1} MB of free pages back to the file system ({} holes) in {:.2}s",
-            released.bytes as f64 / 1e6,
-            released.holes,
-            started.elapsed().as_secs_f64()
-        );
+        println!("{released} in {:.2}s", started.elapsed().as_secs_f64());
     }
     Ok(())
 }

@@ -217,15 +217,7 @@ impl Follower {
         self.released_at = Some(Instant::now());
         let db = self.importer.database();
         match db.release_free_pages() {
-            Ok(released) if released.unsupported => tracing::info!(
-                "the file system under {} cannot punch holes: MDBX's free pages stay allocated",
-                db.datadir().display()
-            ),
-            Ok(released) => tracing::info!(
-                "gave {:.1} MB of free pages back to the file system ({} pages still in a reader's snapshot)",
-                released.bytes as f64 / 1e6,
-                released.kept_pages
-            ),
+            Ok(released) => tracing::info!("{}: {released}", db.datadir().display()),
             Err(e) => tracing::warn!("cannot give free pages back: {}", db.explain(e)),
         }
     }

@@ -31,6 +31,25 @@ pub struct Released {
     pub unsupported: bool,
 }
 
+/// What went back, in the one wording the CLI and the follower's log share.
+impl std::fmt::Display for Released {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.unsupported {
+            return write!(
+                f,
+                "the file system cannot punch holes: MDBX's free pages stay allocated in the data file"
+            );
+        }
+        write!(
+            f,
+            "gave {:.1} MB of free pages back to the file system ({} holes; {} pages still in a reader's snapshot)",
+            self.bytes as f64 / 1e6,
+            self.holes,
+            self.kept_pages
+        )
+    }
+}
+
 /// The free list's pages, split by whether a reader may still see them.
 #[derive(Debug, Default)]
 struct FreeList {
