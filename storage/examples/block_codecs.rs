@@ -1,6 +1,6 @@
 //! Measures the block data codecs on a datadir's own blocks: every body and receipts value
-//! compressed with LZ4, zstd, and zstd with a dictionary trained on a sample of the
-//! same table's values; for each, the total size (the values' bytes, and the bytes of the
+//! compressed with LZ4, zstd, and zstd with a dictionary trained on the table's first values
+//! as a datadir trains its own (at zstd levels 1 and 3); for each, the total size (the values' bytes, and the bytes of the
 //! whole 4 KiB overflow pages MDBX gives a value above about half a page, or the value and 16
 //! bytes of node in a leaf page)
 //! and the time per block to compress and to decompress:
@@ -10,9 +10,13 @@
 //! compression (or one half way through `quarry migrate`) works as well as a current one.
 use quarry_storage::{
     BlockData, Database,
-    block_codec::{Codec, ZSTD_LEVEL, compress, decompress},
+    block_codec::{
+        Codec, TRAIN_BYTES, ZSTD_LEVEL, compress, compress_with_dictionary, decompress,
+        decompress_with,
+    },
+    block_dictionary::Dictionary,
 };
-use std::{path::Path, time::Instant};
+use std::{path::Path, sync::Arc, time::Instant};
 
 const PAGE: usize = 4096;
 
@@ -97,40 +101,45 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             tally.print(table, codec.name(), raw, blocks);
         }
-        // A dictionary from every 20th value, as a node could train on its first blocks'.
-        let samples: Vec<&[u8]> = values
-            .iter()
-            .step_by(20)
-            .map(Vec::as_slice)
-            .filter(|v| !v.is_empty())
-            .collect();
+        // A dictionary trained as a datadir trains its own: on the first `TRAIN_BYTES` of
+        // the table's values (the blocks after the first multiple of `TRAIN_EVERY` that has
+        // them), at each level a table could be written with.
+        let mut samples: Vec<&[u8]> = Vec::new();
+        let mut total = 0;
+        for value in values.iter().filter(|v| !v.is_empty()) {
+            if total >= TRAIN_BYTES {
+                break;
+            }
+            total += value.len();
+            samples.push(value);
+        }
         let started = Instant::now();
         let dict = zstd::dict::from_samples(&samples, dict_kb << 10)?;
         let trained = started.elapsed();
-        let mut compressor = zstd::bulk::Compressor::with_dictionary(ZSTD_LEVEL, &dict)?;
-        let mut decompressor = zstd::bulk::Decompressor::with_dictionary(&dict)?;
-        let mut tally = Tally::default();
-        let mut out = Vec::new();
-        for value in &values {
-            let started = Instant::now();
-            let stored = compressor.compress(value)?;
-            let compressed = started.elapsed().as_nanos();
-            out.clear();
-            out.resize(value.len(), 0);
-            let started = Instant::now();
-            let written = decompressor.decompress_to_buffer(&stored, out.as_mut_slice())?;
-            let decompressed = started.elapsed().as_nanos();
-            if out[..written] != value[..] {
-                return Err(format!("{table}: zstd with a dictionary did not round-trip").into());
+        for level in [1, ZSTD_LEVEL] {
+            let dictionary = Arc::new(Dictionary::new(&dict, level)?);
+            let mut tally = Tally::default();
+            for value in &values {
+                let started = Instant::now();
+                let stored = compress_with_dictionary(&dictionary, value)?;
+                let compressed = started.elapsed().as_nanos();
+                let started = Instant::now();
+                let back = decompress_with(&stored, |_| Ok(dictionary.clone()))?;
+                let decompressed = started.elapsed().as_nanos();
+                if back.as_ref() != value.as_slice() {
+                    return Err(
+                        format!("{table}: zstd with a dictionary did not round-trip").into(),
+                    );
+                }
+                tally.add(stored.len(), compressed, decompressed);
             }
-            // The codec tag and length, as the other codecs carry.
-            tally.add(stored.len() + 5, compressed, decompressed);
+            tally.print(table, &format!("dict-l{level}"), raw, blocks);
         }
-        tally.print(table, "zstd+dict", raw, blocks);
         println!(
-            "{table:<14} dictionary: {} KB from {} values, trained in {:.1} s",
+            "{table:<14} dictionary: {} KB from the first {} values ({:.1} MB), trained in {:.1} s",
             dict.len() >> 10,
             samples.len(),
+            total as f64 / 1e6,
             trained.as_secs_f64()
         );
     }

@@ -8,17 +8,25 @@
 //! 0 | encoding                         (raw: values compression would not shrink)
 //! 1 | length u32 BE | LZ4 block         (lz4_flex's block format)
 //! 2 | length u32 BE | zstd frame
+//! 3 | length u32 BE | zstd frame made with the table's dictionary (its id in the frame)
 //! ```
 //!
 //! The uncompressed encoding is each table's own: RLP of the body, and receipts.rs's in-place
 //! layout, which a reader decompresses once and then reads in place.
-//! Which codec each table is written with is `BlockData::codec`, chosen by the figures of
-//! storage/examples/block_codecs.rs (docs/benchmarks.md): LZ4, whose output takes as many
-//! whole MDBX pages as zstd's there, at a third of zstd's decompression time.
+//!
+//! Which codec each table is written with, chosen by the figures of
+//! storage/examples/block_codecs.rs (docs/benchmarks.md): LZ4 (`BlockData::codec`) until the
+//! datadir has a dictionary for the table, then zstd with that dictionary. The dictionary is
+//! trained once, on the table's own values of the blocks before (`TRAIN_BYTES` of them, looked
+//! for every `TRAIN_EVERY` blocks), as reth trains its static files' dictionaries on their
+//! data; values written before it stay LZ4. See block_dictionary.rs for how it is kept.
 
-use crate::{Error, Result, StorageTx, Table};
+use crate::{
+    Error, Result, StorageTx, Table,
+    block_dictionary::{Dictionary, frame_dictionary_id},
+};
 use signet_libmdbx::{RwSync, TransactionKind};
-use std::borrow::Cow;
+use std::{borrow::Cow, sync::Arc};
 
 /// The zstd level the `Zstd` codec writes with.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -58,6 +66,24 @@ pub const RAW_RECEIPTS_ABOVE: usize = 256 << 10;
 /// The tag and length before a compressed payload.
 const HEADER: usize = 5;
 
+/// The tag of a value compressed with its table's dictionary.
+const DICTIONARY_TAG: u8 = 3;
+
+/// The size a table's dictionary is trained to.
+pub const DICTIONARY_BYTES: usize = 64 << 10;
+
+/// How many bytes of a table's values (uncompressed) a dictionary is trained on: about a
+/// hundred times its size, as zstd's guide advises.
+pub const TRAIN_BYTES: usize = 8 << 20;
+
+/// How often (in block numbers) a table without a dictionary looks for enough values to train
+/// one on.
+pub const TRAIN_EVERY: u64 = 256;
+
+/// How many blocks back a training looks for its values: a chain of small blocks trains later,
+/// on recent values, rather than reading its whole history at each look.
+pub const TRAIN_WINDOW: u64 = 4096;
+
 /// `raw` as stored with `codec`: tagged, and raw when compressing would not make it smaller.
 pub fn compress(codec: Codec, raw: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let payload = match codec {
@@ -85,8 +111,44 @@ pub fn compress(codec: Codec, raw: &[u8]) -> std::result::Result<Vec<u8>, String
     })
 }
 
-/// The uncompressed encoding of a stored value: in place when it is raw.
+/// `raw` as stored with its table's dictionary: tagged, and raw when compressing would not
+/// make it smaller.
+pub fn compress_with_dictionary(
+    dictionary: &Dictionary,
+    raw: &[u8],
+) -> std::result::Result<Vec<u8>, String> {
+    let frame = dictionary.compress(raw)?;
+    let length = u32::try_from(raw.len()).map_err(|_| format!("a value of {} bytes", raw.len()))?;
+    let mut out;
+    if frame.len() + HEADER < raw.len() + 1 {
+        out = Vec::with_capacity(HEADER + frame.len());
+        out.push(DICTIONARY_TAG);
+        out.extend_from_slice(&length.to_be_bytes());
+        out.extend_from_slice(&frame);
+    } else {
+        out = Vec::with_capacity(1 + raw.len());
+        out.push(Codec::Raw.tag());
+        out.extend_from_slice(raw);
+    }
+    Ok(out)
+}
+
+/// The uncompressed encoding of a stored value of the codecs without a dictionary: in place
+/// when it is raw.
 pub fn decompress(stored: &[u8]) -> Result<Cow<'_, [u8]>> {
+    decompress_with(stored, |id| {
+        Err(Error::Corrupt(format!(
+            "a value compressed with zstd dictionary {id}, read without it"
+        )))
+    })
+}
+
+/// The uncompressed encoding of a stored value: in place when it is raw. `dictionary` gives the
+/// dictionary of the id a value of tag 3 names.
+pub fn decompress_with(
+    stored: &[u8],
+    dictionary: impl FnOnce(u32) -> Result<Arc<Dictionary>>,
+) -> Result<Cow<'_, [u8]>> {
     let (&tag, rest) = stored
         .split_first()
         .ok_or_else(|| Error::Corrupt("an empty block value (no codec tag)".into()))?;
@@ -107,6 +169,12 @@ pub fn decompress(stored: &[u8]) -> Result<Cow<'_, [u8]>> {
             .map_err(|e| Error::Corrupt(format!("LZ4 block value: {e}")))?,
         2 => zstd::bulk::decompress_to_buffer(payload, &mut out)
             .map_err(|e| Error::Corrupt(format!("zstd block value: {e}")))?,
+        DICTIONARY_TAG => {
+            let id = frame_dictionary_id(payload).ok_or_else(|| {
+                Error::Corrupt("a dictionary-compressed value naming no dictionary".into())
+            })?;
+            dictionary(id)?.decompress_into(payload, &mut out)?
+        }
         tag => return Err(Error::Corrupt(format!("block value codec tag {tag}"))),
     };
     if written != length {
@@ -146,6 +214,41 @@ impl BlockData {
             BlockData::Body | BlockData::Receipts => Codec::Lz4,
         }
     }
+
+    /// The `Meta` key of the table's dictionary.
+    pub const fn dictionary_key(self) -> &'static str {
+        match self {
+            BlockData::Body => "zstd_dictionary_block_bodies",
+            BlockData::Receipts => "zstd_dictionary_receipts",
+        }
+    }
+}
+
+impl<K: TransactionKind> StorageTx<K> {
+    /// The dictionary `kind`'s values are written with (`None`: none trained yet).
+    pub fn block_dictionary(&self, kind: BlockData) -> Result<Option<Arc<Dictionary>>> {
+        let Some(bytes) = self.get(Table::Meta, kind.dictionary_key().as_bytes())? else {
+            return Ok(None);
+        };
+        self.dictionaries
+            .get_or_digest(&bytes, ZSTD_LEVEL)
+            .map(Some)
+    }
+
+    /// The dictionary of id `id`, which a value of `kind` names.
+    fn dictionary_named(&self, kind: BlockData, id: u32) -> Result<Arc<Dictionary>> {
+        if let Some(found) = self.dictionaries.get(id) {
+            return Ok(found);
+        }
+        match self.block_dictionary(kind)? {
+            Some(dictionary) if dictionary.id() == id => Ok(dictionary),
+            stored => Err(Error::Corrupt(format!(
+                "a value compressed with zstd dictionary {id}, where the datadir's {} dictionary is {}",
+                kind.table().name(),
+                stored.map_or("absent".to_string(), |d| d.id().to_string())
+            ))),
+        }
+    }
 }
 
 impl<K: TransactionKind> StorageTx<K> {
@@ -160,7 +263,7 @@ impl<K: TransactionKind> StorageTx<K> {
         let Some(stored) = self.get_chunked(kind.table(), number)? else {
             return Ok(None);
         };
-        let raw = decompress(&stored).map_err(|e| {
+        let raw = decompress_with(&stored, |id| self.dictionary_named(kind, id)).map_err(|e| {
             Error::Corrupt(format!("{} of block {number}: {e}", kind.table().name()))
         })?;
         read(&raw).map(Some)
@@ -187,11 +290,56 @@ impl StorageTx<RwSync> {
         raw: &[u8],
         append: bool,
     ) -> Result<()> {
-        let stored = compress(kind.codec(raw.len()), raw).map_err(|reason| Error::Compress {
+        let codec = kind.codec(raw.len());
+        let dictionary = self.block_dictionary(kind)?;
+        let stored = match &dictionary {
+            Some(dictionary) if codec != Codec::Raw => compress_with_dictionary(dictionary, raw),
+            _ => compress(codec, raw),
+        }
+        .map_err(|reason| Error::Compress {
             table: kind.table().name(),
             reason,
         })?;
-        self.put_chunked(kind.table(), number, &stored, append)
+        self.put_chunked(kind.table(), number, &stored, append)?;
+        if dictionary.is_none() && number.is_multiple_of(TRAIN_EVERY) {
+            self.train_block_dictionary(kind, number, TRAIN_BYTES)?;
+        }
+        Ok(())
+    }
+
+    /// Trains `kind`'s dictionary on the values of block `number` and those before it, when
+    /// `TRAIN_WINDOW` blocks back hold at least `min_bytes` of them, and stores it. Returns
+    /// whether it did. A training zstd refuses (too few distinct values) is tried again at a
+    /// later block, not an error: the values stay LZ4 meanwhile.
+    pub(crate) fn train_block_dictionary(
+        &self,
+        kind: BlockData,
+        number: u64,
+        min_bytes: usize,
+    ) -> Result<bool> {
+        let mut samples = Vec::new();
+        let mut total = 0;
+        let first = number.saturating_sub(TRAIN_WINDOW - 1);
+        for n in (first..=number).rev() {
+            if total >= min_bytes {
+                break;
+            }
+            if let Some(raw) = self.block_data(kind, n)?
+                && !raw.is_empty()
+            {
+                total += raw.len();
+                samples.push(raw);
+            }
+        }
+        if total < min_bytes {
+            return Ok(false);
+        }
+        let Ok(bytes) = zstd::dict::from_samples(&samples, DICTIONARY_BYTES) else {
+            return Ok(false);
+        };
+        self.dictionaries.get_or_digest(&bytes, ZSTD_LEVEL)?;
+        self.put_meta(kind.dictionary_key(), &bytes)?;
+        Ok(true)
     }
 }
 
@@ -288,6 +436,128 @@ mod tests {
             decompress(&large_stored).unwrap(),
             Cow::Borrowed(_)
         ));
+    }
+
+    /// A block's receipts-like value: the same structure in every block, numbers that vary.
+    fn receipts_like(number: u64, len: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(len);
+        let mut i = 0u64;
+        while v.len() < len {
+            v.extend_from_slice(b"\x02\xf9\x01\x09\x01\x83\x52\x08");
+            v.extend_from_slice(&[0u8; 12]);
+            v.extend_from_slice(&(number.wrapping_mul(0x9e37_79b9) ^ i).to_be_bytes());
+            v.extend_from_slice(b"\xdd\xf2\x52\xad\x1b\xe2\xc8\x9b\x69\xc2\xb0\x68");
+            v.extend_from_slice(&(i * 1_000_003 + number).to_le_bytes());
+            i += 1;
+        }
+        v.truncate(len);
+        v
+    }
+
+    fn stored_tag(db: &crate::Database, kind: BlockData, number: u64) -> u8 {
+        let r = db.reader().unwrap();
+        r.get_chunked(kind.table(), number).unwrap().unwrap()[0]
+    }
+
+    /// Once a table has a dictionary, the values written after use it and those before stay
+    /// LZ4; a fresh handle (as another process) reads both, digesting the stored dictionary.
+    #[test]
+    fn a_trained_dictionary_compresses_later_values_and_a_fresh_handle_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        tx.put_schema_version().unwrap();
+        for n in 0..300 {
+            tx.put_block_data(BlockData::Receipts, n, &receipts_like(n, 4000), true)
+                .unwrap();
+        }
+        // 1.2 MB written: block 256 looked and found less than TRAIN_BYTES.
+        assert!(tx.block_dictionary(BlockData::Receipts).unwrap().is_none());
+        assert!(
+            !tx.train_block_dictionary(BlockData::Receipts, 299, 2 << 20)
+                .unwrap()
+        );
+        assert!(
+            tx.train_block_dictionary(BlockData::Receipts, 299, 1 << 20)
+                .unwrap()
+        );
+        for n in 300..400 {
+            tx.put_block_data(BlockData::Receipts, n, &receipts_like(n, 4000), true)
+                .unwrap();
+        }
+        tx.commit().unwrap();
+        assert_eq!(stored_tag(&db, BlockData::Receipts, 299), Codec::Lz4.tag());
+        assert_eq!(stored_tag(&db, BlockData::Receipts, 300), DICTIONARY_TAG);
+        let sizes = |db: &crate::Database, n: u64| {
+            let r = db.reader().unwrap();
+            r.get_chunked(Table::Receipts, n).unwrap().unwrap().len()
+        };
+        let lz4 = sizes(&db, 299);
+        let with_dictionary = sizes(&db, 301);
+        assert!(with_dictionary < lz4, "{with_dictionary} against {lz4}");
+        drop(db);
+        let db = crate::Database::open(dir.path()).unwrap();
+        let r = db.reader().unwrap();
+        for n in 0..400 {
+            assert_eq!(
+                r.block_data(BlockData::Receipts, n).unwrap().unwrap(),
+                receipts_like(n, 4000),
+                "block {n}"
+            );
+        }
+        // The bodies table has none: it trains on its own values.
+        assert!(r.block_dictionary(BlockData::Body).unwrap().is_none());
+    }
+
+    /// A table trains by itself at the first multiple of `TRAIN_EVERY` with `TRAIN_BYTES` of
+    /// values behind it.
+    #[test]
+    fn a_table_trains_its_dictionary_once_it_holds_enough_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Database::open(dir.path()).unwrap();
+        let len = 20_000;
+        let trained_at = (TRAIN_BYTES / len) as u64 / TRAIN_EVERY * TRAIN_EVERY + TRAIN_EVERY;
+        let tx = db.writer().unwrap();
+        tx.put_schema_version().unwrap();
+        for n in 0..=trained_at + 1 {
+            tx.put_block_data(BlockData::Body, n, &receipts_like(n, len), true)
+                .unwrap();
+            let trained = tx.block_dictionary(BlockData::Body).unwrap().is_some();
+            assert_eq!(trained, n >= trained_at, "block {n}");
+        }
+        tx.commit().unwrap();
+        assert_eq!(
+            stored_tag(&db, BlockData::Body, trained_at),
+            Codec::Lz4.tag()
+        );
+        assert_eq!(
+            stored_tag(&db, BlockData::Body, trained_at + 1),
+            DICTIONARY_TAG
+        );
+        let r = db.reader().unwrap();
+        let back = r.block_data(BlockData::Body, trained_at + 1).unwrap();
+        assert_eq!(back.unwrap(), receipts_like(trained_at + 1, len));
+    }
+
+    /// A value naming a dictionary the datadir does not have is an error that says so.
+    #[test]
+    fn a_value_of_an_unknown_dictionary_is_an_error() {
+        let samples: Vec<Vec<u8>> = (0..200).map(|n| receipts_like(n, 2000)).collect();
+        let bytes = zstd::dict::from_samples(&samples, 4 << 10).unwrap();
+        let dictionary = Dictionary::new(&bytes, ZSTD_LEVEL).unwrap();
+        let stored = compress_with_dictionary(&dictionary, &samples[3]).unwrap();
+        assert_eq!(stored[0], DICTIONARY_TAG);
+        let err = decompress(&stored).unwrap_err().to_string();
+        assert!(err.contains(&dictionary.id().to_string()), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        tx.put_chunked(Table::Receipts, 1, &stored, true).unwrap();
+        let err = tx
+            .with_block_data(BlockData::Receipts, 1, |raw| Ok(raw.len()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("dictionary is absent"), "{err}");
     }
 
     #[test]

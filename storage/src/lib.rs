@@ -4,6 +4,7 @@
 
 mod backup;
 pub mod block_codec;
+pub mod block_dictionary;
 mod block_migrate;
 mod capacity;
 mod changesets;
@@ -173,6 +174,8 @@ pub struct Database {
     /// process holds the write transaction would read that transaction (MDBX_NOTLS) as its
     /// owner works on it.
     page_size: u64,
+    /// The block data tables' zstd dictionaries, digested once per handle.
+    dictionaries: Arc<block_dictionary::Dictionaries>,
 }
 
 impl std::fmt::Debug for Database {
@@ -257,6 +260,7 @@ impl Database {
             datadir,
             max_size: options.max_size,
             page_size,
+            dictionaries: Arc::default(),
         })
     }
 
@@ -271,6 +275,7 @@ impl Database {
             tx: self.env.begin_ro_sync()?,
             dbs: self.dbs.clone(),
             scanned: self.scanned.clone(),
+            dictionaries: self.dictionaries.clone(),
             node_window: Default::default(),
             fine_from: Default::default(),
             state_history_from: Default::default(),
@@ -342,6 +347,7 @@ impl Database {
             tx: self.env.begin_rw_sync()?,
             dbs: self.dbs.clone(),
             scanned: self.scanned.clone(),
+            dictionaries: self.dictionaries.clone(),
             node_window: Default::default(),
             fine_from: Default::default(),
             state_history_from: Default::default(),
@@ -377,6 +383,8 @@ pub struct StorageTx<K: TransactionKind> {
     dbs: Arc<Vec<signet_libmdbx::Database>>,
     /// The database handle's count of entries read by scans and trie walks.
     scanned: Arc<std::sync::atomic::AtomicU64>,
+    /// The database handle's digested dictionaries (see block_dictionary.rs).
+    dictionaries: Arc<block_dictionary::Dictionaries>,
     /// `Meta` numbers read on hot paths, read once per transaction.
     node_window: CachedMeta,
     fine_from: CachedMeta,

@@ -43,7 +43,10 @@ tables! {
     /// records are kept (u64 BE; absent: none thinned; see proof_history.rs); `state_history_from`: the first block from
     /// which the state history (the block lists of `AccountChangeLists` and
     /// `StorageChangeLists` over the changesets) answers (u64 BE); `state_lists_progress`: how
-    /// far `quarry migrate` has built those lists (see state_lists.rs).
+    /// far `quarry migrate` has built those lists (see state_lists.rs);
+    /// `zstd_dictionary_block_bodies`, `zstd_dictionary_receipts`: the zstd dictionary trained
+    /// on the table's own values, which its later values are compressed with (written once and
+    /// never changed; see block_codec.rs).
     Meta = "meta";
     /// Key: block number (u64 BE). Value: the RLP-encoded header.
     Headers = "headers";
