@@ -13,7 +13,10 @@ use std::{
     collections::HashMap,
     sync::{Arc, PoisonError, RwLock},
 };
-use zstd::dict::{DecoderDictionary, EncoderDictionary};
+use zstd::{
+    dict::{DecoderDictionary, EncoderDictionary},
+    zstd_safe::{CCtx, DCtx},
+};
 
 /// A trained dictionary, digested for compressing (at its table's level) and decompressing.
 pub struct Dictionary {
@@ -48,17 +51,47 @@ impl Dictionary {
 
     /// `raw` as one zstd frame that names this dictionary.
     pub fn compress(&self, raw: &[u8]) -> std::result::Result<Vec<u8>, String> {
-        zstd::bulk::Compressor::with_prepared_dictionary(&self.encoder)
-            .and_then(|mut compressor| compressor.compress(raw))
-            .map_err(|e| format!("zstd with dictionary {}: {e}", self.id))
+        let mut out = Vec::with_capacity(zstd::zstd_safe::compress_bound(raw.len()));
+        let cdict = self.encoder.as_cdict();
+        CONTEXTS
+            .with_borrow_mut(|(cctx, _)| {
+                let cctx = cctx.get_or_insert_with(CCtx::create);
+                cctx.compress_using_cdict(&mut out, raw, cdict)
+            })
+            .map_err(|code| {
+                format!(
+                    "zstd with dictionary {}: {}",
+                    self.id,
+                    zstd::zstd_safe::get_error_name(code)
+                )
+            })?;
+        Ok(out)
     }
 
     /// Decompresses a frame of `compress` into `out`; returns the bytes written.
     pub fn decompress_into(&self, frame: &[u8], out: &mut [u8]) -> Result<usize> {
-        zstd::bulk::Decompressor::with_prepared_dictionary(&self.decoder)
-            .and_then(|mut decompressor| decompressor.decompress_to_buffer(frame, out))
-            .map_err(|e| Error::Corrupt(format!("zstd value (dictionary {}): {e}", self.id)))
+        let ddict = self.decoder.as_ddict();
+        CONTEXTS
+            .with_borrow_mut(|(_, dctx)| {
+                let dctx = dctx.get_or_insert_with(DCtx::create);
+                dctx.decompress_using_ddict(out, frame, ddict)
+            })
+            .map_err(|code| {
+                Error::Corrupt(format!(
+                    "zstd value (dictionary {}): {}",
+                    self.id,
+                    zstd::zstd_safe::get_error_name(code)
+                ))
+            })
     }
+}
+
+thread_local! {
+    /// Each thread's compression and decompression context, made on first use and reused: a
+    /// fresh context allocates and faults in its working memory (about 1 MiB to compress at
+    /// level 3) for every value.
+    static CONTEXTS: std::cell::RefCell<(Option<CCtx<'static>>, Option<DCtx<'static>>)> =
+        const { std::cell::RefCell::new((None, None)) };
 }
 
 /// The id a zstd dictionary carries in its header (0 or no header: not a trained dictionary).
