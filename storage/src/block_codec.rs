@@ -215,6 +215,17 @@ impl BlockData {
         }
     }
 
+    /// The zstd level the table is written with once it has a dictionary. On the scale chain
+    /// (storage/examples/block_codecs.rs), level 3 makes bodies 1% smaller than level 1 at
+    /// almost four times the cost (229 against 63 µs a block); receipts 8% smaller, at 78
+    /// against 61 µs.
+    pub const fn dictionary_level(self) -> i32 {
+        match self {
+            BlockData::Body => 1,
+            BlockData::Receipts => 3,
+        }
+    }
+
     /// The `Meta` key of the table's dictionary.
     pub const fn dictionary_key(self) -> &'static str {
         match self {
@@ -231,7 +242,7 @@ impl<K: TransactionKind> StorageTx<K> {
             return Ok(None);
         };
         self.dictionaries
-            .get_or_digest(&bytes, ZSTD_LEVEL)
+            .get_or_digest(&bytes, kind.dictionary_level())
             .map(Some)
     }
 
@@ -337,7 +348,8 @@ impl StorageTx<RwSync> {
         let Ok(bytes) = zstd::dict::from_samples(&samples, DICTIONARY_BYTES) else {
             return Ok(false);
         };
-        self.dictionaries.get_or_digest(&bytes, ZSTD_LEVEL)?;
+        self.dictionaries
+            .get_or_digest(&bytes, kind.dictionary_level())?;
         self.put_meta(kind.dictionary_key(), &bytes)?;
         Ok(true)
     }

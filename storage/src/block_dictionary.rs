@@ -111,7 +111,8 @@ pub fn frame_dictionary_id(frame: &[u8]) -> Option<u32> {
     zstd::zstd_safe::get_dict_id_from_frame(frame).map(u32::from)
 }
 
-/// Digested dictionaries by id, shared by a database handle's transactions.
+/// Digested dictionaries by id, shared by a database handle's transactions. A dictionary is
+/// digested for the level of the one table whose `Meta` entry holds it.
 #[derive(Default)]
 pub(crate) struct Dictionaries(RwLock<HashMap<u32, Arc<Dictionary>>>);
 
