@@ -12,6 +12,8 @@
 #   ROUNDS=3 bench/ab.sh ...                    (default 2)
 #   RETH=path/to/reth bench/ab.sh ...           each round starts with `reth import` of the
 #                                               same chain, timed alike (reth, A, B, reth, ...)
+#   KEEP=dir bench/ab.sh ...                    keeps the last round's datadirs as dir/A and
+#                                               dir/B (for bench/blocks.sh, bench/logs.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: bench/ab.sh OLD_BIN NEW_BIN [CHAIN_DIR]" >&2; exit 2; }
@@ -42,6 +44,11 @@ for round in $(seq 1 "$ROUNDS"); do
       tee -a "$work/log"
     if [ "$round" = "$ROUNDS" ]; then
       target/release/examples/table_sizes "$data" >"$work/tables-$side"
+      if [[ -n ${KEEP:-} ]]; then
+        mkdir -p "$KEEP"
+        rm -rf "${KEEP:?}/$side"
+        mv "$data" "$KEEP/$side"
+      fi
     fi
     rm -rf "$data"
   done

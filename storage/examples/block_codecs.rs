@@ -4,15 +4,16 @@
 //! whole 4 KiB overflow pages MDBX gives a value above about half a page, or the value and 16
 //! bytes of node in a leaf page)
 //! and the time per block to compress and to decompress:
-//! `cargo run --release -p quarry-storage --example block_codecs -- DATADIR [DICT_KB]`.
+//! `cargo run --release -p quarry-storage --example block_codecs -- DATADIR [DICT_KB [TRAIN_KB]]`
+//! (defaults: `DICTIONARY_BYTES` and `TRAIN_BYTES`, what a datadir trains with).
 //!
 //! It reads the values through `StorageTx::block_data`, so a datadir of the layout before
 //! compression (or one half way through `quarry migrate`) works as well as a current one.
 use quarry_storage::{
     BlockData, Database,
     block_codec::{
-        Codec, TRAIN_BYTES, ZSTD_LEVEL, compress, compress_with_dictionary, decompress,
-        decompress_with,
+        Codec, DICTIONARY_BYTES, TRAIN_BYTES, ZSTD_LEVEL, compress, compress_with_dictionary,
+        decompress, decompress_with,
     },
     block_dictionary::Dictionary,
 };
@@ -63,8 +64,15 @@ impl Tally {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let path = args.next().ok_or("usage: block_codecs DATADIR [DICT_KB]")?;
-    let dict_kb: usize = args.next().map_or(Ok(64), |kb| kb.parse())?;
+    let path = args
+        .next()
+        .ok_or("usage: block_codecs DATADIR [DICT_KB [TRAIN_KB]]")?;
+    let dict_kb: usize = args
+        .next()
+        .map_or(Ok(DICTIONARY_BYTES >> 10), |kb| kb.parse())?;
+    let train_bytes: usize = args
+        .next()
+        .map_or(Ok(TRAIN_BYTES), |kb| kb.parse::<usize>().map(|kb| kb << 10))?;
     let db = Database::open(Path::new(&path))?;
     let tx = db.reader()?;
     let (head, _) = tx.head()?.ok_or("the datadir has no blocks")?;
@@ -107,7 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut samples: Vec<&[u8]> = Vec::new();
         let mut total = 0;
         for value in values.iter().filter(|v| !v.is_empty()) {
-            if total >= TRAIN_BYTES {
+            if total >= train_bytes {
                 break;
             }
             total += value.len();
