@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Compressed answers: eth_getBlockReceipts of rpc-compat block 2 (21 MB) and a full block
-# (eth_getBlockByNumber of block 2 with its transactions), each asked without Accept-Encoding,
+# Compressed answers: eth_getBlockReceipts of rpc-compat block 2 (21 MB) and of a full block (a
+# devchain block of 550 transactions, 21 Mgas of its 30 Mgas limit, above EIP-1559's target of
+# half), and the full block itself (eth_getBlockByNumber with its transactions, that block and
+# rpc-compat block 2), each asked without Accept-Encoding,
 # with gzip and with zstd. Each case (one method, one encoding) runs on fresh `quarry serve`s of
 # the same datadir, so that their peak RSS (VmHWM) is their own; the encodings alternate within
 # each of ROUNDS rounds. Per case: bytes on the wire (the body as sent), server CPU per request
@@ -29,8 +31,11 @@ FIXTURES=${FIXTURES:-../shared/fixtures/rpc-compat}
 source bench/lib.sh
 "$quarry" ingest --datadir "$work/data" --genesis "$FIXTURES/genesis.json" \
   "$FIXTURES/chain.rlp" >/dev/null 2>&1
+"$quarry" devchain --out "$work/full" --blocks 3 --txs-per-block 550 --seed 3 >/dev/null 2>&1
+"$quarry" ingest --datadir "$work/full-data" --genesis "$work/full/genesis.json" \
+  "$work/full/chain.rlp" >/dev/null 2>&1
 ticks=$(getconf CLK_TCK)
-# ask ADDR ENCODING PID CASE: N requests of CASE (0: receipts, 1: full block) to the server PID
+# ask ADDR ENCODING PID CASE: N requests of CASE (an index into `cases`) to the server PID
 # at ADDR; prints the label, bytes, CPU and p50, and the peak RSS after the first and last one.
 cat >"$work/ask.py" <<'PY'
 import http.client, json, sys, time
@@ -43,7 +48,9 @@ def peak_rss_mb():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
 cases = [("eth_getBlockReceipts block 2", "eth_getBlockReceipts", ["0x2"]),
-         ("eth_getBlockByNumber block 2, full", "eth_getBlockByNumber", ["0x2", True])]
+         ("eth_getBlockByNumber block 2, full", "eth_getBlockByNumber", ["0x2", True]),
+         ("eth_getBlockReceipts, 550 txs", "eth_getBlockReceipts", ["0x3"]),
+         ("eth_getBlockByNumber, 550 txs, full", "eth_getBlockByNumber", ["0x3", True])]
 label, method, params = cases[case]
 conn = http.client.HTTPConnection(addr)
 headers = {"Content-Type": "application/json"}
@@ -72,12 +79,14 @@ ask() { python3 "$work/ask.py" "$1" "$2" "$N" "$3" "$ticks" "$4"; }
 echo "$N requests per case, $ROUNDS rounds; peak RSS with MIMALLOC_PURGE_DELAY=0"
 for round in $(seq "$ROUNDS"); do
   for encoding in identity gzip zstd; do
-    for case in 0 1; do
+    for case in 0 1 2 3; do
       name="c$round$encoding$case"
-      serve "$name" "$work/data" $'[[keys]]\nkey = "bench"'
+      data=$work/data
+      [ "$case" -lt 2 ] || data=$work/full-data
+      serve "$name" "$data" $'[[keys]]\nkey = "bench"'
       timed=$(ask "$(address "$name")" "$encoding" "${pids[-1]}" "$case")
       kill "${pids[-1]}" && { wait "${pids[-1]}" || true; }
-      MIMALLOC_PURGE_DELAY=0 serve "${name}m" "$work/data" $'[[keys]]\nkey = "bench"'
+      MIMALLOC_PURGE_DELAY=0 serve "${name}m" "$data" $'[[keys]]\nkey = "bench"'
       memory=$(ask "$(address "${name}m")" "$encoding" "${pids[-1]}" "$case")
       kill "${pids[-1]}" && { wait "${pids[-1]}" || true; }
       # round, label, encoding, bytes, CPU, p50, peak RSS with the defaults, first and last peak

@@ -1197,11 +1197,12 @@ fn index_traces_of(db: &Database, datadir: &Path) -> Result<()> {
             continue;
         }
         if next == 1 {
-            tx.index_block_traces(0, &[])?;
+            tx.index_block_traces(0, &[], &[])?;
         }
         let indexed = (|| {
             for (number, addresses) in &entries {
-                tx.index_block_traces(*number, addresses)?;
+                let named = tx.stored_block_named_addresses(*number)?;
+                tx.index_block_traces(*number, addresses, &named)?;
             }
             let indexed = tx.trace_index_head()?;
             tx.commit()?;

@@ -925,7 +925,9 @@ impl Importer {
             receipts: &executed.receipts,
             total_difficulty: executed.total_difficulty,
         })?;
-        tx.index_block_traces(block.header.number, &executed.trace_addresses)?;
+        let named =
+            quarry_storage::block_named_addresses(&block.header, &block.body, &block.senders);
+        tx.index_block_traces(block.header.number, &executed.trace_addresses, &named)?;
         tx.apply_state_changes(block.header.number, &executed.accounts, &executed.bytecodes)?;
         executed
             .trie

@@ -555,6 +555,12 @@ mod tests {
             total_difficulty: U256::from(number),
         })
         .unwrap();
+        // The frames name the sender B and the recipient A, which the block names itself, and
+        // an address only a frame names: the unwind must take the block out of all three lists.
+        let named = crate::block_named_addresses(&header, &body, &[B]);
+        let internal = Address::repeat_byte(0xc0 + branch);
+        tx.index_block_traces(number, &[B, A, internal], &named)
+            .unwrap();
         let slot = |k: u8| B256::with_last_byte(k);
         let changes = match (number, branch) {
             (1, _) => vec![AccountChange {
@@ -603,6 +609,7 @@ mod tests {
             total_difficulty: U256::ZERO,
         })
         .unwrap();
+        tx.index_block_traces(0, &[], &[]).unwrap();
         for (number, branch) in blocks {
             write_block(&tx, *number, *branch);
         }

@@ -42,6 +42,7 @@ pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
 pub use state_window::STATE_PRUNE_CATCH_UP;
 pub use tables::{Table, TrieId};
 pub use tail::TailWarmer;
+pub use trace_index::block_named_addresses;
 pub use trie::{
     Leaf, LeafCursor, TrieNodeCursor, complete_leaf_hashes, first_key_under, leaf_child_hash,
 };

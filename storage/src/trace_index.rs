@@ -3,12 +3,16 @@
 //! beneficiaries, and the block's rewarded miners), so that trace_filter re-executes only the
 //! blocks that may hold a matching frame. Ingest writes each block's entries as it stores the
 //! block (the executor gathers the addresses while executing it); `quarry index-traces` builds
-//! them for blocks stored before; an unwind removes them.
+//! them for blocks stored before; an unwind removes them. The block's own record, what the
+//! unwind reads, leaves out the addresses the stored block already names (its senders,
+//! recipients and beneficiaries): most of a block's frames, which the unwind reads back from
+//! the block instead.
 
 use crate::{
-    Error, Result, StorageTx, Table, migrate::TRACE_LISTS_LAYOUT, models::be_u64,
+    Error, Result, StorageTx, StoredBody, Table, migrate::TRACE_LISTS_LAYOUT, models::be_u64,
     state_lists::Lists,
 };
+use alloy_consensus::{Header, Transaction};
 use alloy_primitives::Address;
 use signet_libmdbx::{RwSync, TransactionKind};
 
@@ -60,8 +64,14 @@ impl StorageTx<RwSync> {
     /// Records the addresses of block `number`'s frames if the index is complete up to its
     /// parent (or the block is the first after genesis, which has no frames): the block goes
     /// into each address's list, and the block's own record, under its number, is what an
-    /// unwind takes out of them.
-    pub fn index_block_traces(&self, number: u64, addresses: &[Address]) -> Result<()> {
+    /// unwind takes out of them beside the addresses `named` (the stored block's own,
+    /// [`block_named_addresses`]), which the record leaves out.
+    pub fn index_block_traces(
+        &self,
+        number: u64,
+        addresses: &[Address],
+        named: &[Address],
+    ) -> Result<()> {
         let contiguous = match (self.trace_index_head()?, number.checked_sub(1)) {
             (_, None) => true,
             (Some(head), Some(parent)) => head == parent,
@@ -73,17 +83,32 @@ impl StorageTx<RwSync> {
         let mut sorted = addresses.to_vec();
         sorted.sort_unstable();
         sorted.dedup();
-        let mut list = Vec::with_capacity(sorted.len() * 20);
+        let mut named = named.to_vec();
+        named.sort_unstable();
+        let mut list = Vec::new();
         for address in &sorted {
             self.list_indexed_block(Lists::Traces, address.as_slice(), number)?;
-            list.extend_from_slice(address.as_slice());
+            if named.binary_search(address).is_err() {
+                list.extend_from_slice(address.as_slice());
+            }
         }
         self.put_chunked(Table::TraceAddresses, number, &list, true)?;
         self.put_meta(TRACE_INDEX_HEAD, &number.to_be_bytes())
     }
 
-    /// Removes block `number`'s entries (the block is being unwound) and, if the index reached
-    /// it, moves the index head to its parent.
+    /// The addresses stored block `number` names itself ([`block_named_addresses`]); empty for
+    /// a block not stored.
+    pub fn stored_block_named_addresses(&self, number: u64) -> Result<Vec<Address>> {
+        let (Some(header), Some(body)) = (self.header(number)?, self.body(number)?) else {
+            return Ok(Vec::new());
+        };
+        let senders = self.senders(number)?.unwrap_or_default();
+        Ok(block_named_addresses(&header, &body, &senders))
+    }
+
+    /// Removes block `number`'s entries (the block is being unwound; it must still be stored,
+    /// since the addresses it names itself are read from it) and, if the index reached it,
+    /// moves the index head to its parent.
     pub(crate) fn unindex_block_traces(&self, number: u64) -> Result<()> {
         let list = self
             .get_chunked(Table::TraceAddresses, number)?
@@ -95,7 +120,13 @@ impl StorageTx<RwSync> {
                     list.len()
                 )));
             }
-            for address in list.chunks_exact(20) {
+            // Records written before they left out the named addresses hold some of them
+            // again: taking a block out of a list twice is a no-op.
+            let named = self.stored_block_named_addresses(number)?;
+            for address in list
+                .chunks_exact(20)
+                .chain(named.iter().map(|a| a.as_slice()))
+            {
                 self.unlist_block(Lists::Traces, address, number)?;
             }
             self.del_chunked(Table::TraceAddresses, number)?;
@@ -140,6 +171,24 @@ impl StorageTx<RwSync> {
     }
 }
 
+/// The addresses a block's own stored data names, all of which its frames name too: the
+/// senders, the recipients of calls, the beneficiary and the ommers' beneficiaries. The trace
+/// index's record of a block leaves them out, and an unwind reads them back from the block.
+pub fn block_named_addresses(
+    header: &Header,
+    body: &StoredBody,
+    senders: &[Address],
+) -> Vec<Address> {
+    let mut named = Vec::with_capacity(senders.len() * 2 + 1 + body.ommers.len());
+    named.extend_from_slice(senders);
+    named.extend(body.transactions.iter().filter_map(|tx| tx.to()));
+    named.push(header.beneficiary);
+    named.extend(body.ommers.iter().map(|ommer| ommer.beneficiary));
+    named.sort_unstable();
+    named.dedup();
+    named
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,13 +205,14 @@ mod tests {
         let tx = db.writer().unwrap();
         assert_eq!(tx.trace_index_head().unwrap(), None);
         assert_eq!(tx.trace_candidates(&[address(1)], 0, 0).unwrap(), None);
-        tx.index_block_traces(0, &[]).unwrap();
-        tx.index_block_traces(1, &[address(1), address(2), address(1)])
+        tx.index_block_traces(0, &[], &[]).unwrap();
+        tx.index_block_traces(1, &[address(1), address(2), address(1)], &[])
             .unwrap();
-        tx.index_block_traces(2, &[address(2)]).unwrap();
-        tx.index_block_traces(3, &[address(1), address(3)]).unwrap();
+        tx.index_block_traces(2, &[address(2)], &[]).unwrap();
+        tx.index_block_traces(3, &[address(1), address(3)], &[])
+            .unwrap();
         // Not contiguous: skipped.
-        tx.index_block_traces(5, &[address(1)]).unwrap();
+        tx.index_block_traces(5, &[address(1)], &[]).unwrap();
         assert_eq!(tx.trace_index_head().unwrap(), Some(3));
         assert!(matches!(
             tx.trace_candidates(&[address(1)], 0, 3),
@@ -180,9 +230,32 @@ mod tests {
         assert_eq!(tx.trace_index_head().unwrap(), Some(2));
         assert_eq!(found(&[address(1)], 0, 2), Some(vec![1]));
         assert_eq!(found(&[address(3)], 0, 2), Some(vec![]));
-        tx.index_block_traces(3, &[address(3)]).unwrap();
+        tx.index_block_traces(3, &[address(3)], &[]).unwrap();
         tx.write_staged().unwrap();
         assert_eq!(found(&[address(3), address(1)], 0, 3), Some(vec![1, 3]));
+    }
+
+    /// The block's record holds only the addresses it does not name itself, while every
+    /// address's list gets the block.
+    #[test]
+    fn the_record_leaves_out_the_named_addresses() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        tx.index_block_traces(0, &[], &[]).unwrap();
+        let named = [address(2), address(1), address(9)];
+        tx.index_block_traces(1, &[address(3), address(1), address(2)], &named)
+            .unwrap();
+        let record = tx.get_chunked(Table::TraceAddresses, 1).unwrap().unwrap();
+        assert_eq!(record.as_ref(), address(3).as_slice());
+        tx.write_staged().unwrap();
+        for a in [address(1), address(2), address(3)] {
+            assert_eq!(tx.trace_candidates(&[a], 0, 1).unwrap(), Some(vec![1]));
+        }
+        assert_eq!(
+            tx.trace_candidates(&[address(9)], 0, 1).unwrap(),
+            Some(vec![])
+        );
     }
 
     #[test]
@@ -191,9 +264,9 @@ mod tests {
         let db = Database::open(dir.path()).unwrap();
         let tx = db.writer().unwrap();
         // Block 7 of a database whose index never started: left for `index-traces`.
-        tx.index_block_traces(7, &[address(1)]).unwrap();
+        tx.index_block_traces(7, &[address(1)], &[]).unwrap();
         assert_eq!(tx.trace_index_head().unwrap(), None);
-        tx.index_block_traces(1, &[address(1)]).unwrap();
+        tx.index_block_traces(1, &[address(1)], &[]).unwrap();
         assert_eq!(tx.trace_index_head().unwrap(), Some(1));
     }
 
@@ -205,14 +278,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path()).unwrap();
         let tx = db.writer().unwrap();
-        tx.index_block_traces(0, &[]).unwrap();
+        tx.index_block_traces(0, &[], &[]).unwrap();
         let named = |number: u64| !number.is_multiple_of(3);
         for number in 1..=5_000u64 {
             let addresses = match named(number) {
                 true => vec![address(1), address(2)],
                 false => vec![address(2)],
             };
-            tx.index_block_traces(number, &addresses).unwrap();
+            tx.index_block_traces(number, &addresses, &[]).unwrap();
         }
         tx.commit().unwrap();
         let tx = db.writer().unwrap();
