@@ -3,7 +3,8 @@
 //! keep their history indices), and for each address, the blocks whose call frames name it
 //! (`TraceAddressLists`: the trace index's lists, trace_index.rs), and for each log topic and
 //! position, the blocks holding a log with it there (`LogTopicLists`, log_index.rs). A key's list is cut into shards of at most [`SHARD_BLOCKS`] blocks,
-//! each a serialized roaring bitmap keyed by the key's hash and the shard's highest block (the
+//! each a serialized roaring bitmap or a list of varint deltas, whichever is shorter
+//! ([`encode_shard`]), keyed by the key's hash and the shard's highest block (the
 //! last shard by `u64::MAX`), so one seek at (hashed key, N + 1) lands on the shard holding the
 //! key's first change after block N. That block's changeset entry is the value before it, so the
 //! value after N: two seeks, however far back N is. No change after N: the latest value.
@@ -81,16 +82,74 @@ fn list_block(block: u64) -> Result<u32> {
     u32::try_from(block).map_err(|_| Error::BlockBeyondLists(block))
 }
 
-/// A shard's value: the plain key, then the blocks.
+/// The first byte of a list's delta encoding. A serialized roaring bitmap starts with its
+/// cookie, 12,346 or 12,347 little-endian (0x3a or 0x3b), never with this.
+const DELTA_LIST: u8 = 0;
+
+/// A shard's value: the plain key, then the blocks, in whichever of two encodings is shorter:
+/// a serialized roaring bitmap, or [`DELTA_LIST`] then the first block and each difference
+/// from the one before as LEB128 varints. Most keys change in a few blocks, where the bitmap's
+/// 16 bytes of header weigh more than the blocks (a one-block list: 18 bytes against 4).
 fn encode_shard(plain: &[u8], blocks: &mut RoaringBitmap) -> Result<Vec<u8>> {
     // Runs (a key changed in consecutive blocks) as run containers where that is smaller.
     blocks.optimize();
-    let mut out = Vec::with_capacity(plain.len() + blocks.serialized_size());
+    let mut deltas = vec![DELTA_LIST];
+    let mut previous = 0;
+    for block in blocks.iter() {
+        push_varint(&mut deltas, block - previous);
+        previous = block;
+    }
+    let mut out = Vec::with_capacity(plain.len() + blocks.serialized_size().min(deltas.len()));
     out.extend_from_slice(plain);
-    blocks
-        .serialize_into(&mut out)
-        .map_err(|e| Error::Corrupt(format!("cannot serialize a block list: {e}")))?;
+    if deltas.len() <= blocks.serialized_size() {
+        out.extend_from_slice(&deltas);
+    } else {
+        blocks
+            .serialize_into(&mut out)
+            .map_err(|e| Error::Corrupt(format!("cannot serialize a block list: {e}")))?;
+    }
     Ok(out)
+}
+
+/// Appends `value` as an LEB128 varint: seven bits a byte, low bits first, the high bit set on
+/// every byte but the last.
+fn push_varint(out: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// The blocks of a [`DELTA_LIST`] encoding (after its first byte); `None` when it is cut
+/// short, overflows or is not ascending.
+fn decode_deltas(mut bytes: &[u8]) -> Option<RoaringBitmap> {
+    let mut blocks = Vec::new();
+    let mut previous: Option<u32> = None;
+    while !bytes.is_empty() {
+        let (mut value, mut shift) = (0u32, 0u32);
+        loop {
+            let (&byte, rest) = bytes.split_first()?;
+            bytes = rest;
+            let bits = u32::from(byte & 0x7f);
+            if shift > 28 || (shift == 28 && bits > 0xf) {
+                return None;
+            }
+            value |= bits << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+        }
+        let block = match previous {
+            None => value,
+            Some(_) if value == 0 => return None,
+            Some(previous) => previous.checked_add(value)?,
+        };
+        blocks.push(block);
+        previous = Some(block);
+    }
+    RoaringBitmap::from_sorted_iter(blocks).ok()
 }
 
 /// A shard's plain key and blocks; `key` names it in errors.
@@ -109,7 +168,12 @@ fn decode_shard<'v>(
     let (plain, blocks) = value
         .split_at_checked(lists.plain_len())
         .ok_or_else(|| corrupt("shorter than its plain key"))?;
-    let blocks = RoaringBitmap::deserialize_from(blocks).map_err(|e| corrupt(&e.to_string()))?;
+    let blocks = match blocks.split_first() {
+        Some((&DELTA_LIST, deltas)) => {
+            decode_deltas(deltas).ok_or_else(|| corrupt("a malformed list of block deltas"))?
+        }
+        _ => RoaringBitmap::deserialize_from(blocks).map_err(|e| corrupt(&e.to_string()))?,
+    };
     Ok((plain, blocks))
 }
 
@@ -586,6 +650,48 @@ impl StorageTx<RwSync> {
 mod tests {
     use super::*;
     use crate::Database;
+
+    /// Every list comes back from its shard value as it went in, in the shorter encoding:
+    /// deltas for a few blocks or sparse ones, the bitmap for runs; values in either encoding
+    /// read alike (datadirs written before hold bitmaps only).
+    #[test]
+    fn shards_take_the_shorter_encoding_and_read_back() {
+        let plain = [9u8; 52];
+        let cases: Vec<(Vec<u32>, bool)> = vec![
+            (vec![0], true),
+            (vec![5], true),
+            (vec![u32::MAX], true),
+            (vec![17, 300_000, 300_001, 24_000_000], true),
+            ((0..2_000).map(|i| i * 997).collect(), true),
+            ((100..2_100).collect(), false),
+            (vec![0, u32::MAX], true),
+        ];
+        for (blocks, deltas) in cases {
+            let mut bitmap = RoaringBitmap::from_sorted_iter(blocks.iter().copied()).unwrap();
+            let value = encode_shard(&plain, &mut bitmap).unwrap();
+            assert_eq!(&value[..52], &plain);
+            assert_eq!(value[52] == DELTA_LIST, deltas, "{} blocks", blocks.len());
+            assert!(value.len() - 52 <= bitmap.serialized_size());
+            let (read_plain, read) = decode_shard(Lists::Storages, b"k", &value).unwrap();
+            assert_eq!(read_plain, &plain);
+            assert_eq!(read.iter().collect::<Vec<_>>(), blocks);
+            let mut serialized = plain.to_vec();
+            bitmap.serialize_into(&mut serialized).unwrap();
+            let (_, old) = decode_shard(Lists::Storages, b"k", &serialized).unwrap();
+            assert_eq!(old, read);
+        }
+        let one = encode_shard(&[], &mut RoaringBitmap::from_iter([20_000u32])).unwrap();
+        assert_eq!(one, [DELTA_LIST, 0xa0, 0x9c, 0x01]);
+        for malformed in [
+            vec![DELTA_LIST, 0x80],
+            vec![DELTA_LIST, 5, 0],
+            vec![DELTA_LIST, 0xff, 0xff, 0xff, 0xff, 0x1f],
+            vec![DELTA_LIST, 0xff, 0xff, 0xff, 0xff, 0x0f, 1],
+        ] {
+            let error = decode_shard(Lists::Topics, b"k", &malformed).unwrap_err();
+            assert!(error.to_string().contains("malformed"), "{error}");
+        }
+    }
 
     fn listed(tx: &StorageTx<impl TransactionKind>, hashed: &[u8]) -> Vec<(u64, Vec<u32>)> {
         let mut cursor = tx.list_cursor(Lists::Accounts).unwrap();

@@ -167,22 +167,23 @@ tables! {
     /// `AccountChangeSets` hold an account, cut in shards of at most 2,000. Key: keccak256 of
     /// the address (32 bytes, so keys walk in the accounts trie's order) then the shard's
     /// highest block (u64 BE; `u64::MAX` for the last shard). Value: the address (20 bytes), then
-    /// the shard's block numbers as a serialized roaring bitmap. An account after block N is
-    /// the changeset entry of its first listed block after N, or else the latest account.
+    /// the shard's block numbers as a serialized roaring bitmap, or as a byte 0 then varint
+    /// deltas when that is shorter (state_lists.rs, `encode_shard`). An account after block N
+    /// is the changeset entry of its first listed block after N, or else the latest account.
     AccountChangeLists = "account_change_lists";
     /// As `AccountChangeLists`, for storage slots and `StorageChangeSets`. Key: keccak256 of the
     /// address (32), of the slot (32), then the shard's highest block (u64 BE). Value: the
-    /// address (20) and slot (32), then the serialized roaring bitmap.
+    /// address (20) and slot (32), then the blocks as in `AccountChangeLists`.
     StorageChangeLists = "storage_change_lists";
     /// The trace index's lists (trace_index.rs): per address, the blocks whose call frames
     /// name it, sharded as `AccountChangeLists` (state_lists.rs). Key: the address (20 bytes),
     /// then the shard's highest block (u64 BE; u64::MAX for the address's last shard). Value:
-    /// the serialized roaring bitmap.
+    /// the blocks as in `AccountChangeLists`.
     TraceAddressLists = "trace_address_lists";
     /// The log index by topic (log_index.rs): per topic and position in a log (0-3), the
     /// blocks holding a log with the topic there, sharded as `AccountChangeLists`. Key: the
     /// topic (32 bytes), the position (1 byte), then the shard's highest block (u64 BE;
-    /// u64::MAX for the last shard). Value: the serialized roaring bitmap.
+    /// u64::MAX for the last shard). Value: the blocks as in `AccountChangeLists`.
     LogTopicLists = "log_topic_lists";
 }
 
