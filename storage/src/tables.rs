@@ -65,8 +65,9 @@ tables! {
     /// Key: block number (u64 BE). Value: the recovered sender of each transaction, 20 bytes each,
     /// concatenated in block order (uncompressed: see `BlockData` in block_codec.rs).
     Senders = "senders";
-    /// Key: the transaction hash's first 8 bytes, then its block number (u64 BE) and index in
-    /// the block (u32 BE). Value: empty. Hashes that share the prefix are told apart by the
+    /// Key: the transaction hash's first 8 bytes, then its block number (u32 BE) and index in
+    /// the block (u16 BE), or, beyond those widths and in keys written before, the block number
+    /// as u64 BE and the index as u32 BE (see tx_lookup.rs). Value: empty. Hashes that share the prefix are told apart by the
     /// block's `BlockTxHashes` (see tx_lookup.rs). Layouts before 7: key the whole hash, value
     /// the block number then the index.
     TxLookup = "tx_lookup";

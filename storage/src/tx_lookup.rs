@@ -1,7 +1,9 @@
 //! The transaction lookup (`TxLookup`): where a transaction is, found by its hash.
 //!
-//! A key is the hash's first `PREFIX` bytes, then the transaction's block number (u64 BE) and
-//! index in the block (u32 BE); the value is empty. Hashes that share a prefix have adjacent
+//! A key is the hash's first `PREFIX` bytes, then the transaction's block number (u32 BE) and
+//! index in the block (u16 BE), or, for a location beyond those widths and in keys written
+//! before this layout, the block number as u64 BE and the index as u32 BE; the key's length
+//! tells them apart. The value is empty. Hashes that share a prefix have adjacent
 //! keys, and a lookup takes the one whose block holds the hash at that index, checked against
 //! the block's transaction hashes (`BlockTxHashes`). An 8-byte prefix is a quarter of a hash,
 //! and on 2 million transactions two share one with odds of about 1 in 10 million; when they
@@ -13,14 +15,56 @@ use signet_libmdbx::{RwSync, TransactionKind};
 
 /// The bytes of a hash a key keeps.
 const PREFIX: usize = 8;
-/// A key: the prefix, the block number, the index.
-const KEY: usize = PREFIX + 12;
+/// A key: the prefix, the block number (u32 BE), the index (u16 BE).
+const KEY: usize = PREFIX + 6;
+/// A wide key: the prefix, the block number (u64 BE), the index (u32 BE).
+const WIDE_KEY: usize = PREFIX + 12;
 
-fn lookup_key(hash: &B256, location: TxLocation) -> [u8; KEY] {
-    let mut key = [0u8; KEY];
-    key[..PREFIX].copy_from_slice(&hash[..PREFIX]);
-    key[PREFIX..].copy_from_slice(&location.encode());
+/// The key of the transaction at `location`: narrow when its block number and index fit.
+fn lookup_key(hash: &B256, location: TxLocation) -> Vec<u8> {
+    let narrow = (
+        u32::try_from(location.block_number),
+        u16::try_from(location.index),
+    );
+    let mut key = hash[..PREFIX].to_vec();
+    match narrow {
+        (Ok(block), Ok(index)) => {
+            key.extend_from_slice(&block.to_be_bytes());
+            key.extend_from_slice(&index.to_be_bytes());
+        }
+        _ => key.extend_from_slice(&location.encode()),
+    }
     key
+}
+
+/// The wide key of the transaction at `location`, as every key was written before narrow ones.
+fn wide_key(hash: &B256, location: TxLocation) -> Vec<u8> {
+    [&hash[..PREFIX], &location.encode()[..]].concat()
+}
+
+/// The location a key names, narrow or wide.
+fn key_location(key: &[u8]) -> Result<TxLocation> {
+    match key.len() {
+        KEY => Ok(TxLocation {
+            block_number: u64::from(u32::from_be_bytes(
+                key[PREFIX..PREFIX + 4]
+                    .try_into()
+                    .map_err(|_| bad_key(key))?,
+            )),
+            index: u32::from(u16::from_be_bytes(
+                key[PREFIX + 4..].try_into().map_err(|_| bad_key(key))?,
+            )),
+        }),
+        WIDE_KEY => TxLocation::decode(&key[PREFIX..]),
+        _ => Err(bad_key(key)),
+    }
+}
+
+fn bad_key(key: &[u8]) -> Error {
+    Error::Corrupt(format!(
+        "tx lookup key of {} bytes, expected {KEY} or {WIDE_KEY} (run `quarry migrate`)",
+        key.len()
+    ))
 }
 
 impl<K: TransactionKind> StorageTx<K> {
@@ -33,13 +77,7 @@ impl<K: TransactionKind> StorageTx<K> {
             if !key.starts_with(prefix) {
                 break;
             }
-            if key.len() != KEY {
-                return Err(Error::Corrupt(format!(
-                    "tx lookup key of {} bytes, expected {KEY} (run `quarry migrate`)",
-                    key.len()
-                )));
-            }
-            let location = TxLocation::decode(&key[PREFIX..])?;
+            let location = key_location(&key)?;
             if self.transaction_hash_at(location)? == Some(*hash) {
                 return Ok(Some(location));
             }
@@ -88,21 +126,23 @@ impl StorageTx<RwSync> {
         self.put_staged(Table::TxLookup, &lookup_key(hash, location), &[])
     }
 
-    /// Removes the lookup of the transaction with this hash at `location` (an unwound block's);
-    /// another transaction whose hash shares the prefix keeps its own.
+    /// Removes the lookup of the transaction with this hash at `location` (an unwound block's),
+    /// narrow or wide (written before narrow keys); another transaction whose hash shares the
+    /// prefix keeps its own.
     pub(crate) fn del_tx_lookup(&self, hash: &B256, location: TxLocation) -> Result<()> {
-        self.del(Table::TxLookup, &lookup_key(hash, location))
+        self.del(Table::TxLookup, &lookup_key(hash, location))?;
+        self.del(Table::TxLookup, &wide_key(hash, location))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Database, models::be_u64};
+    use crate::Database;
 
     /// The block number in a lookup key.
     fn key_block(key: &[u8]) -> Result<u64> {
-        be_u64(&key[PREFIX..PREFIX + 8])
+        Ok(key_location(key)?.block_number)
     }
 
     fn hash(prefix: u8, rest: u8) -> B256 {
@@ -168,6 +208,39 @@ mod tests {
         let mut cursor = r.tx.cursor(r.db(Table::TxLookup)).unwrap();
         let (key, ()) = cursor.first::<Vec<u8>, ()>().unwrap().unwrap();
         assert_eq!((key.len(), key_block(&key).unwrap()), (KEY, 1));
+    }
+
+    /// Keys written wide (before narrow keys, or beyond their widths) are found beside narrow
+    /// ones, and an unwind's removal deletes either.
+    #[test]
+    fn wide_keys_are_found_and_removed_beside_narrow_ones() {
+        let (_dir, db) = crafted();
+        let tx = db.writer().unwrap();
+        let (old, far) = (hash(0xaa, 4), hash(0xbb, 5));
+        let mut hashes = vec![0u8; 32 * 70_001];
+        hashes[..32].copy_from_slice(old.as_slice());
+        hashes[32 * 70_000..].copy_from_slice(far.as_slice());
+        tx.put(Table::BlockTxHashes, &4u64.to_be_bytes(), &hashes)
+            .unwrap();
+        tx.put(Table::TxLookup, &wide_key(&old, at(4, 0)), &[])
+            .unwrap();
+        tx.put_tx_lookup(&far, at(4, 70_000)).unwrap();
+        tx.commit().unwrap();
+        let r = db.reader().unwrap();
+        assert_eq!(r.tx_location(&old).unwrap(), Some(at(4, 0)));
+        assert_eq!(r.tx_location(&far).unwrap(), Some(at(4, 70_000)));
+        assert_eq!(r.tx_location(&hash(0xaa, 3)).unwrap(), Some(at(3, 1)));
+        assert_eq!(lookup_key(&far, at(4, 70_000)).len(), WIDE_KEY);
+        assert_eq!(lookup_key(&old, at(4, 0)).len(), KEY);
+        drop(r);
+        let tx = db.writer().unwrap();
+        tx.del_tx_lookup(&old, at(4, 0)).unwrap();
+        tx.del_tx_lookup(&far, at(4, 70_000)).unwrap();
+        tx.commit().unwrap();
+        let r = db.reader().unwrap();
+        assert_eq!(r.tx_location(&old).unwrap(), None);
+        assert_eq!(r.tx_location(&far).unwrap(), None);
+        assert_eq!(r.tx_lookup_collisions().unwrap(), (5, 2));
     }
 
     #[test]
