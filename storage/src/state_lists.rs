@@ -99,9 +99,10 @@ fn encode_shard(plain: &[u8], blocks: &mut RoaringBitmap) -> Result<Vec<u8>> {
         push_varint(&mut deltas, block - previous);
         previous = block;
     }
-    let mut out = Vec::with_capacity(plain.len() + blocks.serialized_size().min(deltas.len()));
+    let bitmap_len = blocks.serialized_size();
+    let mut out = Vec::with_capacity(plain.len() + bitmap_len.min(deltas.len()));
     out.extend_from_slice(plain);
-    if deltas.len() <= blocks.serialized_size() {
+    if deltas.len() <= bitmap_len {
         out.extend_from_slice(&deltas);
     } else {
         blocks

@@ -26,15 +26,12 @@ fn lookup_key(hash: &B256, location: TxLocation) -> Vec<u8> {
         u32::try_from(location.block_number),
         u16::try_from(location.index),
     );
-    let mut key = hash[..PREFIX].to_vec();
     match narrow {
         (Ok(block), Ok(index)) => {
-            key.extend_from_slice(&block.to_be_bytes());
-            key.extend_from_slice(&index.to_be_bytes());
+            [&hash[..PREFIX], &block.to_be_bytes(), &index.to_be_bytes()].concat()
         }
-        _ => key.extend_from_slice(&location.encode()),
+        _ => wide_key(hash, location),
     }
-    key
 }
 
 /// The wide key of the transaction at `location`, as every key was written before narrow ones.
