@@ -783,39 +783,61 @@ impl Drop for RedisServer {
     }
 }
 
-/// A `redis-server` listening, or `None` when none is installed.
+/// A `redis-server` answering PING, or `None` when none is installed. The port is free
+/// when picked but may be taken before redis binds it (by another test's listener or an
+/// outgoing connection), so a redis that exits, or a port that answers anything but PONG,
+/// is retried on a new port.
 pub fn redis_server() -> Option<RedisServer> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = tempfile::tempdir().unwrap();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .arg("--dir")
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let redis = RedisServer(child, port, dir);
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut redis = RedisServer(child, port, dir);
+        if redis_answers_ping(&mut redis) {
+            return Some(redis);
+        }
+    }
+    panic!("redis-server did not answer PING on any of 5 ports");
+}
+
+/// Waits up to 5 s for `redis` to answer PING with PONG; false once it has exited.
+fn redis_answers_ping(redis: &mut RedisServer) -> bool {
     let start = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "redis-server did not listen"
-        );
+    while start.elapsed() < Duration::from_secs(5) {
+        if redis.0.try_wait().ok().flatten().is_some() {
+            return false;
+        }
+        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", redis.1)) {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+            let mut answer = [0u8; 7];
+            if stream.write_all(b"PING\r\n").is_ok()
+                && stream.read_exact(&mut answer).is_ok()
+                && &answer == b"+PONG\r\n"
+            {
+                return true;
+            }
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Some(redis)
+    false
 }
 
 /// An HTTP answer: status, head (lowercased), body.
