@@ -1,28 +1,48 @@
 //! Prints each table's entries and size in a datadir, largest first:
-//! `cargo run --release -p quarry-storage --example table_sizes -- DATADIR`.
+//! `cargo run --release -p quarry-storage --example table_sizes -- DATADIR [--payload]`.
+//! With `--payload` it also reads every entry and prints the key and value bytes each table
+//! holds, and how full its leaf pages are.
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
         .nth(1)
-        .ok_or("usage: table_sizes DATADIR")?;
+        .ok_or("usage: table_sizes DATADIR [--payload]")?;
+    let payload = std::env::args().nth(2).as_deref() == Some("--payload");
     let db = quarry_storage::Database::open(Path::new(&path))?;
+    let reader = db.reader()?;
     let mut stats = db.table_stats()?;
     stats.sort_by_key(|stat| std::cmp::Reverse(stat.bytes));
     let total: u64 = stats.iter().map(|stat| stat.bytes).sum();
-    println!(
+    print!(
         "{:<26} {:>12} {:>10} {:>9}",
         "table", "entries", "MB", "B/entry"
     );
+    if payload {
+        print!(" {:>9} {:>9} {:>6}", "key MB", "value MB", "fill");
+    }
+    println!();
     for stat in &stats {
         let per_entry = stat.bytes.checked_div(stat.entries).unwrap_or(0);
-        println!(
+        print!(
             "{:<26} {:>12} {:>10.1} {:>9}",
             stat.table.name(),
             stat.entries,
             stat.bytes as f64 / 1e6,
             per_entry
         );
+        if payload {
+            let bytes = reader.table_payload(stat.table)?;
+            // Each entry in a leaf page also takes an 8-byte node header and a 2-byte pointer.
+            let used = bytes.key_bytes + bytes.value_bytes + 10 * stat.entries;
+            print!(
+                " {:>9.1} {:>9.1} {:>5.0}%",
+                bytes.key_bytes as f64 / 1e6,
+                bytes.value_bytes as f64 / 1e6,
+                100.0 * used as f64 / bytes.leaf_bytes.max(1) as f64
+            );
+        }
+        println!();
     }
     println!("{:<26} {:>12} {:>10.1}", "total", "", total as f64 / 1e6);
     // Not tables: the free list, and the file's pages up to the last used one.

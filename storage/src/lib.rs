@@ -370,6 +370,14 @@ pub struct Space {
     pub allocated_bytes: u64,
 }
 
+/// A table's key and value bytes against its leaf pages' bytes (`table_payload`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TablePayload {
+    pub key_bytes: u64,
+    pub value_bytes: u64,
+    pub leaf_bytes: u64,
+}
+
 /// One table's size (see [`Database::table_stats`]).
 #[derive(Debug, Clone, Copy)]
 pub struct TableStat {
@@ -706,6 +714,22 @@ impl<K: TransactionKind> StorageTx<K> {
             entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
         }
         Ok((entries, hasher.finalize()))
+    }
+
+    /// The bytes of `table`'s keys and values, and its leaf pages' bytes: how full its pages
+    /// are (a B-tree filled by inserts at random keys keeps its pages about two thirds full).
+    pub fn table_payload(&self, table: Table) -> Result<TablePayload> {
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let mut payload = TablePayload::default();
+        let mut entry = cursor.first::<Cow<'_, [u8]>, Cow<'_, [u8]>>()?;
+        while let Some((key, value)) = entry {
+            payload.key_bytes += key.len() as u64;
+            payload.value_bytes += value.len() as u64;
+            entry = cursor.next::<Cow<'_, [u8]>, Cow<'_, [u8]>>()?;
+        }
+        let stat = self.tx.db_stat(&self.db(table))?;
+        payload.leaf_bytes = stat.leaf_pages() as u64 * u64::from(stat.page_size());
+        Ok(payload)
     }
 
     fn count_scanned(&self) {
