@@ -247,10 +247,12 @@ impl Database {
         let tx = env.begin_rw_sync().map_err(explain)?;
         let mut dbs = Vec::with_capacity(Table::ALL.len());
         for table in Table::ALL {
-            dbs.push(
-                tx.create_db(Some(table.name()), DatabaseFlags::empty())
-                    .map_err(explain)?,
-            );
+            let flags = if table.fixed_size_duplicates() {
+                DatabaseFlags::DUP_SORT | DatabaseFlags::DUP_FIXED
+            } else {
+                DatabaseFlags::empty()
+            };
+            dbs.push(tx.create_db(Some(table.name()), flags).map_err(explain)?);
         }
         tx.commit().map_err(explain)?;
         let page_size = u64::from(env.stat()?.page_size());

@@ -65,12 +65,20 @@ tables! {
     /// Key: block number (u64 BE). Value: the recovered sender of each transaction, 20 bytes each,
     /// concatenated in block order (uncompressed: see `BlockData` in block_codec.rs).
     Senders = "senders";
-    /// Key: the transaction hash's first 8 bytes, then its block number (u32 BE) and index in
-    /// the block (u16 BE), or, beyond those widths and in keys written before, the block number
-    /// as u64 BE and the index as u32 BE (see tx_lookup.rs). Value: empty. Hashes that share the prefix are told apart by the
-    /// block's `BlockTxHashes` (see tx_lookup.rs). Layouts before 7: key the whole hash, value
-    /// the block number then the index.
+    /// Transaction lookups that `TxLookupGroups` cannot hold, and those written before it. Key:
+    /// the transaction hash's first 8 bytes, then its block number as u64 BE and index in the
+    /// block as u32 BE (a location beyond a group's widths, or any written before narrow keys),
+    /// or, as written before groups, the block number (u32 BE) and index (u16 BE); the key's
+    /// length tells them apart (see tx_lookup.rs). Value: empty. Hashes that share the prefix
+    /// are told apart by the block's `BlockTxHashes`. Layouts before 7: key the whole hash,
+    /// value the block number then the index.
     TxLookup = "tx_lookup";
+    /// The transaction lookup (tx_lookup.rs), grouped: MDBX DUPSORT with fixed-size values,
+    /// which it packs in pages without a header each. Key: the transaction hash's first 2
+    /// bytes. Values (12 bytes each, sorted): the hash's next 6 bytes, the block number (u32
+    /// BE), the index in the block (u16 BE). Locations beyond those widths, and lookups written
+    /// before this table, are in `TxLookup`.
+    TxLookupGroups = "tx_lookup_groups";
     /// Key: block number (u64 BE). Value: the number of transactions in blocks 0 through this
     /// one (u64 BE), so a transaction's position in the whole chain is one read away.
     TxCounts = "tx_counts";
@@ -186,6 +194,14 @@ tables! {
     /// topic (32 bytes), the position (1 byte), then the shard's highest block (u64 BE;
     /// u64::MAX for the last shard). Value: the blocks as in `AccountChangeLists`.
     LogTopicLists = "log_topic_lists";
+}
+
+impl Table {
+    /// Whether the table holds sorted fixed-size values under each key (MDBX's DUPSORT and
+    /// DUPFIXED).
+    pub const fn fixed_size_duplicates(self) -> bool {
+        matches!(self, Table::TxLookupGroups)
+    }
 }
 
 /// Which of a trie's two kinds of entries.

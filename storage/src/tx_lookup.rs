@@ -1,13 +1,18 @@
-//! The transaction lookup (`TxLookup`): where a transaction is, found by its hash.
+//! The transaction lookup: where a transaction is, found by its hash.
 //!
-//! A key is the hash's first `PREFIX` bytes, then the transaction's block number (u32 BE) and
-//! index in the block (u16 BE), or, for a location beyond those widths and in keys written
-//! before this layout, the block number as u64 BE and the index as u32 BE; the key's length
-//! tells them apart. The value is empty. Hashes that share a prefix have adjacent
-//! keys, and a lookup takes the one whose block holds the hash at that index, checked against
-//! the block's transaction hashes (`BlockTxHashes`). An 8-byte prefix is a quarter of a hash,
-//! and on 2 million transactions two share one with odds of about 1 in 10 million; when they
-//! do, both stay found.
+//! A transaction is found by its hash's first `PREFIX` bytes, its block number and its index in
+//! the block. Where the block number fits in 4 bytes and the index in 2, that is an entry of
+//! `TxLookupGroups`: the first `GROUP` bytes are the key, and the entry one of the key's sorted
+//! fixed-size values (the rest of the prefix, the block number, the index), which MDBX packs
+//! 12 bytes each where a key of its own would take 24 with its node header. Otherwise, and for
+//! lookups written before that table, it is a key of `TxLookup`: the prefix, then the block
+//! number (u32 BE) and index (u16 BE), or the block number as u64 BE and the index as u32 BE;
+//! the key's length tells them apart, and the value is empty.
+//!
+//! Hashes that share a prefix have adjacent entries, and a lookup takes the one whose block
+//! holds the hash at that index, checked against the block's transaction hashes
+//! (`BlockTxHashes`). An 8-byte prefix is a quarter of a hash, and on 2 million transactions two
+//! share one with odds of about 1 in 10 million; when they do, both stay found.
 
 use crate::{Error, Result, StorageTx, Table, TxLocation};
 use alloy_primitives::B256;
@@ -20,7 +25,41 @@ const KEY: usize = PREFIX + 6;
 /// A wide key: the prefix, the block number (u64 BE), the index (u32 BE).
 const WIDE_KEY: usize = PREFIX + 12;
 
-/// The key of the transaction at `location`: narrow when its block number and index fit.
+/// The bytes of a hash that key a group of `TxLookupGroups`.
+const GROUP: usize = 2;
+/// A group's value: the prefix's other bytes, the block number (u32 BE), the index (u16 BE).
+const GROUP_VALUE: usize = PREFIX - GROUP + 6;
+
+/// The `TxLookupGroups` value of the transaction at `location`, when its block number and
+/// index fit.
+fn group_value(hash: &B256, location: TxLocation) -> Option<[u8; GROUP_VALUE]> {
+    let block = u32::try_from(location.block_number).ok()?;
+    let index = u16::try_from(location.index).ok()?;
+    let mut value = [0u8; GROUP_VALUE];
+    value[..PREFIX - GROUP].copy_from_slice(&hash[GROUP..PREFIX]);
+    value[PREFIX - GROUP..PREFIX - GROUP + 4].copy_from_slice(&block.to_be_bytes());
+    value[PREFIX - GROUP + 4..].copy_from_slice(&index.to_be_bytes());
+    Some(value)
+}
+
+/// The location a `TxLookupGroups` value names.
+fn group_value_location(value: &[u8]) -> Result<TxLocation> {
+    let bad = || {
+        Error::Corrupt(format!(
+            "tx lookup group value of {} bytes, expected {GROUP_VALUE}",
+            value.len()
+        ))
+    };
+    let rest = value.get(PREFIX - GROUP..).filter(|rest| rest.len() == 6);
+    let rest = rest.ok_or_else(bad)?;
+    Ok(TxLocation {
+        block_number: u64::from(u32::from_be_bytes(rest[..4].try_into().map_err(|_| bad())?)),
+        index: u32::from(u16::from_be_bytes(rest[4..].try_into().map_err(|_| bad())?)),
+    })
+}
+
+/// The `TxLookup` key of the transaction at `location` as written before groups: narrow when
+/// its block number and index fit.
 fn lookup_key(hash: &B256, location: TxLocation) -> Vec<u8> {
     let narrow = (
         u32::try_from(location.block_number),
@@ -67,6 +106,23 @@ fn bad_key(key: &[u8]) -> Error {
 impl<K: TransactionKind> StorageTx<K> {
     /// Where the transaction with this hash is, if stored.
     pub fn tx_location(&self, hash: &B256) -> Result<Option<TxLocation>> {
+        let rest = &hash[GROUP..PREFIX];
+        // The first of the group's values at or after the prefix's (MDBX compares a value of
+        // full size with a group's, so the location's bytes are zeros).
+        let mut first = [0u8; GROUP_VALUE];
+        first[..PREFIX - GROUP].copy_from_slice(rest);
+        let mut cursor = self.tx.cursor(self.db(Table::TxLookupGroups))?;
+        let mut value = cursor.get_both_range::<Vec<u8>>(&hash[..GROUP], &first)?;
+        while let Some(found) = value {
+            if !found.starts_with(rest) {
+                break;
+            }
+            let location = group_value_location(&found)?;
+            if self.transaction_hash_at(location)? == Some(*hash) {
+                return Ok(Some(location));
+            }
+            value = cursor.next_dup::<(), Vec<u8>>()?.map(|((), found)| found);
+        }
         let prefix = &hash[..PREFIX];
         let mut cursor = self.tx.cursor(self.db(Table::TxLookup))?;
         let mut entry = cursor.set_range::<Vec<u8>, ()>(prefix)?;
@@ -99,19 +155,22 @@ impl<K: TransactionKind> StorageTx<K> {
     }
 
     /// How many lookup entries are stored, and how many of them share their prefix with the
-    /// entry before (a check on the prefix's length).
+    /// entry before in their table (a check on the prefix's length).
     pub fn tx_lookup_collisions(&self) -> Result<(u64, u64)> {
-        let mut cursor = self.tx.cursor(self.db(Table::TxLookup))?;
         let (mut entries, mut shared) = (0u64, 0u64);
-        let mut previous: Option<Vec<u8>> = None;
-        let mut entry = cursor.first::<Vec<u8>, ()>()?;
-        while let Some((key, ())) = entry {
-            entries += 1;
-            if previous.is_some_and(|p| key.get(..PREFIX) == p.get(..PREFIX)) {
-                shared += 1;
+        for table in [Table::TxLookupGroups, Table::TxLookup] {
+            let mut cursor = self.tx.cursor(self.db(table))?;
+            let mut previous: Option<Vec<u8>> = None;
+            let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
+            while let Some((key, value)) = entry {
+                let prefix = [key, value].concat();
+                entries += 1;
+                if previous.is_some_and(|p| prefix.get(..PREFIX) == p.get(..PREFIX)) {
+                    shared += 1;
+                }
+                previous = Some(prefix);
+                entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
             }
-            previous = Some(key);
-            entry = cursor.next::<Vec<u8>, ()>()?;
         }
         Ok((entries, shared))
     }
@@ -120,13 +179,23 @@ impl<K: TransactionKind> StorageTx<K> {
 impl StorageTx<RwSync> {
     /// Records where the transaction with this hash is (staged, written in key order).
     pub(crate) fn put_tx_lookup(&self, hash: &B256, location: TxLocation) -> Result<()> {
-        self.put_staged(Table::TxLookup, &lookup_key(hash, location), &[])
+        match group_value(hash, location) {
+            Some(value) => self.put_staged(Table::TxLookupGroups, &hash[..GROUP], &value),
+            None => self.put_staged(Table::TxLookup, &wide_key(hash, location), &[]),
+        }
     }
 
     /// Removes the lookup of the transaction with this hash at `location` (an unwound block's),
-    /// narrow or wide (written before narrow keys); another transaction whose hash shares the
-    /// prefix keeps its own.
+    /// wherever it was written (a group, or a narrow or wide key written before groups);
+    /// another transaction whose hash shares the prefix keeps its own.
     pub(crate) fn del_tx_lookup(&self, hash: &B256, location: TxLocation) -> Result<()> {
+        if let Some(value) = group_value(hash, location) {
+            self.tx.del(
+                self.db(Table::TxLookupGroups),
+                &hash[..GROUP],
+                Some(&value[..]),
+            )?;
+        }
         self.del(Table::TxLookup, &lookup_key(hash, location))?;
         self.del(Table::TxLookup, &wide_key(hash, location))
     }
@@ -136,11 +205,6 @@ impl StorageTx<RwSync> {
 mod tests {
     use super::*;
     use crate::Database;
-
-    /// The block number in a lookup key.
-    fn key_block(key: &[u8]) -> Result<u64> {
-        Ok(key_location(key)?.block_number)
-    }
 
     fn hash(prefix: u8, rest: u8) -> B256 {
         let mut hash = [rest; 32];
@@ -202,42 +266,81 @@ mod tests {
         assert_eq!(r.tx_location(&hash(0xaa, 2)).unwrap(), None);
         assert_eq!(r.tx_location(&hash(0xaa, 1)).unwrap(), Some(at(1, 0)));
         assert_eq!(r.tx_location(&hash(0xaa, 3)).unwrap(), Some(at(3, 1)));
+        assert_eq!(r.tx_lookup_collisions().unwrap(), (4, 1));
+        // Every lookup is a 12-byte value of its 2-byte group; none is a key of its own.
+        let mut cursor = r.tx.cursor(r.db(Table::TxLookupGroups)).unwrap();
+        let mut entry = cursor.first::<Vec<u8>, Vec<u8>>().unwrap();
+        let mut groups = Vec::new();
+        while let Some((key, value)) = entry {
+            assert_eq!((key.len(), value.len()), (GROUP, GROUP_VALUE));
+            groups.push((key[0], group_value_location(&value).unwrap()));
+            entry = cursor.next::<Vec<u8>, Vec<u8>>().unwrap();
+        }
+        let expected = [
+            (0x11, at(1, 1)),
+            (0x22, at(3, 0)),
+            (0xaa, at(1, 0)),
+            (0xaa, at(3, 1)),
+        ];
+        assert_eq!(groups, expected);
         let mut cursor = r.tx.cursor(r.db(Table::TxLookup)).unwrap();
-        let (key, ()) = cursor.first::<Vec<u8>, ()>().unwrap().unwrap();
-        assert_eq!((key.len(), key_block(&key).unwrap()), (KEY, 1));
+        assert_eq!(cursor.first::<Vec<u8>, ()>().unwrap(), None);
     }
 
-    /// Keys written wide (before narrow keys, or beyond their widths) are found beside narrow
-    /// ones, and an unwind's removal deletes either.
+    /// A lookup written again (a block imported again after an unwind that failed to commit)
+    /// stays one entry.
     #[test]
-    fn wide_keys_are_found_and_removed_beside_narrow_ones() {
+    fn a_lookup_written_twice_is_one_entry() {
         let (_dir, db) = crafted();
         let tx = db.writer().unwrap();
-        let (old, far) = (hash(0xaa, 4), hash(0xbb, 5));
+        tx.put_tx_lookup(&hash(0xaa, 2), at(2, 0)).unwrap();
+        tx.commit().unwrap();
+        let r = db.reader().unwrap();
+        assert_eq!(r.tx_lookup_collisions().unwrap(), (5, 2));
+        assert_eq!(r.tx_location(&hash(0xaa, 2)).unwrap(), Some(at(2, 0)));
+    }
+
+    /// Keys written before groups (narrow, or wide before narrow keys) and wide keys of
+    /// locations beyond a group's widths are found beside grouped lookups, and an unwind's
+    /// removal deletes any of them.
+    #[test]
+    fn keys_of_tx_lookup_are_found_and_removed_beside_groups() {
+        let (_dir, db) = crafted();
+        let tx = db.writer().unwrap();
+        let (old, narrow, far) = (hash(0xaa, 4), hash(0xaa, 6), hash(0xbb, 5));
         let mut hashes = vec![0u8; 32 * 70_001];
         hashes[..32].copy_from_slice(old.as_slice());
+        hashes[32..64].copy_from_slice(narrow.as_slice());
         hashes[32 * 70_000..].copy_from_slice(far.as_slice());
         tx.put(Table::BlockTxHashes, &4u64.to_be_bytes(), &hashes)
             .unwrap();
         tx.put(Table::TxLookup, &wide_key(&old, at(4, 0)), &[])
             .unwrap();
+        tx.put(Table::TxLookup, &lookup_key(&narrow, at(4, 1)), &[])
+            .unwrap();
         tx.put_tx_lookup(&far, at(4, 70_000)).unwrap();
         tx.commit().unwrap();
         let r = db.reader().unwrap();
         assert_eq!(r.tx_location(&old).unwrap(), Some(at(4, 0)));
+        assert_eq!(r.tx_location(&narrow).unwrap(), Some(at(4, 1)));
         assert_eq!(r.tx_location(&far).unwrap(), Some(at(4, 70_000)));
         assert_eq!(r.tx_location(&hash(0xaa, 3)).unwrap(), Some(at(3, 1)));
-        assert_eq!(lookup_key(&far, at(4, 70_000)).len(), WIDE_KEY);
-        assert_eq!(lookup_key(&old, at(4, 0)).len(), KEY);
+        assert_eq!(lookup_key(&narrow, at(4, 1)).len(), KEY);
+        assert_eq!(group_value(&far, at(4, 70_000)), None);
+        assert_eq!(r.tx_lookup_collisions().unwrap(), (8, 3));
         drop(r);
         let tx = db.writer().unwrap();
         tx.del_tx_lookup(&old, at(4, 0)).unwrap();
+        tx.del_tx_lookup(&narrow, at(4, 1)).unwrap();
         tx.del_tx_lookup(&far, at(4, 70_000)).unwrap();
         tx.commit().unwrap();
         let r = db.reader().unwrap();
         assert_eq!(r.tx_location(&old).unwrap(), None);
+        assert_eq!(r.tx_location(&narrow).unwrap(), None);
         assert_eq!(r.tx_location(&far).unwrap(), None);
         assert_eq!(r.tx_lookup_collisions().unwrap(), (5, 2));
+        let mut cursor = r.tx.cursor(r.db(Table::TxLookup)).unwrap();
+        assert_eq!(cursor.first::<Vec<u8>, ()>().unwrap(), None);
     }
 
     #[test]
