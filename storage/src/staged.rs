@@ -30,7 +30,8 @@ const STAGED_BYTES_LIMIT: usize = 32 << 20;
 /// How a staged table's entries are written.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Written {
-    /// Put; of two entries with one key, the later staged wins.
+    /// Put; of two entries with one key, the later staged wins (in a table of fixed-size
+    /// duplicates, `TxLookupGroups`, both are kept: each is one of the key's values).
     LastWins,
     /// The node history: put unless the key is there (the first record of a window is the
     /// node before it), and each record written adds its entry to the `TrieChangeSets` index
