@@ -20,56 +20,68 @@ use signet_libmdbx::{RwSync, TransactionKind};
 
 /// The bytes of a hash a key keeps.
 const PREFIX: usize = 8;
-/// A key: the prefix, the block number (u32 BE), the index (u16 BE).
-const KEY: usize = PREFIX + 6;
+/// A narrow location: the block number (u32 BE), the index (u16 BE).
+const NARROW: usize = 6;
+/// A key: the prefix, then a narrow location.
+const KEY: usize = PREFIX + NARROW;
 /// A wide key: the prefix, the block number (u64 BE), the index (u32 BE).
 const WIDE_KEY: usize = PREFIX + 12;
 
 /// The bytes of a hash that key a group of `TxLookupGroups`.
 const GROUP: usize = 2;
 /// A group's value: the prefix's other bytes, the block number (u32 BE), the index (u16 BE).
-const GROUP_VALUE: usize = PREFIX - GROUP + 6;
+const GROUP_VALUE: usize = PREFIX - GROUP + NARROW;
+
+/// A location in 6 bytes, block number (u32 BE) then index (u16 BE), when both fit: how a
+/// group's value and a narrow `TxLookup` key end.
+fn narrow_location(location: TxLocation) -> Option<[u8; NARROW]> {
+    let block = u32::try_from(location.block_number).ok()?;
+    let index = u16::try_from(location.index).ok()?;
+    let mut narrow = [0u8; NARROW];
+    narrow[..4].copy_from_slice(&block.to_be_bytes());
+    narrow[4..].copy_from_slice(&index.to_be_bytes());
+    Some(narrow)
+}
+
+/// The location of `narrow_location`'s 6 bytes; `None` when they are not 6.
+fn decode_narrow_location(narrow: &[u8]) -> Option<TxLocation> {
+    let (block, index) = narrow.split_first_chunk::<4>()?;
+    let index: [u8; 2] = index.try_into().ok()?;
+    Some(TxLocation {
+        block_number: u64::from(u32::from_be_bytes(*block)),
+        index: u32::from(u16::from_be_bytes(index)),
+    })
+}
 
 /// The `TxLookupGroups` value of the transaction at `location`, when its block number and
 /// index fit.
 fn group_value(hash: &B256, location: TxLocation) -> Option<[u8; GROUP_VALUE]> {
-    let block = u32::try_from(location.block_number).ok()?;
-    let index = u16::try_from(location.index).ok()?;
+    let narrow = narrow_location(location)?;
     let mut value = [0u8; GROUP_VALUE];
     value[..PREFIX - GROUP].copy_from_slice(&hash[GROUP..PREFIX]);
-    value[PREFIX - GROUP..PREFIX - GROUP + 4].copy_from_slice(&block.to_be_bytes());
-    value[PREFIX - GROUP + 4..].copy_from_slice(&index.to_be_bytes());
+    value[PREFIX - GROUP..].copy_from_slice(&narrow);
     Some(value)
 }
 
 /// The location a `TxLookupGroups` value names.
 fn group_value_location(value: &[u8]) -> Result<TxLocation> {
-    let bad = || {
-        Error::Corrupt(format!(
-            "tx lookup group value of {} bytes, expected {GROUP_VALUE}",
-            value.len()
-        ))
-    };
-    let rest = value.get(PREFIX - GROUP..).filter(|rest| rest.len() == 6);
-    let rest = rest.ok_or_else(bad)?;
-    Ok(TxLocation {
-        block_number: u64::from(u32::from_be_bytes(rest[..4].try_into().map_err(|_| bad())?)),
-        index: u32::from(u16::from_be_bytes(rest[4..].try_into().map_err(|_| bad())?)),
-    })
+    value
+        .get(PREFIX - GROUP..)
+        .and_then(decode_narrow_location)
+        .ok_or_else(|| {
+            Error::Corrupt(format!(
+                "tx lookup group value of {} bytes, expected {GROUP_VALUE}",
+                value.len()
+            ))
+        })
 }
 
 /// The `TxLookup` key of the transaction at `location` as written before groups: narrow when
 /// its block number and index fit.
 fn lookup_key(hash: &B256, location: TxLocation) -> Vec<u8> {
-    let narrow = (
-        u32::try_from(location.block_number),
-        u16::try_from(location.index),
-    );
-    match narrow {
-        (Ok(block), Ok(index)) => {
-            [&hash[..PREFIX], &block.to_be_bytes(), &index.to_be_bytes()].concat()
-        }
-        _ => wide_key(hash, location),
+    match narrow_location(location) {
+        Some(narrow) => [&hash[..PREFIX], &narrow[..]].concat(),
+        None => wide_key(hash, location),
     }
 }
 
@@ -81,16 +93,7 @@ fn wide_key(hash: &B256, location: TxLocation) -> Vec<u8> {
 /// The location a key names, narrow or wide.
 fn key_location(key: &[u8]) -> Result<TxLocation> {
     match key.len() {
-        KEY => Ok(TxLocation {
-            block_number: u64::from(u32::from_be_bytes(
-                key[PREFIX..PREFIX + 4]
-                    .try_into()
-                    .map_err(|_| bad_key(key))?,
-            )),
-            index: u32::from(u16::from_be_bytes(
-                key[PREFIX + 4..].try_into().map_err(|_| bad_key(key))?,
-            )),
-        }),
+        KEY => decode_narrow_location(&key[PREFIX..]).ok_or_else(|| bad_key(key)),
         WIDE_KEY => TxLocation::decode(&key[PREFIX..]),
         _ => Err(bad_key(key)),
     }
