@@ -149,19 +149,11 @@ impl Redis {
             .spawn()
             .unwrap();
         self.child = Some(child);
-        let addr = format!("127.0.0.1:{}", self.port);
+        let port = self.port;
         wait_until(
             "redis-server to answer PING",
             Duration::from_secs(10),
-            || {
-                let Ok(mut stream) = TcpStream::connect(&addr) else {
-                    return false;
-                };
-                let mut reply = [0u8; 7];
-                stream.write_all(b"PING\r\n").is_ok()
-                    && stream.read_exact(&mut reply).is_ok()
-                    && &reply == b"+PONG\r\n"
-            },
+            || support::answers_ping(port),
         );
     }
 

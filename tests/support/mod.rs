@@ -825,19 +825,25 @@ fn redis_answers_ping(redis: &mut RedisServer) -> bool {
         if redis.0.try_wait().ok().flatten().is_some() {
             return false;
         }
-        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", redis.1)) {
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-            let mut answer = [0u8; 7];
-            if stream.write_all(b"PING\r\n").is_ok()
-                && stream.read_exact(&mut answer).is_ok()
-                && &answer == b"+PONG\r\n"
-            {
-                return true;
-            }
+        if answers_ping(redis.1) {
+            return true;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     false
+}
+
+/// Whether a Redis on this local port answers PING with PONG now (within a second): a listener
+/// that is not Redis, or none, does not.
+pub fn answers_ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut answer = [0u8; 7];
+    stream.write_all(b"PING\r\n").is_ok()
+        && stream.read_exact(&mut answer).is_ok()
+        && &answer == b"+PONG\r\n"
 }
 
 /// An HTTP answer: status, head (lowercased), body.
