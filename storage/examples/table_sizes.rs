@@ -1,8 +1,8 @@
 //! Prints each table's entries and size in a datadir, largest first:
 //! `cargo run --release -p quarry-storage --example table_sizes -- DATADIR [--payload]`.
 //! With `--payload` it also reads every entry and prints the key and value bytes each table
-//! holds, and how full its leaf pages are (not for tables of fixed-size duplicates, whose key
-//! is counted once per value).
+//! holds, and how full its leaf pages are (not for tables of duplicates, whose key is counted
+//! once per value).
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -41,9 +41,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 bytes.key_bytes as f64 / 1e6,
                 bytes.value_bytes as f64 / 1e6,
             );
-            // Fixed-size duplicates share their key and take no node header each: the bytes
-            // above count the key once per value, and the fill would mean nothing.
-            if !stat.table.fixed_size_duplicates() {
+            // Duplicates share their key (and fixed-size ones take no node header each): the
+            // bytes above count the key once per value, and the fill would mean nothing.
+            if !stat.table.fixed_size_duplicates() && !stat.table.sorted_duplicates() {
                 print!(
                     " {:>5.0}%",
                     100.0 * used as f64 / bytes.leaf_bytes.max(1) as f64

@@ -20,18 +20,35 @@ const UNWINDS: &str = "unwinds";
 /// history key done.
 const CHANGESETS_PROGRESS: &str = "changesets_progress";
 
-fn account_changeset_key(block: u64, address: &Address) -> [u8; 28] {
+/// The key of an account's changeset entry, and of its group of slot entries: the block
+/// number (u64 BE) then the address.
+fn block_address_key(block: u64, address: &Address) -> [u8; 28] {
     let mut key = [0u8; 28];
     key[..8].copy_from_slice(&block.to_be_bytes());
     key[8..].copy_from_slice(address.as_slice());
     key
 }
 
-fn storage_changeset_key(block: u64, address: &Address, slot: &B256) -> [u8; 60] {
-    let mut key = [0u8; 60];
-    key[..8].copy_from_slice(&block.to_be_bytes());
-    key[8..].copy_from_slice(&slot_key(address, slot));
-    key
+/// A slot's entry in its `StorageChangeGroups` group: the slot, then its value before the
+/// block without leading zero bytes.
+fn slot_change_value(slot: &B256, before: U256) -> Vec<u8> {
+    [slot.as_slice(), SlotValue::new(before).as_slice()].concat()
+}
+
+/// A `StorageChangeGroups` entry as (address, slot, value before the block).
+fn decode_slot_change(key: &[u8], value: &[u8]) -> Result<(Address, B256, U256)> {
+    match (key.get(8..28), value.get(..32), value.get(32..)) {
+        (Some(address), Some(slot), Some(before)) if key.len() == 28 && before.len() <= 32 => Ok((
+            Address::from_slice(address),
+            B256::from_slice(slot),
+            U256::from_be_slice(before),
+        )),
+        _ => Err(Error::Corrupt(format!(
+            "malformed storage change group entry ({} key bytes, {} value bytes)",
+            key.len(),
+            value.len()
+        ))),
+    }
 }
 
 /// An account changeset entry: the account before the block (`None`: there was none) and,
@@ -91,15 +108,12 @@ impl<K: TransactionKind> StorageTx<K> {
     /// The slots block `number` changed, each with its value before the block.
     pub fn storage_changeset(&self, number: u64) -> Result<Vec<(Address, B256, U256)>> {
         let mut out = Vec::new();
+        // A cursor's `next` walks every value of a group before the next group.
         self.for_each_with_prefix(
-            Table::StorageChangeSets,
+            Table::StorageChangeGroups,
             &number.to_be_bytes(),
             |key, value| {
-                out.push((
-                    Address::from_slice(&key[8..28]),
-                    B256::from_slice(&key[28..]),
-                    U256::from_be_slice(value),
-                ));
+                out.push(decode_slot_change(key, value)?);
                 Ok(())
             },
         )?;
@@ -169,7 +183,7 @@ impl<K: TransactionKind> StorageTx<K> {
     ) -> Result<Option<AccountBefore>> {
         self.get(
             Table::AccountChangeSets,
-            &account_changeset_key(number, address),
+            &block_address_key(number, address),
         )?
         .map(|value| decode_account_before(&value))
         .transpose()
@@ -178,10 +192,19 @@ impl<K: TransactionKind> StorageTx<K> {
     /// The changeset entry of the slot with plain key `plain` (address then slot) at block
     /// `number`: its value before the block, if the block changed it.
     pub(crate) fn slot_changeset_entry(&self, number: u64, plain: &[u8]) -> Result<Option<U256>> {
-        let key = [&number.to_be_bytes()[..], plain].concat();
-        Ok(self
-            .get(Table::StorageChangeSets, &key)?
-            .map(|value| U256::from_be_slice(&value)))
+        let (Some(address), Some(slot)) = (plain.get(..20), plain.get(20..)) else {
+            return Err(Error::Corrupt(format!(
+                "a slot's plain key has {} bytes",
+                plain.len()
+            )));
+        };
+        let key = [&number.to_be_bytes()[..], address].concat();
+        let mut cursor = self.tx.cursor(self.db(Table::StorageChangeGroups))?;
+        // The group's first value at or after the slot: the slot's, if the block changed it.
+        Ok(cursor
+            .get_both_range::<Vec<u8>>(&key, slot)?
+            .filter(|value| value.starts_with(slot))
+            .map(|value| U256::from_be_slice(&value[slot.len()..])))
     }
 
     fn for_each_with_prefix(
@@ -223,7 +246,7 @@ impl StorageTx<RwSync> {
         };
         self.append(
             Table::AccountChangeSets,
-            &account_changeset_key(block, address),
+            &block_address_key(block, address),
             &value,
         )
     }
@@ -240,7 +263,7 @@ impl StorageTx<RwSync> {
         if storage_root == alloy_trie::EMPTY_ROOT_HASH {
             return Ok(());
         }
-        let key = account_changeset_key(block, address);
+        let key = block_address_key(block, address);
         let Some(value) = self.get(Table::AccountChangeSets, &key)? else {
             return Ok(());
         };
@@ -256,6 +279,8 @@ impl StorageTx<RwSync> {
         Ok(())
     }
 
+    /// Records `slot`'s value before `block` in the block's group for `address`. Each slot is
+    /// recorded once per block: a second record would be a second value in the group.
     pub(crate) fn record_slot_before(
         &self,
         block: u64,
@@ -263,10 +288,18 @@ impl StorageTx<RwSync> {
         slot: &B256,
         before: U256,
     ) -> Result<()> {
-        self.append(
-            Table::StorageChangeSets,
-            &storage_changeset_key(block, address, slot),
-            SlotValue::new(before).as_slice(),
+        self.append_to_group(
+            Table::StorageChangeGroups,
+            &block_address_key(block, address),
+            &slot_change_value(slot, before),
+        )
+    }
+
+    /// Deletes the values before block `number` of every slot of `address` it changed.
+    pub(crate) fn del_storage_change_group(&self, number: u64, address: &Address) -> Result<()> {
+        self.del(
+            Table::StorageChangeGroups,
+            &block_address_key(number, address),
         )
     }
 
@@ -366,7 +399,7 @@ impl StorageTx<RwSync> {
             )?;
             self.del(
                 Table::AccountChangeSets,
-                &account_changeset_key(number, &address),
+                &block_address_key(number, &address),
             )?;
             restored.entry(address).or_default().account = before;
         }
@@ -382,10 +415,8 @@ impl StorageTx<RwSync> {
                 )?;
             }
             self.del(Table::StorageHistory, &history_key(&plain, number))?;
-            self.del(
-                Table::StorageChangeSets,
-                &storage_changeset_key(number, &address, &slot),
-            )?;
+            // The account's whole group (its other slots' values too).
+            self.del_storage_change_group(number, &address)?;
             restored
                 .entry(address)
                 .or_default()
@@ -393,6 +424,39 @@ impl StorageTx<RwSync> {
                 .insert(slot, before);
         }
         Ok(hash)
+    }
+
+    /// Moves at most `max_entries` storage changeset entries of layouts before 11 from
+    /// `StorageChangeSets` into their groups, deleting them there in the same transaction, so
+    /// a migration stopped at any commit resumes where the table still holds entries. Returns
+    /// `true` once it is empty.
+    pub(crate) fn group_storage_changesets(&self, max_entries: u64) -> Result<bool> {
+        let mut cursor = self.tx.cursor(self.db(Table::StorageChangeSets))?;
+        let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
+        let mut moved = 0;
+        while let Some((key, value)) = entry {
+            if moved == max_entries {
+                return Ok(false);
+            }
+            let (Some(group), Some(slot)) = (key.get(..28), key.get(28..)) else {
+                return Err(Error::Corrupt("malformed storage changeset key".into()));
+            };
+            if slot.len() != 32 || value.len() > 32 {
+                return Err(Error::Corrupt(format!(
+                    "storage changeset entry of {} key and {} value bytes",
+                    key.len(),
+                    value.len()
+                )));
+            }
+            // Values of layouts before compact ones hold all 32 bytes.
+            let before = SlotValue::new(U256::from_be_slice(&value));
+            let grouped = [slot, before.as_slice()].concat();
+            self.append_to_group(Table::StorageChangeGroups, group, &grouped)?;
+            cursor.del()?;
+            moved += 1;
+            entry = cursor.get_current::<Vec<u8>, Vec<u8>>()?;
+        }
+        Ok(true)
     }
 
     /// Builds the changesets of a database written before quarry recorded them (layout 1),
@@ -487,6 +551,25 @@ impl StorageTx<RwSync> {
         }
         Ok(true)
     }
+}
+
+/// Moves every storage changeset entry out of its group into `StorageChangeSets`, as layouts
+/// before 11 kept them: what a test starts an older layout's migration from.
+#[cfg(test)]
+pub(crate) fn ungroup_storage_changesets(tx: &StorageTx<RwSync>) {
+    let mut entries = Vec::new();
+    let mut cursor = tx.tx.cursor(tx.db(Table::StorageChangeGroups)).unwrap();
+    let mut entry = cursor.first::<Vec<u8>, Vec<u8>>().unwrap();
+    while let Some((key, value)) = entry {
+        entries.push(([&key[..], &value[..32]].concat(), value[32..].to_vec()));
+        entry = cursor.next::<Vec<u8>, Vec<u8>>().unwrap();
+    }
+    drop(cursor);
+    assert!(!entries.is_empty(), "no storage changesets to ungroup");
+    for (key, value) in entries {
+        tx.put(Table::StorageChangeSets, &key, &value).unwrap();
+    }
+    tx.tx.clear_db(tx.db(Table::StorageChangeGroups)).unwrap();
 }
 
 #[cfg(test)]
@@ -660,6 +743,47 @@ mod tests {
         assert_eq!(r.log_index_head().unwrap(), Some(3));
     }
 
+    /// A layout 10 datadir's storage changesets, one entry per slot, move into their groups in
+    /// resumable steps: the tables then equal those the current layout writes, and the values
+    /// before each block read as they did.
+    #[test]
+    fn layout_10_storage_changesets_move_into_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        chain(&db, &[(1, 0), (2, 0), (3, 0), (4, 0)]);
+        let written = digests(&db);
+        let befores = |db: &Database| {
+            let r = db.reader().unwrap();
+            let mut out = Vec::new();
+            for number in 1..=4 {
+                for (address, slot, before) in r.storage_changeset(number).unwrap() {
+                    let plain = slot_key(&address, &slot);
+                    let entry = r.slot_changeset_entry(number, &plain).unwrap();
+                    assert_eq!(entry, Some(before), "block {number} slot {slot}");
+                    out.push((number, address, slot, before));
+                }
+                let absent = slot_key(&A, &B256::repeat_byte(0xee));
+                assert_eq!(r.slot_changeset_entry(number, &absent).unwrap(), None);
+            }
+            out
+        };
+        let before = befores(&db);
+        assert!(before.len() >= 6, "{before:?}");
+        let tx = db.writer().unwrap();
+        ungroup_storage_changesets(&tx);
+        tx.put_schema(crate::migrate::TOPIC_LISTS_LAYOUT).unwrap();
+        tx.commit().unwrap();
+        assert_ne!(digests(&db), written);
+
+        let steps = crate::migrate::migrate_in_steps(&db, 1);
+        assert!(steps >= before.len(), "{steps} steps");
+        assert_eq!(digests(&db), written);
+        assert_eq!(befores(&db), before);
+        let r = db.reader().unwrap();
+        assert_eq!(r.schema_version().unwrap(), crate::SCHEMA_VERSION);
+        assert_eq!(r.table_digest(Table::StorageChangeSets).unwrap().0, 0);
+    }
+
     /// A datadir of the layout before the trie history records it from the block after its
     /// head on; an unwind below that start moves it down to the block after the ancestor.
     #[test]
@@ -761,7 +885,7 @@ mod tests {
         write_plain_history(&db);
         let recorded = digests(&db);
         let tx = db.writer().unwrap();
-        for table in [Table::AccountChangeSets, Table::StorageChangeSets] {
+        for table in [Table::AccountChangeSets, Table::StorageChangeGroups] {
             tx.tx.clear_db(tx.db(table)).unwrap();
         }
         tx.put_schema(1).unwrap();

@@ -34,7 +34,7 @@ pub use free_pages::Released;
 pub use log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use migrate::{
     CHANGESETS_LAYOUT, COMPRESSED_BLOCKS_LAYOUT, SCHEMA_VERSION, STATE_LISTS_LAYOUT,
-    TOPIC_LISTS_LAYOUT, TRACE_LISTS_LAYOUT,
+    STORAGE_CHANGE_GROUPS_LAYOUT, TOPIC_LISTS_LAYOUT, TRACE_LISTS_LAYOUT,
 };
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use proof_history::{COARSE_NODE_WINDOW, DEFAULT_PROOF_HISTORY, PRUNE_BUDGET};
@@ -249,6 +249,8 @@ impl Database {
         for table in Table::ALL {
             let flags = if table.fixed_size_duplicates() {
                 DatabaseFlags::DUP_SORT | DatabaseFlags::DUP_FIXED
+            } else if table.sorted_duplicates() {
+                DatabaseFlags::DUP_SORT
             } else {
                 DatabaseFlags::empty()
             };
@@ -890,6 +892,17 @@ impl StorageTx<RwSync> {
     /// instead of searching the tree. A key that does not sort last is put as usual.
     fn append(&self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
         match self.tx.put(self.db(table), key, value, WriteFlags::APPEND) {
+            Err(MdbxError::KeyMismatch) => self.put(table, key, value),
+            result => Ok(result?),
+        }
+    }
+
+    /// Adds `value` to the values of `key` in a table of sorted duplicates, written in key
+    /// order as `append` is: a key after every stored one, or a value after every value of
+    /// the last key, only compares with the last entry. Anything else is put as usual.
+    pub(crate) fn append_to_group(&self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
+        let flags = WriteFlags::APPEND | WriteFlags::APPEND_DUP;
+        match self.tx.put(self.db(table), key, value, flags) {
             Err(MdbxError::KeyMismatch) => self.put(table, key, value),
             result => Ok(result?),
         }

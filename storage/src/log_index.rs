@@ -776,7 +776,7 @@ mod tests {
         tx.commit().unwrap();
         crate::migrate::migrate_in_steps(&db, 1);
         let r = db.reader().unwrap();
-        assert_eq!(r.schema_version().unwrap(), TOPIC_LISTS_LAYOUT);
+        assert_eq!(r.schema_version().unwrap(), crate::SCHEMA_VERSION);
         let blocks = |topics: Vec<Vec<B256>>| {
             candidates_through_2(&r, vec![], topics)
                 .into_iter()

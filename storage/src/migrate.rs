@@ -31,8 +31,11 @@ pub const TRACE_LISTS_LAYOUT: u64 = 9;
 /// The first layout whose log index keeps each topic's blocks as block lists per position
 /// (`LogTopicLists`), not one `LogTopics` entry per topic and block.
 pub const TOPIC_LISTS_LAYOUT: u64 = 10;
+/// The first layout whose storage changesets are grouped by block and account
+/// (`StorageChangeGroups`), not one `StorageChangeSets` entry per slot.
+pub const STORAGE_CHANGE_GROUPS_LAYOUT: u64 = 11;
 /// The database layout this quarry writes.
-pub const SCHEMA_VERSION: u64 = TOPIC_LISTS_LAYOUT;
+pub const SCHEMA_VERSION: u64 = STORAGE_CHANGE_GROUPS_LAYOUT;
 const SCHEMA: &str = "schema";
 /// Progress of the receipts' re-encoding: the next block to re-encode (u64 BE).
 const RECEIPTS_PROGRESS: &str = "receipts_progress";
@@ -62,7 +65,13 @@ impl StorageTx<RwSync> {
     /// that a migration stopped at any commit resumes. Returns `true` once the layout is
     /// current.
     pub fn migrate_step(&self, budget: u64) -> Result<bool> {
-        match self.schema_version()? {
+        let layout = self.schema_version()?;
+        // Before any other step: every step that reads or writes storage changesets (building
+        // them, listing them) does so in the groups.
+        if layout < STORAGE_CHANGE_GROUPS_LAYOUT && !self.group_storage_changesets(budget)? {
+            return Ok(false);
+        }
+        match layout {
             layout if layout < CHANGESETS_LAYOUT => self.build_changesets(budget)?,
             layout if layout < RECEIPTS_LAYOUT => self.reencode_receipts(budget)?,
             layout if layout < TRIE_LAYOUT => self.build_state_trie(budget)?,
@@ -72,6 +81,11 @@ impl StorageTx<RwSync> {
             layout if layout < STATE_LISTS_LAYOUT => self.build_state_lists(budget)?,
             layout if layout < TRACE_LISTS_LAYOUT => self.list_trace_entries(budget)?,
             layout if layout < TOPIC_LISTS_LAYOUT => self.list_log_topics(budget)?,
+            layout if layout < STORAGE_CHANGE_GROUPS_LAYOUT => {
+                // The groups were filled above.
+                self.put_schema(STORAGE_CHANGE_GROUPS_LAYOUT)?;
+                true
+            }
             _ => return Ok(true),
         };
         Ok(self.schema_version()? >= SCHEMA_VERSION)

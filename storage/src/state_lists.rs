@@ -35,6 +35,36 @@ const OPEN_SHARD: u64 = u64::MAX;
 /// on their memory (about 150 bytes each) that still spans many blocks.
 const STAGED_LIST_KEYS: usize = 1 << 17;
 
+/// A changeset entry as (key, value).
+type Entry = (Vec<u8>, Vec<u8>);
+
+/// The changeset entry after position `last`, as `lists_from_changesets` records positions:
+/// an `AccountChangeSets` key, or a `StorageChangeGroups` key (28 bytes) then the slot.
+fn entry_after<K: TransactionKind>(
+    cursor: &mut Cursor<'_, K>,
+    last: &[u8],
+) -> Result<Option<Entry>> {
+    if last.len() != 60 {
+        return Ok(match cursor.set_range::<Vec<u8>, Vec<u8>>(last)? {
+            Some((key, _)) if key == last => cursor.next()?,
+            other => other,
+        });
+    }
+    let (key, slot) = last.split_at(28);
+    if cursor.set_key::<(), ()>(key)?.is_none() {
+        return Ok(cursor.set_range(key)?);
+    }
+    match cursor.get_both_range::<Vec<u8>>(key, slot)? {
+        Some(value) if value.starts_with(slot) => Ok(cursor.next()?),
+        Some(value) => Ok(Some((key.to_vec(), value))),
+        // Every slot of the group sorts before it: the next group's first.
+        None => {
+            cursor.set_key::<(), ()>(key)?;
+            Ok(cursor.next_nodup()?)
+        }
+    }
+}
+
 /// Which lists: the accounts' or the storage slots' changes, or the trace index's addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lists {
@@ -578,30 +608,33 @@ impl StorageTx<RwSync> {
     ) -> Result<bool> {
         let table = match lists {
             Lists::Accounts => Table::AccountChangeSets,
-            Lists::Storages => Table::StorageChangeSets,
+            Lists::Storages => Table::StorageChangeGroups,
             // Built from the blocks' frames and logs, not from changesets.
             Lists::Traces | Lists::Topics => return Ok(true),
         };
         let leaf_history_from = self.state_history_from()?;
         let mut roots = Vec::new();
         let mut cursor = self.tx.cursor(self.db(table))?;
+        // Where an entry is: its key, then (a slot in its account's group) the slot.
+        let position = |key: Vec<u8>, value: &[u8]| match lists {
+            Lists::Storages => [&key[..], value.get(..32).unwrap_or_default()].concat(),
+            _ => key,
+        };
         let mut entry = match after.as_deref() {
-            Some(last) => match cursor.set_range::<Vec<u8>, ()>(last)? {
-                Some((key, ())) if key == last => cursor.next::<Vec<u8>, ()>()?,
-                other => other,
-            },
-            None => cursor.first::<Vec<u8>, ()>()?,
+            Some(last) => entry_after(&mut cursor, last)?,
+            None => cursor.first::<Vec<u8>, Vec<u8>>()?,
         };
         let done = loop {
-            let Some((key, ())) = entry else {
+            let Some((key, value)) = entry else {
                 break true;
             };
             if *budget == 0 {
                 break false;
             }
+            let key = position(key, &value);
             if key.len() != 8 + lists.plain_len() {
                 return Err(Error::Corrupt(format!(
-                    "{} key has {} bytes",
+                    "{} entry has {} key bytes",
                     table.name(),
                     key.len()
                 )));
@@ -622,7 +655,7 @@ impl StorageTx<RwSync> {
             }
             *budget -= 1;
             *after = Some(key);
-            entry = cursor.next::<Vec<u8>, ()>()?;
+            entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
         };
         drop(cursor);
         for (block, address) in roots {
@@ -889,6 +922,7 @@ mod tests {
         for lists in [Lists::Accounts, Lists::Storages] {
             tx.tx.clear_db(tx.db(lists.table())).unwrap();
         }
+        crate::changesets::ungroup_storage_changesets(&tx);
         tx.put_schema(crate::migrate::STATE_HISTORY_LAYOUT).unwrap();
         tx.commit().unwrap();
     }
@@ -905,6 +939,7 @@ mod tests {
         let tables = [
             Table::AccountChangeSets,
             Table::StorageChangeSets,
+            Table::StorageChangeGroups,
             Table::AccountChangeLists,
             Table::StorageChangeLists,
             Table::HashedAccounts,
@@ -914,7 +949,7 @@ mod tests {
             tables.map(|t| rx.table_digest(t).unwrap()).to_vec()
         };
         let written = digests(&db);
-        assert!(written[2].0 >= 3 && written[3].0 >= 3, "{written:?}");
+        assert!(written[3].0 >= 3 && written[4].0 >= 3, "{written:?}");
         let reads = |db: &Database| -> Vec<(Option<StoredAccount>, U256)> {
             let rx = db.reader().unwrap();
             (0..=20)
@@ -949,6 +984,41 @@ mod tests {
         for table in [Table::HashedAccountsHistory, Table::HashedStoragesHistory] {
             assert_eq!(rx.table_digest(table).unwrap().0, 0, "{}", table.name());
         }
+    }
+
+    /// A listing that stopped inside a group of storage changes resumes at the group's next
+    /// slot, or at the next group after its last, wherever the slot it stopped at sorts.
+    #[test]
+    fn listing_resumes_inside_and_after_a_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        let group = |block: u64, byte: u8| {
+            [
+                &block.to_be_bytes()[..],
+                Address::repeat_byte(byte).as_slice(),
+            ]
+            .concat()
+        };
+        let slot = |byte: u8| B256::repeat_byte(byte);
+        for (key, byte) in [(group(1, 1), 2), (group(1, 1), 4), (group(2, 1), 3)] {
+            tx.append_to_group(Table::StorageChangeGroups, &key, slot(byte).as_slice())
+                .unwrap();
+        }
+        let mut cursor = tx.tx.cursor(tx.db(Table::StorageChangeGroups)).unwrap();
+        let mut after = |key: &[u8], byte: u8| {
+            let position = [key, slot(byte).as_slice()].concat();
+            entry_after(&mut cursor, &position)
+                .unwrap()
+                .map(|(key, value)| (key, value[0]))
+        };
+        assert_eq!(after(&group(1, 1), 2), Some((group(1, 1), 4)));
+        assert_eq!(after(&group(1, 1), 3), Some((group(1, 1), 4)));
+        assert_eq!(after(&group(1, 1), 1), Some((group(1, 1), 2)));
+        assert_eq!(after(&group(1, 1), 4), Some((group(2, 1), 3)));
+        assert_eq!(after(&group(1, 1), 5), Some((group(2, 1), 3)));
+        assert_eq!(after(&group(1, 0), 9), Some((group(1, 1), 2)));
+        assert_eq!(after(&group(2, 1), 3), None);
     }
 
     /// Blocks past u32 are refused with an error naming them, not wrapped.

@@ -134,21 +134,14 @@ impl StorageTx<RwSync> {
             read += 1;
             entry = cursor.get_current::<Vec<u8>, ()>()?;
         }
-        let mut cursor = self.tx.cursor(self.db(Table::StorageChangeSets))?;
-        let mut entry = cursor.set_range::<Vec<u8>, ()>(&prefix)?;
-        // A block's slots come account by account: hash each address once.
+        // A block's slots come account by account: hash each address once, and delete its
+        // group once.
         let mut hashed_address: Option<(Address, B256)> = None;
-        while let Some((key, ())) = entry {
-            if !key.starts_with(&prefix) {
-                break;
-            }
-            let (Some(address), Some(slot)) = (key.get(8..28), key.get(28..60)) else {
-                return Err(Error::Corrupt("malformed storage changeset key".into()));
-            };
-            let address = Address::from_slice(address);
+        for (address, slot, _) in self.storage_changeset(number)? {
             let hashed = match hashed_address {
                 Some((known, hashed)) if known == address => hashed,
                 _ => {
+                    self.del_storage_change_group(number, &address)?;
                     let hashed = keccak256(address);
                     hashed_address = Some((address, hashed));
                     hashed
@@ -156,9 +149,7 @@ impl StorageTx<RwSync> {
             };
             let key = hashed_slot_key(&hashed, &keccak256(slot));
             self.unlist_block(Lists::Storages, &key, number)?;
-            cursor.del()?;
             read += 1;
-            entry = cursor.get_current::<Vec<u8>, ()>()?;
         }
         self.delete_node_records(number)?;
         Ok(read)

@@ -130,9 +130,17 @@ tables! {
     /// `StoredAccount`'s 72 bytes), or empty when the account did not exist before the block.
     AccountChangeSets = "account_changesets";
     /// Every storage slot a block changed (including the slots a self-destruct cleared), with
-    /// its value before the block. Key: block number (u64 BE) then address (20) then slot (32).
-    /// Value: 32 bytes BE (zero when it was unset).
+    /// its value before the block, as layouts before 11 kept them (now only emptied, by
+    /// `quarry migrate`, into `StorageChangeGroups`). Key: block number (u64 BE) then address
+    /// (20) then slot (32). Value: as in `PlainStorage` (empty when it was unset).
     StorageChangeSets = "storage_changesets";
+    /// Every storage slot a block changed (including the slots a self-destruct cleared), with
+    /// its value before the block, grouped by account: MDBX DUPSORT, so the block and address
+    /// are stored once for all the slots they hold (a block changes about 18 slots of each
+    /// account it writes on the scale chain). Key: block number (u64 BE) then address (20).
+    /// Values (sorted): the slot (32) then its value before the block as in `PlainStorage`
+    /// (nothing when it was unset). See changesets.rs.
+    StorageChangeGroups = "storage_change_groups";
     /// The latest state trie's account leaves. Key: keccak256 of the address (32 bytes). Value:
     /// `StoredAccount` (72 bytes) then the storage root: 104 bytes (see trie.rs).
     HashedAccounts = "hashed_accounts";
@@ -201,6 +209,11 @@ impl Table {
     /// DUPFIXED).
     pub const fn fixed_size_duplicates(self) -> bool {
         matches!(self, Table::TxLookupGroups)
+    }
+
+    /// Whether the table holds sorted values of any size under each key (MDBX's DUPSORT).
+    pub const fn sorted_duplicates(self) -> bool {
+        matches!(self, Table::StorageChangeGroups)
     }
 }
 
