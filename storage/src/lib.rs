@@ -145,6 +145,14 @@ pub enum Error {
         path: String,
         source: std::io::Error,
     },
+    #[error(
+        "{datadir} was written by a newer quarry (layout {found}; this build reads layouts up to {supported}): run that quarry or a newer one on it"
+    )]
+    NewerLayout {
+        datadir: String,
+        found: u64,
+        supported: u64,
+    },
     #[error("backup into {out}: {reason}")]
     Backup { out: String, reason: String },
     #[error("cannot read the size on disk of {file}: {source}")]
@@ -245,6 +253,7 @@ impl Database {
         let datadir = Arc::new(path.to_path_buf());
         let explain = |err: MdbxError| Self::explain_at(&datadir, options.max_size, err.into());
         let tx = env.begin_rw_sync().map_err(explain)?;
+        migrate::refuse_newer_layout(&tx, path)?;
         let mut dbs = Vec::with_capacity(Table::ALL.len());
         for table in Table::ALL {
             let flags = if table.fixed_size_duplicates() {

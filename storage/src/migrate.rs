@@ -4,7 +4,7 @@
 use crate::{Leaf, Result, StorageTx, Table, TrieId, models::be_u64, receipts};
 use alloy_primitives::keccak256;
 use alloy_trie::{HashBuilder, Nibbles, TrieAccount};
-use signet_libmdbx::{RwSync, TransactionKind};
+use signet_libmdbx::{DatabaseFlags, RwSync, TransactionKind};
 
 /// The first layout that records per-block changesets (layout 1 had none).
 pub const CHANGESETS_LAYOUT: u64 = 2;
@@ -42,6 +42,28 @@ const RECEIPTS_PROGRESS: &str = "receipts_progress";
 /// Progress of the state trie's build: the last address whose storage trie and hashed state
 /// are written (20 bytes).
 const TRIE_PROGRESS: &str = "trie_progress";
+
+/// Refuses a database a newer quarry wrote: its layout may keep what this build reads in tables
+/// this build does not know, and answering from the ones it knows would be wrong. Runs before
+/// the open creates any table other than `Meta`.
+pub(crate) fn refuse_newer_layout(
+    tx: &signet_libmdbx::tx::Tx<RwSync>,
+    datadir: &std::path::Path,
+) -> Result<()> {
+    let meta = tx.create_db(Some(Table::Meta.name()), DatabaseFlags::empty())?;
+    let found = tx
+        .get::<Vec<u8>>(meta.dbi(), SCHEMA.as_bytes())?
+        .map(|value| be_u64(&value))
+        .transpose()?;
+    match found {
+        Some(found) if found > SCHEMA_VERSION => Err(crate::Error::NewerLayout {
+            datadir: datadir.display().to_string(),
+            found,
+            supported: SCHEMA_VERSION,
+        }),
+        _ => Ok(()),
+    }
+}
 
 impl<K: TransactionKind> StorageTx<K> {
     /// The layout version the database says it has (1 when it names none).
@@ -268,6 +290,39 @@ mod tests {
     use super::*;
     use crate::{Database, ReceiptOutcome, StoredReceipt};
     use alloy_primitives::{Address, Bytes, Log, LogData};
+
+    /// A datadir a newer quarry wrote is refused at open, naming both layouts; the current
+    /// layout and an unnumbered (new) one open.
+    #[test]
+    fn a_newer_layout_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Database::open(dir.path()).unwrap());
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        tx.put_schema_version().unwrap();
+        tx.commit().unwrap();
+        drop(db);
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        tx.put_schema(SCHEMA_VERSION + 1).unwrap();
+        tx.commit().unwrap();
+        drop(db);
+        let Err(err) = Database::open(dir.path()) else {
+            panic!("a newer layout opened");
+        };
+        assert!(
+            matches!(err, crate::Error::NewerLayout { found, .. } if found == SCHEMA_VERSION + 1)
+        );
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("layout {}", SCHEMA_VERSION + 1)),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("up to {SCHEMA_VERSION}")),
+            "{message}"
+        );
+    }
 
     fn receipts_of(block: u64) -> Vec<StoredReceipt> {
         (0..block % 3)
