@@ -20,13 +20,23 @@ const UNWINDS: &str = "unwinds";
 /// history key done.
 const CHANGESETS_PROGRESS: &str = "changesets_progress";
 
-/// The key of an account's changeset entry, and of its group of slot entries: the block
-/// number (u64 BE) then the address.
+/// The key of an account's group of slot entries (and, in layouts before 11, of its changeset
+/// entry): the block number (u64 BE) then the address.
 fn block_address_key(block: u64, address: &Address) -> [u8; 28] {
     let mut key = [0u8; 28];
     key[..8].copy_from_slice(&block.to_be_bytes());
     key[8..].copy_from_slice(address.as_slice());
     key
+}
+
+/// The key of an account's changeset entry: the block number (u32 BE) then the address. Blocks
+/// beyond u32 are refused, as the block lists refuse them.
+fn account_changeset_key(block: u64, address: &Address) -> Result<[u8; 24]> {
+    let narrow = u32::try_from(block).map_err(|_| Error::BlockBeyondLists(block))?;
+    let mut key = [0u8; 24];
+    key[..4].copy_from_slice(&narrow.to_be_bytes());
+    key[4..].copy_from_slice(address.as_slice());
+    Ok(key)
 }
 
 /// A slot's entry in its `StorageChangeGroups` group: the slot, then its value before the
@@ -94,11 +104,15 @@ impl<K: TransactionKind> StorageTx<K> {
     /// The accounts block `number` changed, each as it was before the block.
     pub fn account_changeset(&self, number: u64) -> Result<Vec<(Address, Option<StoredAccount>)>> {
         let mut out = Vec::new();
+        // No block beyond u32 has a changeset.
+        let Ok(narrow) = u32::try_from(number) else {
+            return Ok(out);
+        };
         self.for_each_with_prefix(
-            Table::AccountChangeSets,
-            &number.to_be_bytes(),
+            Table::NarrowAccountChangeSets,
+            &narrow.to_be_bytes(),
             |key, value| {
-                out.push((Address::from_slice(&key[8..]), decode_account(value)?));
+                out.push((Address::from_slice(&key[4..]), decode_account(value)?));
                 Ok(())
             },
         )?;
@@ -181,12 +195,12 @@ impl<K: TransactionKind> StorageTx<K> {
         number: u64,
         address: &Address,
     ) -> Result<Option<AccountBefore>> {
-        self.get(
-            Table::AccountChangeSets,
-            &block_address_key(number, address),
-        )?
-        .map(|value| decode_account_before(&value))
-        .transpose()
+        let Ok(key) = account_changeset_key(number, address) else {
+            return Ok(None);
+        };
+        self.get(Table::NarrowAccountChangeSets, &key)?
+            .map(|value| decode_account_before(&value))
+            .transpose()
     }
 
     /// The changeset entry of the slot with plain key `plain` (address then slot) at block
@@ -245,8 +259,8 @@ impl StorageTx<RwSync> {
             None => Vec::new(),
         };
         self.append(
-            Table::AccountChangeSets,
-            &block_address_key(block, address),
+            Table::NarrowAccountChangeSets,
+            &account_changeset_key(block, address)?,
             &value,
         )
     }
@@ -263,8 +277,8 @@ impl StorageTx<RwSync> {
         if storage_root == alloy_trie::EMPTY_ROOT_HASH {
             return Ok(());
         }
-        let key = block_address_key(block, address);
-        let Some(value) = self.get(Table::AccountChangeSets, &key)? else {
+        let key = account_changeset_key(block, address)?;
+        let Some(value) = self.get(Table::NarrowAccountChangeSets, &key)? else {
             return Ok(());
         };
         let Some((account, recorded)) = decode_account_before(&value)? else {
@@ -274,7 +288,7 @@ impl StorageTx<RwSync> {
         if recorded != Some(storage_root) {
             let value =
                 models::encode_account(&account, Some(storage_root), StoredAccount::FIXED_LEN);
-            self.put(Table::AccountChangeSets, &key, &value)?;
+            self.put(Table::NarrowAccountChangeSets, &key, &value)?;
         }
         Ok(())
     }
@@ -398,8 +412,8 @@ impl StorageTx<RwSync> {
                 &history_key(address.as_slice(), number),
             )?;
             self.del(
-                Table::AccountChangeSets,
-                &block_address_key(number, &address),
+                Table::NarrowAccountChangeSets,
+                &account_changeset_key(number, &address)?,
             )?;
             restored.entry(address).or_default().account = before;
         }
@@ -426,14 +440,36 @@ impl StorageTx<RwSync> {
         Ok(hash)
     }
 
-    /// Moves at most `max_entries` storage changeset entries of layouts before 11 from
-    /// `StorageChangeSets` into their groups, deleting them there in the same transaction, so
-    /// a migration stopped at any commit resumes where the table still holds entries. Returns
-    /// `true` once it is empty.
-    pub(crate) fn group_storage_changesets(&self, max_entries: u64) -> Result<bool> {
+    /// Moves at most `max_entries` changeset entries of layouts before 11 into this layout's
+    /// tables: the accounts' from `AccountChangeSets` to their narrow keys, then the slots' from
+    /// `StorageChangeSets` into their groups, deleting each where it was in the same
+    /// transaction, so a migration stopped at any commit resumes where the old tables still
+    /// hold entries. Returns `true` once both are empty.
+    pub(crate) fn move_wide_changesets(&self, max_entries: u64) -> Result<bool> {
+        let mut moved = 0;
+        let mut cursor = self.tx.cursor(self.db(Table::AccountChangeSets))?;
+        let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
+        while let Some((key, value)) = entry {
+            if moved == max_entries {
+                return Ok(false);
+            }
+            let (Some(block), Some(address)) = (key.get(..8), key.get(8..)) else {
+                return Err(Error::Corrupt("malformed account changeset key".into()));
+            };
+            if address.len() != 20 {
+                return Err(Error::Corrupt(format!(
+                    "account changeset key of {} bytes",
+                    key.len()
+                )));
+            }
+            let narrow = account_changeset_key(be_u64(block)?, &Address::from_slice(address))?;
+            self.append(Table::NarrowAccountChangeSets, &narrow, &value)?;
+            cursor.del()?;
+            moved += 1;
+            entry = cursor.get_current::<Vec<u8>, Vec<u8>>()?;
+        }
         let mut cursor = self.tx.cursor(self.db(Table::StorageChangeSets))?;
         let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
-        let mut moved = 0;
         while let Some((key, value)) = entry {
             if moved == max_entries {
                 return Ok(false);
@@ -553,23 +589,40 @@ impl StorageTx<RwSync> {
     }
 }
 
-/// Moves every storage changeset entry out of its group into `StorageChangeSets`, as layouts
-/// before 11 kept them: what a test starts an older layout's migration from.
+/// Moves every changeset entry into the tables and keys of layouts before 11: the accounts'
+/// to `AccountChangeSets` with the block in 8 bytes, the slots out of their groups into
+/// `StorageChangeSets`. What a test starts an older layout's migration from.
 #[cfg(test)]
-pub(crate) fn ungroup_storage_changesets(tx: &StorageTx<RwSync>) {
+pub(crate) fn widen_changesets(tx: &StorageTx<RwSync>) {
     let mut entries = Vec::new();
-    let mut cursor = tx.tx.cursor(tx.db(Table::StorageChangeGroups)).unwrap();
-    let mut entry = cursor.first::<Vec<u8>, Vec<u8>>().unwrap();
-    while let Some((key, value)) = entry {
-        entries.push(([&key[..], &value[..32]].concat(), value[32..].to_vec()));
-        entry = cursor.next::<Vec<u8>, Vec<u8>>().unwrap();
+    for table in [Table::NarrowAccountChangeSets, Table::StorageChangeGroups] {
+        let mut cursor = tx.tx.cursor(tx.db(table)).unwrap();
+        let mut entry = cursor.first::<Vec<u8>, Vec<u8>>().unwrap();
+        while let Some((key, value)) = entry {
+            entries.push(match table {
+                Table::NarrowAccountChangeSets => {
+                    let block = u64::from(u32::from_be_bytes(key[..4].try_into().unwrap()));
+                    let wide = [&block.to_be_bytes()[..], &key[4..]].concat();
+                    (Table::AccountChangeSets, wide, value)
+                }
+                _ => (
+                    Table::StorageChangeSets,
+                    [&key[..], &value[..32]].concat(),
+                    value[32..].to_vec(),
+                ),
+            });
+            entry = cursor.next::<Vec<u8>, Vec<u8>>().unwrap();
+        }
+        drop(cursor);
+        tx.tx.clear_db(tx.db(table)).unwrap();
     }
-    drop(cursor);
-    assert!(!entries.is_empty(), "no storage changesets to ungroup");
-    for (key, value) in entries {
-        tx.put(Table::StorageChangeSets, &key, &value).unwrap();
+    assert!(
+        entries.iter().any(|(t, ..)| *t == Table::StorageChangeSets),
+        "no storage changesets to widen"
+    );
+    for (table, key, value) in entries {
+        tx.put(table, &key, &value).unwrap();
     }
-    tx.tx.clear_db(tx.db(Table::StorageChangeGroups)).unwrap();
 }
 
 #[cfg(test)]
@@ -743,11 +796,11 @@ mod tests {
         assert_eq!(r.log_index_head().unwrap(), Some(3));
     }
 
-    /// A layout 10 datadir's storage changesets, one entry per slot, move into their groups in
-    /// resumable steps: the tables then equal those the current layout writes, and the values
-    /// before each block read as they did.
+    /// A layout 10 datadir's changesets (account keys with 8-byte blocks, one entry per slot)
+    /// move into this layout's tables in resumable steps: the tables then equal those the
+    /// current layout writes, and the values before each block read as they did.
     #[test]
-    fn layout_10_storage_changesets_move_into_groups() {
+    fn layout_10_changesets_move_into_narrow_keys_and_groups() {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path()).unwrap();
         chain(&db, &[(1, 0), (2, 0), (3, 0), (4, 0)]);
@@ -756,6 +809,13 @@ mod tests {
             let r = db.reader().unwrap();
             let mut out = Vec::new();
             for number in 1..=4 {
+                for (address, before) in r.account_changeset(number).unwrap() {
+                    let entry = r.account_changeset_entry(number, &address).unwrap();
+                    let entry = entry.unwrap().map(|(account, _)| account);
+                    assert_eq!(entry, before, "block {number} account {address}");
+                    let balance = before.map(|account| U256::from(account.nonce));
+                    out.push((number, address, B256::ZERO, balance.unwrap_or(U256::MAX)));
+                }
                 for (address, slot, before) in r.storage_changeset(number).unwrap() {
                     let plain = slot_key(&address, &slot);
                     let entry = r.slot_changeset_entry(number, &plain).unwrap();
@@ -770,7 +830,7 @@ mod tests {
         let before = befores(&db);
         assert!(before.len() >= 6, "{before:?}");
         let tx = db.writer().unwrap();
-        ungroup_storage_changesets(&tx);
+        widen_changesets(&tx);
         tx.put_schema(crate::migrate::TOPIC_LISTS_LAYOUT).unwrap();
         tx.commit().unwrap();
         assert_ne!(digests(&db), written);
@@ -781,7 +841,9 @@ mod tests {
         assert_eq!(befores(&db), before);
         let r = db.reader().unwrap();
         assert_eq!(r.schema_version().unwrap(), crate::SCHEMA_VERSION);
-        assert_eq!(r.table_digest(Table::StorageChangeSets).unwrap().0, 0);
+        for table in [Table::AccountChangeSets, Table::StorageChangeSets] {
+            assert_eq!(r.table_digest(table).unwrap().0, 0, "{}", table.name());
+        }
     }
 
     /// A datadir of the layout before the trie history records it from the block after its
@@ -885,7 +947,7 @@ mod tests {
         write_plain_history(&db);
         let recorded = digests(&db);
         let tx = db.writer().unwrap();
-        for table in [Table::AccountChangeSets, Table::StorageChangeGroups] {
+        for table in [Table::NarrowAccountChangeSets, Table::StorageChangeGroups] {
             tx.tx.clear_db(tx.db(table)).unwrap();
         }
         tx.put_schema(1).unwrap();

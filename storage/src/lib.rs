@@ -33,8 +33,8 @@ pub use changesets::{RestoredAccount, Unwound};
 pub use free_pages::Released;
 pub use log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use migrate::{
-    CHANGESETS_LAYOUT, COMPRESSED_BLOCKS_LAYOUT, SCHEMA_VERSION, STATE_LISTS_LAYOUT,
-    STORAGE_CHANGE_GROUPS_LAYOUT, TOPIC_LISTS_LAYOUT, TRACE_LISTS_LAYOUT,
+    CHANGESETS_LAYOUT, COMPRESSED_BLOCKS_LAYOUT, NARROW_CHANGESETS_LAYOUT, SCHEMA_VERSION,
+    STATE_LISTS_LAYOUT, TOPIC_LISTS_LAYOUT, TRACE_LISTS_LAYOUT,
 };
 pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
 pub use proof_history::{COARSE_NODE_WINDOW, DEFAULT_PROOF_HISTORY, PRUNE_BUDGET};

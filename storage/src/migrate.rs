@@ -31,11 +31,12 @@ pub const TRACE_LISTS_LAYOUT: u64 = 9;
 /// The first layout whose log index keeps each topic's blocks as block lists per position
 /// (`LogTopicLists`), not one `LogTopics` entry per topic and block.
 pub const TOPIC_LISTS_LAYOUT: u64 = 10;
-/// The first layout whose storage changesets are grouped by block and account
+/// The first layout whose changesets are keyed narrower: the accounts' with the block number in
+/// 4 bytes (`NarrowAccountChangeSets`), the slots' grouped by block and account
 /// (`StorageChangeGroups`), not one `StorageChangeSets` entry per slot.
-pub const STORAGE_CHANGE_GROUPS_LAYOUT: u64 = 11;
+pub const NARROW_CHANGESETS_LAYOUT: u64 = 11;
 /// The database layout this quarry writes.
-pub const SCHEMA_VERSION: u64 = STORAGE_CHANGE_GROUPS_LAYOUT;
+pub const SCHEMA_VERSION: u64 = NARROW_CHANGESETS_LAYOUT;
 const SCHEMA: &str = "schema";
 /// Progress of the receipts' re-encoding: the next block to re-encode (u64 BE).
 const RECEIPTS_PROGRESS: &str = "receipts_progress";
@@ -90,7 +91,7 @@ impl StorageTx<RwSync> {
         let layout = self.schema_version()?;
         // Before any other step: every step that reads or writes storage changesets (building
         // them, listing them) does so in the groups.
-        if layout < STORAGE_CHANGE_GROUPS_LAYOUT && !self.group_storage_changesets(budget)? {
+        if layout < NARROW_CHANGESETS_LAYOUT && !self.move_wide_changesets(budget)? {
             return Ok(false);
         }
         match layout {
@@ -103,9 +104,9 @@ impl StorageTx<RwSync> {
             layout if layout < STATE_LISTS_LAYOUT => self.build_state_lists(budget)?,
             layout if layout < TRACE_LISTS_LAYOUT => self.list_trace_entries(budget)?,
             layout if layout < TOPIC_LISTS_LAYOUT => self.list_log_topics(budget)?,
-            layout if layout < STORAGE_CHANGE_GROUPS_LAYOUT => {
+            layout if layout < NARROW_CHANGESETS_LAYOUT => {
                 // The groups were filled above.
-                self.put_schema(STORAGE_CHANGE_GROUPS_LAYOUT)?;
+                self.put_schema(NARROW_CHANGESETS_LAYOUT)?;
                 true
             }
             _ => return Ok(true),

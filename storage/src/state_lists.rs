@@ -39,7 +39,7 @@ const STAGED_LIST_KEYS: usize = 1 << 17;
 type Entry = (Vec<u8>, Vec<u8>);
 
 /// The changeset entry after position `last`, as `lists_from_changesets` records positions:
-/// an `AccountChangeSets` key, or a `StorageChangeGroups` key (28 bytes) then the slot.
+/// a `NarrowAccountChangeSets` key, or a `StorageChangeGroups` key (28 bytes) then the slot.
 fn entry_after<K: TransactionKind>(
     cursor: &mut Cursor<'_, K>,
     last: &[u8],
@@ -607,7 +607,7 @@ impl StorageTx<RwSync> {
         budget: &mut u64,
     ) -> Result<bool> {
         let table = match lists {
-            Lists::Accounts => Table::AccountChangeSets,
+            Lists::Accounts => Table::NarrowAccountChangeSets,
             Lists::Storages => Table::StorageChangeGroups,
             // Built from the blocks' frames and logs, not from changesets.
             Lists::Traces | Lists::Topics => return Ok(true),
@@ -632,15 +632,20 @@ impl StorageTx<RwSync> {
                 break false;
             }
             let key = position(key, &value);
-            if key.len() != 8 + lists.plain_len() {
+            // Account keys hold the block in 4 bytes, storage groups' in 8.
+            let block_len = if lists == Lists::Accounts { 4 } else { 8 };
+            if key.len() != block_len + lists.plain_len() {
                 return Err(Error::Corrupt(format!(
                     "{} entry has {} key bytes",
                     table.name(),
                     key.len()
                 )));
             }
-            let block = be_u64(&key[..8])?;
-            let address = Address::from_slice(&key[8..28]);
+            let block = match block_len {
+                4 => u64::from(u32::from_be_bytes([key[0], key[1], key[2], key[3]])),
+                _ => be_u64(&key[..8])?,
+            };
+            let address = Address::from_slice(&key[block_len..block_len + 20]);
             match lists {
                 Lists::Accounts => {
                     self.list_account_change(block, &address, &keccak256(address))?;
@@ -877,6 +882,7 @@ mod tests {
     fn downgrade_to_leaf_history(db: &Database) {
         use crate::models::{SlotValue, encode_trie_account};
         let tx = db.writer().unwrap();
+        let mut wide_entries = Vec::new();
         let (head, _) = tx.head().unwrap().unwrap_or_default();
         let head = head.max(20);
         for block in 1..=head {
@@ -888,12 +894,11 @@ mod tests {
                     .unwrap()
                 {
                     Some((account, root)) => {
-                        tx.put(
-                            Table::AccountChangeSets,
-                            &[&block.to_be_bytes()[..], address.as_slice()].concat(),
-                            &account.encode(),
-                        )
-                        .unwrap();
+                        // Layout 6's entries: without the storage root, keyed wide.
+                        wide_entries.push((
+                            [&block.to_be_bytes()[..], address.as_slice()].concat(),
+                            account.encode(),
+                        ));
                         encode_trie_account(&alloy_trie::TrieAccount {
                             nonce: account.nonce,
                             balance: account.balance,
@@ -922,7 +927,10 @@ mod tests {
         for lists in [Lists::Accounts, Lists::Storages] {
             tx.tx.clear_db(tx.db(lists.table())).unwrap();
         }
-        crate::changesets::ungroup_storage_changesets(&tx);
+        crate::changesets::widen_changesets(&tx);
+        for (key, value) in wide_entries {
+            tx.put(Table::AccountChangeSets, &key, &value).unwrap();
+        }
         tx.put_schema(crate::migrate::STATE_HISTORY_LAYOUT).unwrap();
         tx.commit().unwrap();
     }
@@ -938,6 +946,7 @@ mod tests {
         write_chain(&db, 20);
         let tables = [
             Table::AccountChangeSets,
+            Table::NarrowAccountChangeSets,
             Table::StorageChangeSets,
             Table::StorageChangeGroups,
             Table::AccountChangeLists,
@@ -949,7 +958,7 @@ mod tests {
             tables.map(|t| rx.table_digest(t).unwrap()).to_vec()
         };
         let written = digests(&db);
-        assert!(written[3].0 >= 3 && written[4].0 >= 3, "{written:?}");
+        assert!(written[4].0 >= 3 && written[5].0 >= 3, "{written:?}");
         let reads = |db: &Database| -> Vec<(Option<StoredAccount>, U256)> {
             let rx = db.reader().unwrap();
             (0..=20)

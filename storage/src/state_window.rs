@@ -118,16 +118,18 @@ impl StorageTx<RwSync> {
     /// Deletes block `number`'s changesets, its blocks in the lists and its node history
     /// records. Returns how many changeset entries it read.
     fn prune_block_state(&self, number: u64) -> Result<u64> {
-        let prefix = number.to_be_bytes();
         let mut read = 0;
-        let mut cursor = self.tx.cursor(self.db(Table::AccountChangeSets))?;
+        let mut cursor = self.tx.cursor(self.db(Table::NarrowAccountChangeSets))?;
+        // Account changeset keys hold the block in 4 bytes.
+        let narrow = u32::try_from(number).map_err(|_| Error::BlockBeyondLists(number))?;
+        let prefix = narrow.to_be_bytes();
         let mut entry = cursor.set_range::<Vec<u8>, ()>(&prefix)?;
         while let Some((key, ())) = entry {
             if !key.starts_with(&prefix) {
                 break;
             }
             let address = key
-                .get(8..28)
+                .get(4..24)
                 .ok_or_else(|| Error::Corrupt("malformed account changeset key".into()))?;
             self.unlist_block(Lists::Accounts, keccak256(address).as_slice(), number)?;
             cursor.del()?;

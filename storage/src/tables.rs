@@ -123,12 +123,17 @@ tables! {
     /// block that changed the slot, holding its value after that block. Key: address (20) then
     /// slot (32) then block number (u64 BE). Value: 32 bytes BE (zero when cleared).
     StorageHistory = "storage_history";
-    /// What each block changed, for unwinding it and for the state history: every account the
-    /// block changed, as it was before the block. Key: block number (u64 BE) then address (20
-    /// bytes). Value: the account in the compact encoding of models.rs (`encode_account`), with
-    /// its storage root before the block when that is not the empty trie's (older entries:
-    /// `StoredAccount`'s 72 bytes), or empty when the account did not exist before the block.
+    /// What each block changed, as layouts before 11 kept it (now only emptied, by `quarry
+    /// migrate`, into `NarrowAccountChangeSets`). Key: block number (u64 BE) then address (20
+    /// bytes). Value: as in `NarrowAccountChangeSets`.
     AccountChangeSets = "account_changesets";
+    /// What each block changed, for unwinding it and for the state history: every account the
+    /// block changed, as it was before the block. Key: block number (u32 BE, as the block lists
+    /// hold them) then address (20 bytes). Value: the account in the compact encoding of
+    /// models.rs (`encode_account`), with its storage root before the block when that is not
+    /// the empty trie's (older entries: `StoredAccount`'s 72 bytes), or empty when the account
+    /// did not exist before the block.
+    NarrowAccountChangeSets = "narrow_account_changesets";
     /// Every storage slot a block changed (including the slots a self-destruct cleared), with
     /// its value before the block, as layouts before 11 kept them (now only emptied, by
     /// `quarry migrate`, into `StorageChangeGroups`). Key: block number (u64 BE) then address
