@@ -446,13 +446,8 @@ impl StorageTx<RwSync> {
     /// transaction, so a migration stopped at any commit resumes where the old tables still
     /// hold entries. Returns `true` once both are empty.
     pub(crate) fn move_wide_changesets(&self, max_entries: u64) -> Result<bool> {
-        let mut moved = 0;
-        let mut cursor = self.tx.cursor(self.db(Table::AccountChangeSets))?;
-        let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
-        while let Some((key, value)) = entry {
-            if moved == max_entries {
-                return Ok(false);
-            }
+        let mut budget = max_entries;
+        let accounts_done = self.drain(Table::AccountChangeSets, &mut budget, |key, value| {
             let (Some(block), Some(address)) = (key.get(..8), key.get(8..)) else {
                 return Err(Error::Corrupt("malformed account changeset key".into()));
             };
@@ -463,17 +458,12 @@ impl StorageTx<RwSync> {
                 )));
             }
             let narrow = account_changeset_key(be_u64(block)?, &Address::from_slice(address))?;
-            self.append(Table::NarrowAccountChangeSets, &narrow, &value)?;
-            cursor.del()?;
-            moved += 1;
-            entry = cursor.get_current::<Vec<u8>, Vec<u8>>()?;
+            self.append(Table::NarrowAccountChangeSets, &narrow, value)
+        })?;
+        if !accounts_done {
+            return Ok(false);
         }
-        let mut cursor = self.tx.cursor(self.db(Table::StorageChangeSets))?;
-        let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
-        while let Some((key, value)) = entry {
-            if moved == max_entries {
-                return Ok(false);
-            }
+        self.drain(Table::StorageChangeSets, &mut budget, |key, value| {
             let (Some(group), Some(slot)) = (key.get(..28), key.get(28..)) else {
                 return Err(Error::Corrupt("malformed storage changeset key".into()));
             };
@@ -485,11 +475,29 @@ impl StorageTx<RwSync> {
                 )));
             }
             // Values of layouts before compact ones hold all 32 bytes.
-            let before = SlotValue::new(U256::from_be_slice(&value));
+            let before = SlotValue::new(U256::from_be_slice(value));
             let grouped = [slot, before.as_slice()].concat();
-            self.append_to_group(Table::StorageChangeGroups, group, &grouped)?;
+            self.append_to_group(Table::StorageChangeGroups, group, &grouped)
+        })
+    }
+
+    /// Hands `table`'s entries from the first to `moved` and deletes each, until `budget` runs
+    /// out (returns `false`) or the table is empty (`true`).
+    fn drain(
+        &self,
+        table: Table,
+        budget: &mut u64,
+        mut moved: impl FnMut(&[u8], &[u8]) -> Result<()>,
+    ) -> Result<bool> {
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
+        while let Some((key, value)) = entry {
+            if *budget == 0 {
+                return Ok(false);
+            }
+            moved(&key, &value)?;
             cursor.del()?;
-            moved += 1;
+            *budget -= 1;
             entry = cursor.get_current::<Vec<u8>, Vec<u8>>()?;
         }
         Ok(true)
