@@ -32,11 +32,17 @@ fn block_address_key(block: u64, address: &Address) -> [u8; 28] {
 /// The key of an account's changeset entry: the block number (u32 BE) then the address. Blocks
 /// beyond u32 are refused, as the block lists refuse them.
 fn account_changeset_key(block: u64, address: &Address) -> Result<[u8; 24]> {
-    let narrow = u32::try_from(block).map_err(|_| Error::BlockBeyondLists(block))?;
     let mut key = [0u8; 24];
-    key[..4].copy_from_slice(&narrow.to_be_bytes());
+    key[..4].copy_from_slice(&account_changeset_prefix(block)?);
     key[4..].copy_from_slice(address.as_slice());
     Ok(key)
+}
+
+/// What every `NarrowAccountChangeSets` key of block `block` starts with: the block as u32 BE.
+pub(crate) fn account_changeset_prefix(block: u64) -> Result<[u8; 4]> {
+    u32::try_from(block)
+        .map(u32::to_be_bytes)
+        .map_err(|_| Error::BlockBeyondLists(block))
 }
 
 /// A slot's entry in its `StorageChangeGroups` group: the slot, then its value before the
@@ -105,17 +111,13 @@ impl<K: TransactionKind> StorageTx<K> {
     pub fn account_changeset(&self, number: u64) -> Result<Vec<(Address, Option<StoredAccount>)>> {
         let mut out = Vec::new();
         // No block beyond u32 has a changeset.
-        let Ok(narrow) = u32::try_from(number) else {
+        let Ok(prefix) = account_changeset_prefix(number) else {
             return Ok(out);
         };
-        self.for_each_with_prefix(
-            Table::NarrowAccountChangeSets,
-            &narrow.to_be_bytes(),
-            |key, value| {
-                out.push((Address::from_slice(&key[4..]), decode_account(value)?));
-                Ok(())
-            },
-        )?;
+        self.for_each_with_prefix(Table::NarrowAccountChangeSets, &prefix, |key, value| {
+            out.push((Address::from_slice(&key[4..]), decode_account(value)?));
+            Ok(())
+        })?;
         Ok(out)
     }
 
@@ -417,7 +419,13 @@ impl StorageTx<RwSync> {
             )?;
             restored.entry(address).or_default().account = before;
         }
+        // The slots come group by group: each group is deleted whole, once.
+        let mut deleted_group = None;
         for (address, slot, before) in slots {
+            if deleted_group != Some(address) {
+                self.del_storage_change_group(number, &address)?;
+                deleted_group = Some(address);
+            }
             let plain = slot_key(&address, &slot);
             if before.is_zero() {
                 self.del(Table::PlainStorage, &plain)?;
@@ -429,8 +437,6 @@ impl StorageTx<RwSync> {
                 )?;
             }
             self.del(Table::StorageHistory, &history_key(&plain, number))?;
-            // The account's whole group (its other slots' values too).
-            self.del_storage_change_group(number, &address)?;
             restored
                 .entry(address)
                 .or_default()

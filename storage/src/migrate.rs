@@ -89,8 +89,8 @@ impl StorageTx<RwSync> {
     /// current.
     pub fn migrate_step(&self, budget: u64) -> Result<bool> {
         let layout = self.schema_version()?;
-        // Before any other step: every step that reads or writes storage changesets (building
-        // them, listing them) does so in the groups.
+        // Before any other step: every step that reads or writes changesets (building them,
+        // listing them) does so in this layout's tables and keys.
         if layout < NARROW_CHANGESETS_LAYOUT && !self.move_wide_changesets(budget)? {
             return Ok(false);
         }
@@ -105,7 +105,7 @@ impl StorageTx<RwSync> {
             layout if layout < TRACE_LISTS_LAYOUT => self.list_trace_entries(budget)?,
             layout if layout < TOPIC_LISTS_LAYOUT => self.list_log_topics(budget)?,
             layout if layout < NARROW_CHANGESETS_LAYOUT => {
-                // The groups were filled above.
+                // The changesets were moved above.
                 self.put_schema(NARROW_CHANGESETS_LAYOUT)?;
                 true
             }

@@ -120,9 +120,7 @@ impl StorageTx<RwSync> {
     fn prune_block_state(&self, number: u64) -> Result<u64> {
         let mut read = 0;
         let mut cursor = self.tx.cursor(self.db(Table::NarrowAccountChangeSets))?;
-        // Account changeset keys hold the block in 4 bytes.
-        let narrow = u32::try_from(number).map_err(|_| Error::BlockBeyondLists(number))?;
-        let prefix = narrow.to_be_bytes();
+        let prefix = crate::changesets::account_changeset_prefix(number)?;
         let mut entry = cursor.set_range::<Vec<u8>, ()>(&prefix)?;
         while let Some((key, ())) = entry {
             if !key.starts_with(&prefix) {
