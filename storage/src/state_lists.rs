@@ -65,6 +65,18 @@ fn entry_after<K: TransactionKind>(
     }
 }
 
+/// A listing position as this layout's tables have it: a build before layout 11 that stopped
+/// listing the account changesets recorded an account key with the block in 8 bytes (28
+/// bytes), which becomes the same key with the block in 4. Other positions stay as they are
+/// (a storage position, 60 bytes, reads the same in the groups).
+fn narrow_account_position(last: &[u8]) -> Result<Vec<u8>> {
+    if last.len() != 28 {
+        return Ok(last.to_vec());
+    }
+    let block = crate::changesets::account_changeset_prefix(be_u64(&last[..8])?)?;
+    Ok([&block[..], &last[8..]].concat())
+}
+
 /// Which lists: the accounts' or the storage slots' changes, or the trace index's addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lists {
@@ -621,7 +633,7 @@ impl StorageTx<RwSync> {
             _ => key,
         };
         let mut entry = match after.as_deref() {
-            Some(last) => entry_after(&mut cursor, last)?,
+            Some(last) => entry_after(&mut cursor, &narrow_account_position(last)?)?,
             None => cursor.first::<Vec<u8>, Vec<u8>>()?,
         };
         let done = loop {
@@ -1028,6 +1040,41 @@ mod tests {
         assert_eq!(after(&group(1, 1), 5), Some((group(2, 1), 3)));
         assert_eq!(after(&group(1, 0), 9), Some((group(1, 1), 2)));
         assert_eq!(after(&group(2, 1), 3), None);
+    }
+
+    /// A layout 7 datadir whose listing of the account changesets a build before layout 11
+    /// stopped (its progress an account key with an 8-byte block) resumes after that account,
+    /// in the narrow keys the changesets have moved to, and lists every account change once.
+    #[test]
+    fn a_listing_stopped_before_the_narrow_keys_resumes_after_its_account() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let tx = db.writer().unwrap();
+        let (a, b, c) = (
+            Address::repeat_byte(1),
+            Address::repeat_byte(2),
+            Address::repeat_byte(3),
+        );
+        for (block, address) in [(5u64, a), (5, b), (6, c)] {
+            tx.record_account_before(block, &address, None, None)
+                .unwrap();
+        }
+        let mut budget = 10;
+        // As the build before left it: a's entry of block 5 listed, its key wide.
+        let mut after = Some([&5u64.to_be_bytes()[..], a.as_slice()].concat());
+        assert!(
+            tx.lists_from_changesets(Lists::Accounts, &mut after, &mut budget)
+                .unwrap()
+        );
+        assert_eq!(budget, 8, "b and c listed, a not again");
+        let narrow =
+            |block: u32, address: Address| [&block.to_be_bytes()[..], address.as_slice()].concat();
+        assert_eq!(after, Some(narrow(6, c)));
+        assert_eq!(
+            narrow_account_position(&narrow(5, a)).unwrap(),
+            narrow(5, a),
+            "a narrow position stays"
+        );
     }
 
     /// Blocks past u32 are refused with an error naming them, not wrapped.
