@@ -13,7 +13,9 @@
 #   RETH=path/to/reth bench/ab.sh ...           each round starts with `reth import` of the
 #                                               same chain, timed alike (reth, A, B, reth, ...)
 #   KEEP=dir bench/ab.sh ...                    keeps the last round's datadirs as dir/A and
-#                                               dir/B (for bench/blocks.sh, bench/logs.sh)
+#                                               dir/B (for bench/blocks.sh, bench/logs.sh);
+#                                               with RETH, also dir/reth and `reth db stats`
+#                                               of it in dir/reth-stats.txt
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: bench/ab.sh OLD_BIN NEW_BIN [CHAIN_DIR]" >&2; exit 2; }
@@ -31,6 +33,14 @@ for round in $(seq 1 "$ROUNDS"); do
       --datadir "$work/reth" "$chain/chain.rlp")
     grep -q 'Import complete' "$work/out" || { tail "$work/out"; exit 1; }
     echo "round $round reth: $times; datadir $(du -sB1M "$work/reth" | cut -f1) MB" | tee -a "$work/log"
+    if [[ -n ${KEEP:-} && $round = "$ROUNDS" ]]; then
+      # reth's own account of its datadir, per static-file segment and table.
+      mkdir -p "$KEEP"
+      "$RETH" db --chain "$chain/genesis.json" --datadir "$work/reth" stats >"$KEEP/reth-stats.txt" 2>&1 ||
+        { tail "$KEEP/reth-stats.txt"; exit 1; }
+      rm -rf "${KEEP:?}/reth"
+      mv "$work/reth" "$KEEP/reth"
+    fi
     rm -rf "$work/reth"
   fi
   for side in A B; do
