@@ -10,6 +10,7 @@
 #
 #   bench/ab.sh OLD_BIN NEW_BIN [CHAIN_DIR]     default target/bench/scale-20000x100
 #   ROUNDS=3 bench/ab.sh ...                    (default 2)
+#   bench/ab.sh - NEW_BIN ...                   one build only (with RETH: reth, B, reth, B, ...)
 #   RETH=path/to/reth bench/ab.sh ...           each round starts with `reth import` of the
 #                                               same chain, timed alike (reth, A, B, reth, ...)
 #   KEEP=dir bench/ab.sh ...                    keeps the last round's datadirs as dir/A and
@@ -44,6 +45,7 @@ for round in $(seq 1 "$ROUNDS"); do
     rm -rf "$work/reth"
   fi
   for side in A B; do
+    [ "$side" = A ] && [ "$old" = - ] && continue
     bin=$old
     [ "$side" = B ] && bin=$new
     data=$work/data
@@ -64,6 +66,7 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 echo "== tables after the last round (MB): A, B"
+touch "$work/tables-A"
 join -a1 -a2 -e0 -o 0,1.3,2.3 <(awk 'NR>1 && NF==4 {print $1, $2, $3}' "$work/tables-A" | sort) \
   <(awk 'NR>1 && NF==4 {print $1, $2, $3}' "$work/tables-B" | sort) |
   sort -k3 -gr | awk '$2 > 0 || $3 > 0 {printf "%-26s %9s %9s\n", $1, $2, $3}'
