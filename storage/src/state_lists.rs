@@ -19,13 +19,10 @@ use crate::{
     Error, Result, StorageTx, StoredAccount, Table, changesets::AccountBefore, models::be_u64,
     slot_key, trie::hashed_slot_key,
 };
-use alloy_primitives::{Address, B256, U256, keccak256};
+use alloy_primitives::{Address, B256, U256, keccak256, map::HashMap};
 use roaring::RoaringBitmap;
 use signet_libmdbx::{RwSync, TransactionKind, WriteFlags, tx::Cursor};
-use std::{
-    collections::BTreeMap,
-    sync::{Mutex, MutexGuard, PoisonError},
-};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The most blocks one shard lists: a hot account's shard stays a few kilobytes, read whole.
 pub(crate) const SHARD_BLOCKS: u64 = 2_000;
@@ -235,10 +232,12 @@ struct StagedList {
     blocks: Vec<u32>,
 }
 
-/// Blocks a write transaction staged for the lists, by table and hashed key.
+/// Blocks a write transaction staged for the lists, by table and hashed key. Hashed: a block
+/// stages a key per changed slot, log topic and traced address, and a B-tree's search compared
+/// whole keys at every level; the keys are put in order once, when they are written.
 #[derive(Default)]
 struct ListMaps {
-    lists: [BTreeMap<Vec<u8>, StagedList>; 4],
+    lists: [HashMap<Vec<u8>, StagedList>; 4],
     keys: usize,
     /// The last address hashed for a slot key (a block's slots come account by account).
     last_address: Option<(Address, B256)>,
@@ -281,11 +280,17 @@ impl StagedLists {
         maps.keys >= STAGED_LIST_KEYS
     }
 
-    fn take(&self, lists: Lists) -> BTreeMap<Vec<u8>, StagedList> {
-        let mut maps = self.lock();
-        let taken = std::mem::take(&mut maps.lists[lists.index()]);
-        maps.keys = maps.keys.saturating_sub(taken.len());
-        taken
+    /// The staged keys of `lists`, in key order, with their blocks.
+    fn take(&self, lists: Lists) -> Vec<(Vec<u8>, StagedList)> {
+        let taken = {
+            let mut maps = self.lock();
+            let taken = std::mem::take(&mut maps.lists[lists.index()]);
+            maps.keys = maps.keys.saturating_sub(taken.len());
+            taken
+        };
+        let mut sorted: Vec<(Vec<u8>, StagedList)> = taken.into_iter().collect();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        sorted
     }
 }
 
