@@ -22,9 +22,11 @@
 //! data; values written before it stay LZ4. See block_dictionary.rs for how it is kept.
 
 use crate::{
-    Error, Result, StorageTx, Table,
+    BlockRecord, Error, Result, StorageTx, Table,
     block_dictionary::{Dictionary, frame_dictionary_id},
+    receipts,
 };
+use alloy_rlp::Encodable;
 use signet_libmdbx::{RwSync, TransactionKind};
 use std::{borrow::Cow, sync::Arc};
 
@@ -292,6 +294,65 @@ impl<K: TransactionKind> StorageTx<K> {
     }
 }
 
+/// What compressing a block's values needs from the datadir: each table's dictionary, once
+/// trained. It reads nothing else, so an import compresses a block's values on another thread
+/// while the write transaction's thread writes the block's state.
+pub struct BlockCompressor {
+    body: Option<Arc<Dictionary>>,
+    receipts: Option<Arc<Dictionary>>,
+}
+
+/// A block's body and receipts, encoded and compressed as `BlockBodies` and `Receipts` store
+/// them (`StorageTx::insert_compressed_block` stores them).
+pub struct CompressedBlockData {
+    pub(crate) body: Vec<u8>,
+    pub(crate) receipts: Vec<u8>,
+}
+
+impl BlockCompressor {
+    /// Encodes and compresses `block`'s body and receipts.
+    pub fn compress(&self, block: &BlockRecord<'_>) -> Result<CompressedBlockData> {
+        let mut body = Vec::new();
+        block.body.encode(&mut body);
+        let receipts = receipts::encode_block_receipts(block.receipts);
+        Ok(CompressedBlockData {
+            body: compress_block_data(BlockData::Body, self.body.as_deref(), &body)?,
+            receipts: compress_block_data(
+                BlockData::Receipts,
+                self.receipts.as_deref(),
+                &receipts,
+            )?,
+        })
+    }
+}
+
+/// `raw` as `kind`'s table stores it: with the table's dictionary once there is one.
+fn compress_block_data(
+    kind: BlockData,
+    dictionary: Option<&Dictionary>,
+    raw: &[u8],
+) -> Result<Vec<u8>> {
+    let codec = kind.codec(raw.len());
+    match dictionary {
+        Some(dictionary) if codec != Codec::Raw => compress_with_dictionary(dictionary, raw),
+        _ => compress(codec, raw),
+    }
+    .map_err(|reason| Error::Compress {
+        table: kind.table().name(),
+        reason,
+    })
+}
+
+impl<K: TransactionKind> StorageTx<K> {
+    /// What compresses the next block's values as this transaction would store them.
+    pub fn block_compressor(&self) -> Result<BlockCompressor> {
+        Ok(BlockCompressor {
+            body: self.block_dictionary(BlockData::Body)?,
+            receipts: self.block_dictionary(BlockData::Receipts)?,
+        })
+    }
+}
+
 impl StorageTx<RwSync> {
     /// Stores block `number`'s `kind` value, given its uncompressed encoding; `append` when
     /// it is written in block order (see `StorageTx::append`).
@@ -302,18 +363,22 @@ impl StorageTx<RwSync> {
         raw: &[u8],
         append: bool,
     ) -> Result<()> {
-        let codec = kind.codec(raw.len());
         let dictionary = self.block_dictionary(kind)?;
-        let stored = match &dictionary {
-            Some(dictionary) if codec != Codec::Raw => compress_with_dictionary(dictionary, raw),
-            _ => compress(codec, raw),
-        }
-        .map_err(|reason| Error::Compress {
-            table: kind.table().name(),
-            reason,
-        })?;
-        self.put_chunked(kind.table(), number, &stored, append)?;
-        if dictionary.is_none() && number.is_multiple_of(TRAIN_EVERY) {
+        let stored = compress_block_data(kind, dictionary.as_deref(), raw)?;
+        self.store_block_data(kind, number, &stored, append)
+    }
+
+    /// Stores block `number`'s compressed `kind` value; every `TRAIN_EVERY` blocks, a table
+    /// without a dictionary looks for enough values to train one on.
+    pub(crate) fn store_block_data(
+        &self,
+        kind: BlockData,
+        number: u64,
+        stored: &[u8],
+        append: bool,
+    ) -> Result<()> {
+        self.put_chunked(kind.table(), number, stored, append)?;
+        if number.is_multiple_of(TRAIN_EVERY) && self.block_dictionary(kind)?.is_none() {
             self.train_block_dictionary(kind, number, TRAIN_BYTES)?;
         }
         Ok(())

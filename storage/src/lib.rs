@@ -27,7 +27,7 @@ mod tx_lookup;
 mod value_chunks;
 
 pub use backup::BackupReport;
-pub use block_codec::BlockData;
+pub use block_codec::{BlockCompressor, BlockData, CompressedBlockData};
 pub use capacity::{DEFAULT_MAX_SIZE, DatabaseOptions, free_space};
 pub use changesets::{RestoredAccount, Unwound};
 pub use free_pages::Released;
@@ -961,6 +961,17 @@ impl StorageTx<RwSync> {
 
     /// Stores a block and makes it canonical at its number.
     pub fn insert_block(&self, block: &BlockRecord<'_>) -> Result<()> {
+        let data = self.block_compressor()?.compress(block)?;
+        self.insert_compressed_block(block, data)
+    }
+
+    /// As [`StorageTx::insert_block`], with the block's values compressed already (by a
+    /// [`BlockCompressor`] of this transaction, made after the block before was stored).
+    pub fn insert_compressed_block(
+        &self,
+        block: &BlockRecord<'_>,
+        data: CompressedBlockData,
+    ) -> Result<()> {
         let number = block.header.number;
         let key = number.to_be_bytes();
         let mut buf = Vec::with_capacity(block.header.length());
@@ -973,9 +984,7 @@ impl StorageTx<RwSync> {
             &key,
             &block.total_difficulty.to_be_bytes::<32>(),
         )?;
-        buf.clear();
-        block.body.encode(&mut buf);
-        self.put_block_data(BlockData::Body, number, &buf, true)?;
+        self.store_block_data(BlockData::Body, number, &data.body, true)?;
         let senders: Vec<u8> = block.senders.iter().flat_map(|a| a.0.0).collect();
         self.put_chunked(Table::Senders, number, &senders, true)?;
         let hashes: Vec<u8> = block
@@ -985,8 +994,7 @@ impl StorageTx<RwSync> {
             .flat_map(|tx| tx.tx_hash().0)
             .collect();
         self.put_chunked(Table::BlockTxHashes, number, &hashes, true)?;
-        let receipts = receipts::encode_block_receipts(block.receipts);
-        self.put_block_data(BlockData::Receipts, number, &receipts, true)?;
+        self.store_block_data(BlockData::Receipts, number, &data.receipts, true)?;
         self.index_block_logs(number, block.receipts)?;
         let earlier = match number.checked_sub(1) {
             Some(parent) => self.transactions_through(parent)?.unwrap_or(0),
