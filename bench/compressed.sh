@@ -23,10 +23,14 @@
 #
 #   bench/compressed.sh
 #   ROUNDS=3 N=20 bench/compressed.sh
+#   CASES="0 1" ENCODINGS="identity gzip" bench/compressed.sh    # a subset (cases as listed in
+#                                                                  # ask.py's `cases`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 N=${N:-20}
+CASES=${CASES:-0 1 2 3}
+ENCODINGS=${ENCODINGS:-identity gzip zstd}
 FIXTURES=${FIXTURES:-../shared/fixtures/rpc-compat}
 source bench/lib.sh
 "$quarry" ingest --datadir "$work/data" --genesis "$FIXTURES/genesis.json" \
@@ -78,8 +82,8 @@ PY
 ask() { python3 "$work/ask.py" "$1" "$2" "$N" "$3" "$ticks" "$4"; }
 echo "$N requests per case, $ROUNDS rounds; peak RSS with MIMALLOC_PURGE_DELAY=0"
 for round in $(seq "$ROUNDS"); do
-  for encoding in identity gzip zstd; do
-    for case in 0 1 2 3; do
+  for encoding in $ENCODINGS; do
+    for case in $CASES; do
       name="c$round$encoding$case"
       data=$work/data
       [ "$case" -lt 2 ] || data=$work/full-data
