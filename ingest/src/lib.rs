@@ -937,23 +937,21 @@ impl Importer {
             executed.trie.write(tx, Some(number), self.trie_history)?;
             Ok(())
         };
-        let (compressed, written) = match compressing_thread() {
-            Some(pool) => {
-                let mut compressed = None;
-                let written = pool.in_place_scope(|scope| {
-                    scope.spawn(|_| compressed = Some(compressor.compress(&record)));
-                    write_state()
-                });
-                (compressed, written)
-            }
-            None => (Some(compressor.compress(&record)), write_state()),
+        let mut compressed = None;
+        let written = match compressing_thread() {
+            Some(pool) => pool.in_place_scope(|scope| {
+                scope.spawn(|_| compressed = Some(compressor.compress(&record)));
+                write_state()
+            }),
+            None => write_state(),
         };
         written?;
-        // A panic on the compressing thread resumes at the end of the scope, so it is there.
-        let compressed = compressed.ok_or(quarry_storage::Error::Compress {
-            table: "block data",
-            reason: "the compressing thread returned nothing".into(),
-        })??;
+        // Compressed beside the state writes when the compressing thread ran it (a panic there
+        // resumes at the end of the scope), else here.
+        let compressed = match compressed {
+            Some(compressed) => compressed,
+            None => compressor.compress(&record),
+        }?;
         tx.insert_compressed_block(&record, compressed)?;
         self.head = block.header;
         self.head_hash = block.hash;
