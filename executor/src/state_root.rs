@@ -52,6 +52,9 @@ pub struct StateTrie {
     account_nodes: NodeOverlay,
     /// Accounts changed since the last root.
     dirty: BTreeSet<B256>,
+    /// The storage root in each changed account's stored leaf, as the walks passed it: the
+    /// root before these changes (`None`: no leaf, or empty storage).
+    stored_storage_roots: HashMap<B256, Option<B256>>,
 }
 
 fn encode_value(value: U256) -> Vec<u8> {
@@ -148,6 +151,13 @@ impl StateTrie {
                     .map(|(slot, value)| (U256::from_be_bytes(slot.0), *value)),
             );
         }
+    }
+
+    /// The storage root each account the roots so far changed had in its stored leaf, before
+    /// the changes (`None`: no leaf, or empty storage); accounts changed since the last root
+    /// are missing. [`StorageTx::apply_block_state_changes`] records it in their changesets.
+    pub fn stored_storage_roots(&self) -> &HashMap<B256, Option<B256>> {
+        &self.stored_storage_roots
     }
 
     /// The state root of the stored state in `tx` with every change applied so far.
@@ -254,6 +264,12 @@ impl StateTrie {
             )));
         }
         outcome.apply_to(&mut self.account_nodes);
+        for (key, storage_root) in &outcome.stored_storage_roots {
+            // The first walk saw the leaves before every change; later ones see the same.
+            self.stored_storage_roots
+                .entry(*key)
+                .or_insert(*storage_root);
+        }
         for (key, storage_root) in &outcome.kept_storage_roots {
             if let Some(entry) = self.accounts.get_mut(key) {
                 entry.storage_root = Some(*storage_root);
@@ -397,6 +413,9 @@ struct WalkOutcome {
     proof: Vec<(Nibbles, Bytes)>,
     /// The storage roots the walk gave the accounts of [`Walk::with_kept_storage`].
     kept_storage_roots: Vec<(B256, B256)>,
+    /// In a walk of the accounts' trie, the storage root of each overlay account's stored
+    /// leaf (`None`: no leaf, or empty storage).
+    stored_storage_roots: Vec<(B256, Option<B256>)>,
 }
 
 impl WalkOutcome {
@@ -449,6 +468,7 @@ struct Walk<'a, 'tx, K: Access> {
     /// root without one); the walk fills it in as it passes them.
     kept_storage: Option<&'a BTreeMap<B256, TrieAccount>>,
     kept_storage_roots: Vec<(B256, B256)>,
+    stored_storage_roots: Vec<(B256, Option<B256>)>,
 }
 
 /// The stored leaf cursor after a scan: `next` is the first stored leaf after `last_fed` (or
@@ -503,6 +523,7 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             leaf_scan: None,
             kept_storage: None,
             kept_storage_roots: Vec::new(),
+            stored_storage_roots: Vec::new(),
         }
     }
 
@@ -529,6 +550,7 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             updates,
             proof,
             kept_storage_roots: self.kept_storage_roots,
+            stored_storage_roots: self.stored_storage_roots,
         })
     }
 
@@ -684,6 +706,15 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
                 break;
             }
             if from_overlay {
+                if self.kept_storage.is_some() {
+                    let storage_root = match &stored {
+                        Some((stored_key, Leaf::Account(before))) if *stored_key == key => {
+                            Some(before.storage_root).filter(|root| *root != EMPTY_ROOT_HASH)
+                        }
+                        _ => None,
+                    };
+                    self.stored_storage_roots.push((key, storage_root));
+                }
                 if let Some((_, Some(value))) = overlay.next() {
                     let value = match self.kept_storage.and_then(|kept| kept.get(&key)) {
                         Some(account) => {
@@ -1280,6 +1311,72 @@ mod tests {
 
     /// Checks that every stored branch of `trie` names the hash of each child that is a single
     /// leaf (with a node of 32 bytes or more); returns how many such children it found.
+    /// Random blocks of changes over the stored trie, several roots per block: after them, the
+    /// storage root the walks report for each changed account's stored leaf is the one the
+    /// account had before the block (`None` for no account or empty storage), which ingest
+    /// records in the account's changeset instead of reading the leaf again.
+    #[test]
+    fn walks_report_each_changed_accounts_storage_root_before_the_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let mut rng = TestRng(0x5eed_1234_abcd_0002);
+        let addresses: Vec<Address> = (0..300u64)
+            .map(|i| Address::from_word(keccak256(i.to_be_bytes())))
+            .collect();
+        let mut model = Model::new();
+        let mut reported = 0;
+        for block in 0..40 {
+            let before = model.clone();
+            let mut changed = BTreeSet::new();
+            let mut trie = StateTrie::new();
+            let tx = db.writer().unwrap();
+            for _ in 0..1 + rng.below(3) {
+                for _ in 0..if block == 0 { 200 } else { 1 + rng.below(30) } {
+                    let address = addresses[rng.below(addresses.len() as u64) as usize];
+                    changed.insert(address);
+                    if rng.below(100) < 8 {
+                        model.remove(&address);
+                        trie.apply_account(address, None, false, []);
+                        continue;
+                    }
+                    let entry = model.entry(address).or_default();
+                    let wiped = rng.below(100) < 6;
+                    if wiped {
+                        entry.1.clear();
+                    }
+                    entry.0.nonce += 1;
+                    let mut slots = Vec::new();
+                    for _ in 0..rng.below(6) {
+                        let (slot, value) = (U256::from(rng.below(20)), U256::from(rng.below(3)));
+                        if value.is_zero() {
+                            entry.1.remove(&slot);
+                        } else {
+                            entry.1.insert(slot, value);
+                        }
+                        slots.push((slot, value));
+                    }
+                    trie.apply_account(address, Some(entry.0), wiped, slots);
+                }
+                assert_eq!(trie.root(&tx).unwrap(), model_root(&model), "block {block}");
+            }
+            for address in &changed {
+                let expected = before
+                    .get(address)
+                    .filter(|(_, slots)| !slots.is_empty())
+                    .map(|(_, slots)| model_storage_root(slots));
+                let got = trie.stored_storage_roots().get(&keccak256(address));
+                assert_eq!(got, Some(&expected), "block {block}, {address}");
+                reported += usize::from(expected.is_some());
+            }
+            trie.write(&tx, Some(block), true).unwrap();
+            tx.commit().unwrap();
+        }
+        assert!(
+            reported > 100,
+            "{reported} accounts had storage before their block"
+        );
+    }
+
     fn assert_leaf_children_named<K: Access>(tx: &StorageTx<K>, trie: TrieId) -> usize {
         let mut nodes = tx.trie_nodes(trie).unwrap();
         let mut leaves = tx.trie_leaves(trie).unwrap();

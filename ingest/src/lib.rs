@@ -933,7 +933,12 @@ impl Importer {
             let named =
                 quarry_storage::block_named_addresses(&block.header, &block.body, &block.senders);
             tx.index_block_traces(number, &executed.trace_addresses, &named)?;
-            tx.apply_state_changes(number, &executed.accounts, &executed.bytecodes)?;
+            tx.apply_block_state_changes(
+                number,
+                &executed.accounts,
+                &executed.bytecodes,
+                executed.trie.stored_storage_roots(),
+            )?;
             executed.trie.write(tx, Some(number), self.trie_history)?;
             Ok(())
         };

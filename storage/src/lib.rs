@@ -49,7 +49,7 @@ pub use trie::{
 pub use trie_history::NODE_HISTORY_WINDOW;
 
 use alloy_consensus::{BlockBody, Header, TxEnvelope};
-use alloy_primitives::{Address, B256, Bytes, U256};
+use alloy_primitives::{Address, B256, Bytes, U256, map::HashMap};
 use alloy_rlp::{Decodable, Encodable};
 use models::{SlotValue, be_u64};
 use signet_libmdbx::{
@@ -1075,6 +1075,19 @@ impl StorageTx<RwSync> {
         accounts: &[AccountChange],
         bytecodes: &[(B256, Bytes)],
     ) -> Result<()> {
+        self.apply_block_state_changes(block, accounts, bytecodes, &HashMap::default())
+    }
+
+    /// [`Self::apply_state_changes`], given the storage root before the block of changed
+    /// accounts already known (by hashed address; `None`: empty storage, or no account), as a
+    /// state root's walk finds them in the hashed state: the others are read from it.
+    pub fn apply_block_state_changes(
+        &self,
+        block: u64,
+        accounts: &[AccountChange],
+        bytecodes: &[(B256, Bytes)],
+        storage_roots_before: &HashMap<B256, Option<B256>>,
+    ) -> Result<()> {
         // Block 0 has no state before it to return to.
         let record = block > 0;
         for (hash, code) in bytecodes {
@@ -1106,7 +1119,10 @@ impl StorageTx<RwSync> {
                 // The hashed state is still the state before the block: the block's trie
                 // write comes after.
                 let hashed = alloy_primitives::keccak256(address);
-                let storage_root = self.stored_storage_root(&hashed)?;
+                let storage_root = match storage_roots_before.get(&hashed) {
+                    Some(root) => *root,
+                    None => self.stored_storage_root(&hashed)?,
+                };
                 self.record_account_before(block, address, before.as_ref(), storage_root)?;
                 self.list_account_change(block, address, &hashed)?;
             }
