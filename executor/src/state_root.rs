@@ -1216,6 +1216,48 @@ mod tests {
         }
     }
 
+    /// One random change to `address`, in `model` and in `trie`: deleted (8%), or its nonce
+    /// and balance changed, its storage wiped (6%), and up to 11 of its first 50 slots set (a
+    /// quarter of them to zero, which clears them).
+    fn apply_random_change(
+        rng: &mut TestRng,
+        model: &mut Model,
+        trie: &mut StateTrie,
+        address: Address,
+    ) {
+        let roll = rng.below(100);
+        if roll < 8 {
+            model.remove(&address);
+            trie.apply_account(address, None, false, []);
+            return;
+        }
+        let entry = model.entry(address).or_default();
+        let wiped = roll < 14;
+        if wiped {
+            entry.1.clear();
+        }
+        entry.0.nonce += 1;
+        entry.0.balance = U256::from(rng.below(1 << 40));
+        entry.0.code_hash = KECCAK_EMPTY_CODE;
+        let mut slots = Vec::new();
+        for _ in 0..rng.below(12) {
+            let slot = U256::from(rng.below(50));
+            // Small values make leaves short enough to be embedded in branches.
+            let value = if rng.below(4) == 0 {
+                U256::ZERO
+            } else {
+                U256::from(rng.below(300))
+            };
+            if value.is_zero() {
+                entry.1.remove(&slot);
+            } else {
+                entry.1.insert(slot, value);
+            }
+            slots.push((slot, value));
+        }
+        trie.apply_account(address, Some(entry.0), wiped, slots);
+    }
+
     /// Random blocks of account and slot changes (creations, updates, deletions, storage
     /// wipes; several roots per block as before Byzantium), applied over the stored trie: every
     /// root equals alloy-trie's from scratch, and the stored tables equal those of the final
@@ -1245,37 +1287,7 @@ mod tests {
                 let changes = if block == 0 { 300 } else { 1 + rng.below(40) };
                 for _ in 0..changes {
                     let address = addresses[rng.below(addresses.len() as u64) as usize];
-                    let roll = rng.below(100);
-                    if roll < 8 {
-                        model.remove(&address);
-                        trie.apply_account(address, None, false, []);
-                        continue;
-                    }
-                    let entry = model.entry(address).or_default();
-                    let wiped = roll < 14;
-                    if wiped {
-                        entry.1.clear();
-                    }
-                    entry.0.nonce += 1;
-                    entry.0.balance = U256::from(rng.below(1 << 40));
-                    entry.0.code_hash = KECCAK_EMPTY_CODE;
-                    let mut slots = Vec::new();
-                    for _ in 0..rng.below(12) {
-                        let slot = U256::from(rng.below(50));
-                        // Small values make leaves short enough to be embedded in branches.
-                        let value = if rng.below(4) == 0 {
-                            U256::ZERO
-                        } else {
-                            U256::from(rng.below(300))
-                        };
-                        if value.is_zero() {
-                            entry.1.remove(&slot);
-                        } else {
-                            entry.1.insert(slot, value);
-                        }
-                        slots.push((slot, value));
-                    }
-                    trie.apply_account(address, Some(entry.0), wiped, slots);
+                    apply_random_change(&mut rng, &mut model, &mut trie, address);
                 }
                 assert_eq!(trie.root(&tx).unwrap(), model_root(&model), "block {block}");
             }
@@ -1334,28 +1346,7 @@ mod tests {
                 for _ in 0..if block == 0 { 200 } else { 1 + rng.below(30) } {
                     let address = addresses[rng.below(addresses.len() as u64) as usize];
                     changed.insert(address);
-                    if rng.below(100) < 8 {
-                        model.remove(&address);
-                        trie.apply_account(address, None, false, []);
-                        continue;
-                    }
-                    let entry = model.entry(address).or_default();
-                    let wiped = rng.below(100) < 6;
-                    if wiped {
-                        entry.1.clear();
-                    }
-                    entry.0.nonce += 1;
-                    let mut slots = Vec::new();
-                    for _ in 0..rng.below(6) {
-                        let (slot, value) = (U256::from(rng.below(20)), U256::from(rng.below(3)));
-                        if value.is_zero() {
-                            entry.1.remove(&slot);
-                        } else {
-                            entry.1.insert(slot, value);
-                        }
-                        slots.push((slot, value));
-                    }
-                    trie.apply_account(address, Some(entry.0), wiped, slots);
+                    apply_random_change(&mut rng, &mut model, &mut trie, address);
                 }
                 assert_eq!(trie.root(&tx).unwrap(), model_root(&model), "block {block}");
             }
