@@ -706,24 +706,22 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
                 break;
             }
             if from_overlay {
-                if self.kept_storage.is_some() {
-                    let storage_root = match &stored {
-                        Some((stored_key, Leaf::Account(before))) if *stored_key == key => {
-                            Some(before.storage_root).filter(|root| *root != EMPTY_ROOT_HASH)
-                        }
-                        _ => None,
-                    };
-                    self.stored_storage_roots.push((key, storage_root));
+                // In the accounts' walk: the storage root in this account's stored leaf (the
+                // empty root without one), its root before the changes.
+                let stored_root = self.kept_storage.map(|_| match &stored {
+                    Some((stored_key, Leaf::Account(before))) if *stored_key == key => {
+                        before.storage_root
+                    }
+                    _ => EMPTY_ROOT_HASH,
+                });
+                if let Some(root) = stored_root {
+                    let root = Some(root).filter(|root| *root != EMPTY_ROOT_HASH);
+                    self.stored_storage_roots.push((key, root));
                 }
                 if let Some((_, Some(value))) = overlay.next() {
-                    let value = match self.kept_storage.and_then(|kept| kept.get(&key)) {
-                        Some(account) => {
-                            let storage_root = match &stored {
-                                Some((stored_key, Leaf::Account(before))) if *stored_key == key => {
-                                    before.storage_root
-                                }
-                                _ => EMPTY_ROOT_HASH,
-                            };
+                    let kept = self.kept_storage.and_then(|kept| kept.get(&key));
+                    let value = match kept.zip(stored_root) {
+                        Some((account, storage_root)) => {
                             self.kept_storage_roots.push((key, storage_root));
                             encode_account(&TrieAccount {
                                 storage_root,
@@ -1321,8 +1319,6 @@ mod tests {
         }
     }
 
-    /// Checks that every stored branch of `trie` names the hash of each child that is a single
-    /// leaf (with a node of 32 bytes or more); returns how many such children it found.
     /// Random blocks of changes over the stored trie, several roots per block: after them, the
     /// storage root the walks report for each changed account's stored leaf is the one the
     /// account had before the block (`None` for no account or empty storage), which ingest
@@ -1368,6 +1364,8 @@ mod tests {
         );
     }
 
+    /// Checks that every stored branch of `trie` names the hash of each child that is a single
+    /// leaf (with a node of 32 bytes or more); returns how many such children it found.
     fn assert_leaf_children_named<K: Access>(tx: &StorageTx<K>, trie: TrieId) -> usize {
         let mut nodes = tx.trie_nodes(trie).unwrap();
         let mut leaves = tx.trie_leaves(trie).unwrap();
