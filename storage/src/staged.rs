@@ -10,8 +10,13 @@
 //! unwind, which writes what is staged first, and so does a commit; a history read in a write
 //! transaction that still stages history is refused (see [`StorageTx::check_history_written`]).
 
-use crate::{Error, Result, StorageTx, Table, trie_history};
+use crate::{
+    Error, Result, StorageTx, Table,
+    models::encode_branch,
+    trie_history,
+};
 use alloy_primitives::{B256, map::B256Map};
+use alloy_trie::BranchNodeCompact;
 use signet_libmdbx::{MdbxError, RwSync, TransactionKind, WriteFlags};
 use std::{
     collections::BTreeMap,
@@ -130,8 +135,9 @@ impl StagedIndexes {
 /// again.
 const STAGED_NODES_LIMIT: usize = 1 << 16;
 
-/// A node's encoding, or `None` when it is deleted.
-pub(crate) type NodeValue = Option<Vec<u8>>;
+/// A node, or `None` when it is deleted. Staged decoded: the walks read the nodes near the
+/// root in every block, and a node staged again and again is encoded once, when written.
+pub(crate) type NodeValue = Option<BranchNodeCompact>;
 
 /// A staged node write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,17 +208,11 @@ impl StagedNodes {
         self.lock().trie(trie)?.get(path).cloned()
     }
 
-    /// The staged node at `key`, decoded from where it is staged: `Some(None)` when its
-    /// deletion is staged, `None` when nothing is.
-    pub(crate) fn get_decoded(
-        &self,
-        table: Table,
-        key: &[u8],
-    ) -> Option<Option<Result<alloy_trie::BranchNodeCompact>>> {
+    /// The staged node at `key`: `Some(None)` when its deletion is staged, `None` when
+    /// nothing is.
+    pub(crate) fn get_node(&self, table: Table, key: &[u8]) -> Option<NodeValue> {
         let (trie, path) = split_node_key(table, key);
-        let maps = self.lock();
-        let staged = maps.trie(trie)?.get(path)?;
-        Some(staged.value.as_deref().map(crate::models::decode_branch))
+        Some(self.lock().trie(trie)?.get(path)?.value.clone())
     }
 
     /// The history window `key`'s staged node is known to be recorded in (`Some(None)`: none
@@ -237,7 +237,7 @@ impl StagedNodes {
         table: Table,
         from: &[u8],
         inclusive: bool,
-    ) -> Option<(Vec<u8>, Vec<u8>)> {
+    ) -> Option<(Vec<u8>, BranchNodeCompact)> {
         let (trie, path) = split_node_key(table, from);
         let start = if inclusive {
             Bound::Included(path)
@@ -346,7 +346,7 @@ impl StorageTx<RwSync> {
             let mut cursor = self.tx.cursor(self.db(table))?;
             for (key, value) in nodes {
                 match value {
-                    Some(value) => cursor.put(&key, &value, WriteFlags::empty())?,
+                    Some(node) => cursor.put(&key, &encode_branch(&node), WriteFlags::empty())?,
                     None => {
                         if cursor.set::<()>(&key)?.is_some() {
                             cursor.del()?;
@@ -460,27 +460,31 @@ mod tests {
         let db = Database::open(dir.path()).unwrap();
         let tx = db.writer().unwrap();
         let storage_key = |address: u8, path: &[u8]| [&[address; 32][..], path].concat();
+        let node = |mask: u16| {
+            let (mask, none) = (alloy_trie::TrieMask::new(mask), alloy_trie::TrieMask::new(0));
+            BranchNodeCompact::new(mask, none, none, Vec::new(), None)
+        };
         // The same path in the account trie and in two storage tries; trie 5's node at
         // [1, 2] is staged twice, the later write replacing the first.
         let writes = [
-            (Table::AccountsTrie, vec![1, 2], Some(vec![10]), None),
+            (Table::AccountsTrie, vec![1, 2], Some(node(10)), None),
             (
                 Table::StoragesTrie,
                 storage_key(7, &[1, 2]),
-                Some(vec![11]),
+                Some(node(11)),
                 None,
             ),
             (
                 Table::StoragesTrie,
                 storage_key(5, &[1, 2]),
-                Some(vec![12]),
+                Some(node(12)),
                 None,
             ),
             (Table::StoragesTrie, storage_key(5, &[0]), None, Some(0)),
             (
                 Table::StoragesTrie,
                 storage_key(5, &[1, 2]),
-                Some(vec![13]),
+                Some(node(13)),
                 None,
             ),
         ];
@@ -492,7 +496,7 @@ mod tests {
         assert_eq!(
             nodes.get(Table::StoragesTrie, &storage_key(5, &[1, 2])),
             Some(StagedNode {
-                value: Some(vec![13]),
+                value: Some(node(13)),
                 recorded_window: None
             })
         );
@@ -520,7 +524,7 @@ mod tests {
         // though trie 7 has one.
         assert_eq!(
             nodes.first_after(Table::StoragesTrie, &storage_key(5, &[]), true),
-            Some((storage_key(5, &[1, 2]), vec![13]))
+            Some((storage_key(5, &[1, 2]), node(13)))
         );
         assert_eq!(
             nodes.first_after(Table::StoragesTrie, &storage_key(5, &[1, 2]), false),
@@ -528,7 +532,7 @@ mod tests {
         );
         assert_eq!(
             nodes.first_after(Table::StoragesTrie, &storage_key(5, &[1, 2]), true),
-            Some((storage_key(5, &[1, 2]), vec![13]))
+            Some((storage_key(5, &[1, 2]), node(13)))
         );
 
         // A storage trie's nodes are written alone; the rest in key order.
@@ -538,13 +542,13 @@ mod tests {
             tx.get(Table::StoragesTrie, &storage_key(7, &[1, 2]))
                 .unwrap()
                 .as_deref(),
-            Some(&[11][..])
+            Some(&encode_branch(&node(11))[..])
         );
         assert_eq!(
             nodes.take(Table::StoragesTrie, None),
             vec![
                 (storage_key(5, &[0]), None),
-                (storage_key(5, &[1, 2]), Some(vec![13]))
+                (storage_key(5, &[1, 2]), Some(node(13)))
             ]
         );
         assert_eq!(nodes.lock().len, 1);

@@ -158,11 +158,11 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
         let key = node_key(&self.trie, path);
         let table = self.trie.nodes_table();
         // A node staged at `path` itself is the first: nothing lies between.
-        if let Some(Some(node)) = self.staged.get_decoded(table, &key) {
+        if let Some(Some(node)) = self.staged.get_node(table, &key) {
             self.scanned.fetch_add(1, Ordering::Relaxed);
             self.last = Some(key);
             self.stored_next = StoredNext::Unknown;
-            return Ok(Some((*path, node?)));
+            return Ok(Some((*path, node)));
         }
         let entry = self.cursor.set_range::<Vec<u8>, Vec<u8>>(&key)?;
         self.stored_next = StoredNext::Found(self.not_staged(entry)?);
@@ -230,10 +230,12 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
                 let entry = stored.take();
                 self.stored_next = StoredNext::AfterCurrent;
                 entry
+                    .map(|(key, value)| decode_branch(&value).map(|node| (key, node)))
+                    .transpose()?
             }
         };
         self.last = entry.as_ref().map(|(key, _)| key.clone());
-        self.decode(entry)
+        self.node_at(entry)
     }
 
     /// A node read through the history: its history path and its value.
@@ -250,13 +252,14 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
         }
     }
 
-    fn decode(
+    /// `entry`'s path in this trie, or `None` when it is of another trie (or there is none).
+    fn node_at(
         &self,
-        entry: Option<(Vec<u8>, Vec<u8>)>,
+        entry: Option<(Vec<u8>, BranchNodeCompact)>,
     ) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
         self.scanned.fetch_add(1, Ordering::Relaxed);
         let prefix = self.trie.prefix();
-        let Some((key, value)) = entry.filter(|(key, _)| key.starts_with(prefix)) else {
+        let Some((key, node)) = entry.filter(|(key, _)| key.starts_with(prefix)) else {
             return Ok(None);
         };
         let nibbles = &key[prefix.len()..];
@@ -266,10 +269,7 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
                 alloy_primitives::hex::encode(&key)
             )));
         }
-        Ok(Some((
-            Nibbles::from_nibbles_unchecked(nibbles),
-            decode_branch(&value)?,
-        )))
+        Ok(Some((Nibbles::from_nibbles_unchecked(nibbles), node)))
     }
 }
 
@@ -455,7 +455,7 @@ impl StorageTx<RwSync> {
         history: Option<u64>,
     ) -> Result<()> {
         let key = node_key(trie, path);
-        let value = node.map(encode_branch);
+        let value = node.cloned();
         let table = trie.nodes_table();
         let Some(block) = history else {
             return self.stage_node(table, &key, value, None);
@@ -472,11 +472,12 @@ impl StorageTx<RwSync> {
         if !recorded {
             let staged = staged_window.and_then(|_| self.staged_nodes.get(table, &key));
             let before = match staged {
-                Some(staged) => staged.value,
+                Some(staged) => staged.value.as_ref().map(encode_branch),
                 None => self.get(table, &key)?.map(|value| value.into_owned()),
             };
-            if before != value {
-                let (before, after) = (before.as_deref(), value.as_deref());
+            let after = node.map(encode_branch);
+            if before != after {
+                let (before, after) = (before.as_deref(), after.as_deref());
                 self.record_node_before(trie, &logical, block, before, after)?;
                 recorded = true;
             }
