@@ -10,11 +10,7 @@
 //! unwind, which writes what is staged first, and so does a commit; a history read in a write
 //! transaction that still stages history is refused (see [`StorageTx::check_history_written`]).
 
-use crate::{
-    Error, Result, StorageTx, Table,
-    models::encode_branch,
-    trie_history,
-};
+use crate::{Error, Result, StorageTx, Table, models::encode_branch, trie_history};
 use alloy_primitives::{B256, map::B256Map};
 use alloy_trie::BranchNodeCompact;
 use signet_libmdbx::{MdbxError, RwSync, TransactionKind, WriteFlags};
@@ -461,7 +457,10 @@ mod tests {
         let tx = db.writer().unwrap();
         let storage_key = |address: u8, path: &[u8]| [&[address; 32][..], path].concat();
         let node = |mask: u16| {
-            let (mask, none) = (alloy_trie::TrieMask::new(mask), alloy_trie::TrieMask::new(0));
+            let (mask, none) = (
+                alloy_trie::TrieMask::new(mask),
+                alloy_trie::TrieMask::new(0),
+            );
             BranchNodeCompact::new(mask, none, none, Vec::new(), None)
         };
         // The same path in the account trie and in two storage tries; trie 5's node at
