@@ -229,9 +229,17 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
             _ => {
                 let entry = stored.take();
                 self.stored_next = StoredNext::AfterCurrent;
-                entry
-                    .map(|(key, value)| decode_branch(&value).map(|node| (key, node)))
-                    .transpose()?
+                match entry {
+                    // The next trie's first node, where this one ends: not decoded.
+                    Some((key, _)) if !key.starts_with(self.trie.prefix()) => {
+                        self.scanned.fetch_add(1, Ordering::Relaxed);
+                        self.last = Some(key);
+                        return Ok(None);
+                    }
+                    entry => entry
+                        .map(|(key, value)| decode_branch(&value).map(|node| (key, node)))
+                        .transpose()?,
+                }
             }
         };
         self.last = entry.as_ref().map(|(key, _)| key.clone());
