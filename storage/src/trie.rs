@@ -229,17 +229,12 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
             _ => {
                 let entry = stored.take();
                 self.stored_next = StoredNext::AfterCurrent;
-                match entry {
-                    // The next trie's first node, where this one ends: not decoded.
-                    Some((key, _)) if !key.starts_with(self.trie.prefix()) => {
-                        self.scanned.fetch_add(1, Ordering::Relaxed);
-                        self.last = Some(key);
-                        return Ok(None);
-                    }
-                    entry => entry
-                        .map(|(key, value)| decode_branch(&value).map(|node| (key, node)))
-                        .transpose()?,
-                }
+                // The next trie's first node, where this one ends, is none of this trie's: it
+                // is not decoded. (Staged nodes are only ever this trie's.)
+                entry
+                    .filter(|(key, _)| key.starts_with(self.trie.prefix()))
+                    .map(|(key, value)| decode_branch(&value).map(|node| (key, node)))
+                    .transpose()?
             }
         };
         self.last = entry.as_ref().map(|(key, _)| key.clone());
@@ -260,14 +255,14 @@ impl<K: TransactionKind> TrieNodeCursor<'_, K> {
         }
     }
 
-    /// `entry`'s path in this trie, or `None` when it is of another trie (or there is none).
+    /// The path in this trie of `entry`, a node of this trie (or none).
     fn node_at(
         &self,
         entry: Option<(Vec<u8>, BranchNodeCompact)>,
     ) -> Result<Option<(Nibbles, BranchNodeCompact)>> {
         self.scanned.fetch_add(1, Ordering::Relaxed);
         let prefix = self.trie.prefix();
-        let Some((key, node)) = entry.filter(|(key, _)| key.starts_with(prefix)) else {
+        let Some((key, node)) = entry else {
             return Ok(None);
         };
         let nibbles = &key[prefix.len()..];
