@@ -8,6 +8,7 @@ pub mod block_dictionary;
 mod block_migrate;
 mod capacity;
 mod changesets;
+mod env_open;
 mod free_pages;
 pub mod keccak;
 mod log_index;
@@ -160,6 +161,11 @@ pub enum Error {
         file: String,
         source: std::io::Error,
     },
+    #[error("the database in {datadir} {reason}")]
+    Locked {
+        datadir: String,
+        reason: &'static str,
+    },
     #[error("cannot give the free pages of {file} back to the file system: {reason}")]
     ReleasePages { file: String, reason: String },
 }
@@ -185,6 +191,9 @@ pub struct Database {
     page_size: u64,
     /// The block data tables' zstd dictionaries, digested once per handle.
     dictionaries: Arc<block_dictionary::Dictionaries>,
+    /// This process's mark that the datadir is open, cleared when the last clone drops (after
+    /// `env`, declared before it).
+    _open_mark: Arc<env_open::OpenMark>,
 }
 
 impl std::fmt::Debug for Database {
@@ -232,7 +241,7 @@ impl Database {
         if capacity::bench_writemap() {
             builder.write_map();
         }
-        let env = builder
+        builder
             .set_max_dbs(Table::ALL.len())
             .set_max_readers(1024)
             .set_flags(EnvironmentFlags {
@@ -246,8 +255,8 @@ impl Database {
                 size: Some(0..max_size),
                 growth_step: Some(max_size.clamp(1 << 20, 256 << 20) as isize),
                 ..Default::default()
-            })
-            .open(path)?;
+            });
+        let (env, open_mark) = env_open::open(&builder, path)?;
         merge_half_empty_pages(&env)?;
         capacity::reserve_lock_file(path)?;
         let datadir = Arc::new(path.to_path_buf());
@@ -276,6 +285,7 @@ impl Database {
             max_size: options.max_size,
             page_size,
             dictionaries: Arc::default(),
+            _open_mark: Arc::new(open_mark),
         })
     }
 
