@@ -13,7 +13,7 @@ use signet_libmdbx::{Environment, EnvironmentBuilder, MdbxError};
 use std::{
     collections::BTreeSet,
     path::{Path, PathBuf},
-    sync::Mutex,
+    sync::{Mutex, MutexGuard, PoisonError},
     time::{Duration, Instant},
 };
 
@@ -24,15 +24,19 @@ const PATIENCE: Duration = Duration::from_secs(10);
 /// The datadirs this process has open, by canonical path.
 static OPEN: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 
+/// The set holds only paths, and no insert or remove panics midway: a poisoned lock's set is
+/// whole.
+fn open_set() -> MutexGuard<'static, BTreeSet<PathBuf>> {
+    OPEN.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// That this process has a datadir open; dropping it says it no longer has.
 #[derive(Debug)]
 pub(crate) struct OpenMark(PathBuf);
 
 impl Drop for OpenMark {
     fn drop(&mut self) {
-        if let Ok(mut open) = OPEN.lock() {
-            open.remove(&self.0);
-        }
+        open_set().remove(&self.0);
     }
 }
 
@@ -41,15 +45,15 @@ impl Drop for OpenMark {
 pub(crate) fn open(builder: &EnvironmentBuilder, path: &Path) -> Result<(Environment, OpenMark)> {
     // Where it cannot be resolved, MDBX's open below names what is wrong with the path.
     let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    let locked = |reason| Error::Locked {
+    let locked = |reason: String| Error::Locked {
         datadir: path.display().to_string(),
         reason,
     };
-    {
-        let mut open = OPEN.lock().map_err(|_| locked(POISONED))?;
-        if !open.insert(canonical.clone()) {
-            return Err(locked(OPEN_HERE));
-        }
+    if !open_set().insert(canonical.clone()) {
+        return Err(locked(
+            "is open in this process already: MDBX allows one handle per process; clone that one"
+                .to_string(),
+        ));
     }
     let mark = OpenMark(canonical);
     let started = Instant::now();
@@ -58,7 +62,10 @@ pub(crate) fn open(builder: &EnvironmentBuilder, path: &Path) -> Result<(Environ
         match builder.open(path) {
             Err(MdbxError::Other(code)) if code == libc::EAGAIN => {
                 if started.elapsed() >= PATIENCE {
-                    return Err(locked(HELD));
+                    return Err(locked(format!(
+                        "stayed locked for {} s: a handle of this process on it outlives its Database (a transaction still open), or another process opened it exclusively",
+                        PATIENCE.as_secs()
+                    )));
                 }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(50));
@@ -67,8 +74,3 @@ pub(crate) fn open(builder: &EnvironmentBuilder, path: &Path) -> Result<(Environ
         }
     }
 }
-
-const OPEN_HERE: &str =
-    "is open in this process already: MDBX allows one handle per process; clone that one";
-const HELD: &str = "stayed locked for 10 s: a handle of this process on it outlives its Database (a transaction still open), or another process opened it exclusively";
-const POISONED: &str = "cannot be opened: a thread panicked while opening a datadir";

@@ -162,10 +162,7 @@ pub enum Error {
         source: std::io::Error,
     },
     #[error("the database in {datadir} {reason}")]
-    Locked {
-        datadir: String,
-        reason: &'static str,
-    },
+    Locked { datadir: String, reason: String },
     #[error("cannot give the free pages of {file} back to the file system: {reason}")]
     ReleasePages { file: String, reason: String },
 }
