@@ -1222,12 +1222,15 @@ mod tests {
         model: &mut Model,
         trie: &mut StateTrie,
         address: Address,
-    ) {
+    ) -> Touched {
         let roll = rng.below(100);
         if roll < 8 {
             model.remove(&address);
             trie.apply_account(address, None, false, []);
-            return;
+            return Touched {
+                wiped: true,
+                slots: Vec::new(),
+            };
         }
         let entry = model.entry(address).or_default();
         let wiped = roll < 14;
@@ -1253,22 +1256,63 @@ mod tests {
             }
             slots.push((slot, value));
         }
+        let touched = Touched {
+            wiped,
+            slots: slots.iter().map(|(slot, _)| *slot).collect(),
+        };
         trie.apply_account(address, Some(entry.0), wiped, slots);
+        touched
+    }
+
+    /// What one random change did to an account: cleared its storage (a wipe or a deletion),
+    /// and which slots it set.
+    #[derive(Default)]
+    struct Touched {
+        wiped: bool,
+        slots: Vec<U256>,
+    }
+
+    /// The state changes of a block that made `touched` (merged per account) and left `model`,
+    /// as ingest hands them to `apply_state_changes`.
+    fn block_changes(
+        model: &Model,
+        touched: &BTreeMap<Address, Touched>,
+    ) -> Vec<quarry_storage::AccountChange> {
+        touched
+            .iter()
+            .map(|(address, touched)| {
+                let after = model.get(address);
+                let slots: BTreeSet<U256> = touched.slots.iter().copied().collect();
+                quarry_storage::AccountChange {
+                    address: *address,
+                    account: after.map(|(fields, _)| *fields),
+                    wiped: touched.wiped,
+                    storage: slots
+                        .into_iter()
+                        .map(|slot| {
+                            let value = after
+                                .and_then(|(_, slots)| slots.get(&slot))
+                                .copied()
+                                .unwrap_or_default();
+                            (B256::from(slot), value)
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
     }
 
     /// Random blocks of account and slot changes (creations, updates, deletions, storage
-    /// wipes; several roots per block as before Byzantium), applied over the stored trie: every
-    /// root equals alloy-trie's from scratch, and the stored tables equal those of the final
-    /// state written at once. Proofs of the latest state, and from the trie history of every
-    /// older one, verify against the model's root of that state.
-    // Its proofs at older blocks (`ProofState::Recorded`) no longer match since the state
-    // history became block lists over the changesets, which this synthetic history never
-    // writes (it writes the trie alone); writing them through `apply_state_changes` was not
-    // enough either. Real chains prove older blocks correctly (tests/state_history.rs,
-    // tests/proof.rs). Left as a known failure to understand, not deleted.
+    /// wipes; several roots per block as before Byzantium), written as ingest writes a block
+    /// (state changes, then the trie) over a genesis state, with the history in windows of 4
+    /// blocks: every root equals alloy-trie's from scratch, and the stored tables equal those of
+    /// the final state written at once. Proofs of the latest state and of every older one verify
+    /// against the model's root of that state, by whichever route `OlderState::of` takes and by
+    /// each route where the history allows it: from a window's end alone, undone from a later
+    /// one's, redone over an earlier one's, and undone from the latest trie.
     #[test]
-    #[ignore = "known failure since the state history's block lists: see the comment above"]
     fn incremental_roots_and_stored_nodes_match_a_rebuild() {
+        const HEAD: u64 = 59;
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path()).unwrap();
         let mut rng = TestRng(0x5eed_1234_abcd_0001);
@@ -1277,19 +1321,34 @@ mod tests {
             .collect();
         let mut model = Model::new();
         let mut states = Vec::new();
-        for block in 0..60 {
+        for block in 0..=HEAD {
             let mut trie = StateTrie::new();
             let tx = db.writer().unwrap();
-            let steps = 1 + rng.below(4);
-            for _ in 0..steps {
+            let mut touched: BTreeMap<Address, Touched> = BTreeMap::new();
+            for _ in 0..1 + rng.below(4) {
                 let changes = if block == 0 { 300 } else { 1 + rng.below(40) };
                 for _ in 0..changes {
                     let address = addresses[rng.below(addresses.len() as u64) as usize];
-                    apply_random_change(&mut rng, &mut model, &mut trie, address);
+                    let change = apply_random_change(&mut rng, &mut model, &mut trie, address);
+                    let merged = touched.entry(address).or_default();
+                    if change.wiped {
+                        // What the block set before the wipe is gone with it.
+                        *merged = Touched::default();
+                    }
+                    merged.wiped |= change.wiped;
+                    merged.slots.extend(change.slots);
                 }
                 assert_eq!(trie.root(&tx).unwrap(), model_root(&model), "block {block}");
             }
-            trie.write(&tx, Some(block), true).unwrap();
+            insert_empty_block(&tx, block);
+            tx.apply_state_changes(block, &block_changes(&model, &touched), &[])
+                .unwrap();
+            if block == 0 {
+                trie.write(&tx, None, false).unwrap();
+                tx.start_trie_history(1, 4).unwrap();
+            } else {
+                trie.write(&tx, Some(block), true).unwrap();
+            }
             tx.commit().unwrap();
             states.push(model.clone());
             if block % 20 == 19 {
@@ -1306,17 +1365,67 @@ mod tests {
         }
         assert!(named > 100, "{named} leaf children");
 
-        // Proofs of present and absent accounts and slots verify against the root.
+        // Proofs of present and absent accounts and slots verify against the root: at every
+        // block by the route proofs take, at some by each other route.
         assert_eq!(StateTrie::new().root(&tx).unwrap(), model_root(&model));
+        let proved = &addresses[..30];
         check_proofs(&tx, ProofState::Latest, &model, &addresses[..60]);
-        for block in [0, 1, 7, 19, 33, 50, 58, 59] {
-            check_proofs(
-                &tx,
-                ProofState::Recorded(block),
-                &states[block as usize],
-                &addresses[..60],
-            );
+        let mut routes = BTreeSet::new();
+        for block in 0..HEAD {
+            let state = &states[block as usize];
+            let older = OlderState::of(&tx, block).unwrap();
+            routes.insert(match &older {
+                OlderState::Recorded(_) => "recorded",
+                OlderState::RecordedReverted { .. } => "recorded and reverted",
+                OlderState::Reverted(_) => "reverted",
+            });
+            if ![0, 1, 7, 33, 58].contains(&block) {
+                check_proofs(&tx, older.state(), state, &proved[..12]);
+                continue;
+            }
+            check_proofs(&tx, older.state(), state, proved);
+            let reverts = tx.reverts_between(block, HEAD).unwrap();
+            check_proofs(&tx, ProofState::Reverted(&reverts), state, proved);
+            if block == 0 {
+                continue;
+            }
+            // Every window's end at or after the block, and the one before it.
+            let window_end = block | 3;
+            if window_end < HEAD {
+                let reverts = tx.reverts_between(block, window_end).unwrap();
+                let undone = ProofState::RecordedReverted {
+                    checkpoint: window_end,
+                    reverts: &reverts,
+                };
+                check_proofs(&tx, undone, state, proved);
+            }
+            if let Some(previous) = (block & !3).checked_sub(1).filter(|p| *p > 0) {
+                let changes = tx.changes_between(previous, block).unwrap();
+                let redone = ProofState::RecordedReverted {
+                    checkpoint: previous,
+                    reverts: &changes,
+                };
+                check_proofs(&tx, redone, state, proved);
+            }
         }
+        assert_eq!(routes.len(), 3, "OlderState::of took {routes:?}");
+    }
+
+    /// Stores an empty block `number`, so that the chain's head is the last block written.
+    fn insert_empty_block(tx: &WriteTx, number: u64) {
+        let header = alloy_consensus::Header {
+            number,
+            ..Default::default()
+        };
+        tx.insert_block(&quarry_storage::BlockRecord {
+            hash: header.hash_slow(),
+            header: &header,
+            body: &Default::default(),
+            senders: &[],
+            receipts: &[],
+            total_difficulty: U256::ZERO,
+        })
+        .unwrap();
     }
 
     /// Random blocks of changes over the stored trie, several roots per block: after them, the
