@@ -1308,11 +1308,12 @@ mod tests {
     /// blocks: every root equals alloy-trie's from scratch, and the stored tables equal those of
     /// the final state written at once. Proofs of the latest state and of every older one verify
     /// against the model's root of that state, by whichever route `OlderState::of` takes and by
-    /// each route where the history allows it: from a window's end alone, undone from a later
-    /// one's, redone over an earlier one's, and undone from the latest trie.
+    /// each route where the history allows it. Then the chain is unwound to a block inside a
+    /// window and a different branch written over it: the same holds on the new chain.
     #[test]
     fn incremental_roots_and_stored_nodes_match_a_rebuild() {
         const HEAD: u64 = 59;
+        const FORK: u64 = 45;
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path()).unwrap();
         let mut rng = TestRng(0x5eed_1234_abcd_0001);
@@ -1322,34 +1323,7 @@ mod tests {
         let mut model = Model::new();
         let mut states = Vec::new();
         for block in 0..=HEAD {
-            let mut trie = StateTrie::new();
-            let tx = db.writer().unwrap();
-            let mut touched: BTreeMap<Address, Touched> = BTreeMap::new();
-            for _ in 0..1 + rng.below(4) {
-                let changes = if block == 0 { 300 } else { 1 + rng.below(40) };
-                for _ in 0..changes {
-                    let address = addresses[rng.below(addresses.len() as u64) as usize];
-                    let change = apply_random_change(&mut rng, &mut model, &mut trie, address);
-                    let merged = touched.entry(address).or_default();
-                    if change.wiped {
-                        // What the block set before the wipe is gone with it.
-                        *merged = Touched::default();
-                    }
-                    merged.wiped |= change.wiped;
-                    merged.slots.extend(change.slots);
-                }
-                assert_eq!(trie.root(&tx).unwrap(), model_root(&model), "block {block}");
-            }
-            insert_empty_block(&tx, block);
-            tx.apply_state_changes(block, &block_changes(&model, &touched), &[])
-                .unwrap();
-            if block == 0 {
-                trie.write(&tx, None, false).unwrap();
-                tx.start_trie_history(1, 4).unwrap();
-            } else {
-                trie.write(&tx, Some(block), true).unwrap();
-            }
-            tx.commit().unwrap();
+            write_random_block(&db, &mut rng, &mut model, block, &addresses);
             states.push(model.clone());
             if block % 20 == 19 {
                 let (_dir, fresh) = rebuilt(&model);
@@ -1364,40 +1338,114 @@ mod tests {
             named += assert_leaf_children_named(&tx, TrieId::Storage(keccak256(address)));
         }
         assert!(named > 100, "{named} leaf children");
+        check_every_proof(&tx, &states, &addresses);
+        drop(tx);
 
-        // Proofs of present and absent accounts and slots verify against the root: at every
-        // block by the route proofs take, at some by each other route.
-        assert_eq!(StateTrie::new().root(&tx).unwrap(), model_root(&model));
+        // An unwind to the middle of a window, as a reorganisation makes one, then another
+        // branch: the state, the trie and every older block's proofs follow the new chain.
+        let tx = db.writer().unwrap();
+        let unwound = tx.unwind_to(FORK).unwrap();
+        let mut trie = StateTrie::new();
+        trie.restore(&unwound.restored);
+        assert_eq!(trie.root(&tx).unwrap(), model_root(&states[FORK as usize]));
+        trie.write(&tx, None, false).unwrap();
+        tx.commit().unwrap();
+        states.truncate(FORK as usize + 1);
+        model = states[FORK as usize].clone();
+        let mut rng = TestRng(0x5eed_1234_abcd_0003);
+        for block in FORK + 1..=HEAD {
+            write_random_block(&db, &mut rng, &mut model, block, &addresses);
+            states.push(model.clone());
+        }
+        let (_dir, fresh) = rebuilt(&model);
+        assert_eq!(digests(&db), digests(&fresh), "after the unwind");
+        check_every_proof(&db.reader().unwrap(), &states, &addresses);
+    }
+
+    /// Writes block `block` of random changes to `model` (block 0: a genesis state), as ingest
+    /// writes a block, checking each of its roots against the model's.
+    fn write_random_block(
+        db: &Database,
+        rng: &mut TestRng,
+        model: &mut Model,
+        block: u64,
+        addresses: &[Address],
+    ) {
+        let mut trie = StateTrie::new();
+        let tx = db.writer().unwrap();
+        let mut touched: BTreeMap<Address, Touched> = BTreeMap::new();
+        for _ in 0..1 + rng.below(4) {
+            let changes = if block == 0 { 300 } else { 1 + rng.below(40) };
+            for _ in 0..changes {
+                let address = addresses[rng.below(addresses.len() as u64) as usize];
+                let change = apply_random_change(rng, model, &mut trie, address);
+                let merged = touched.entry(address).or_default();
+                if change.wiped {
+                    // What the block set before the wipe is gone with it.
+                    *merged = Touched::default();
+                }
+                merged.wiped |= change.wiped;
+                merged.slots.extend(change.slots);
+            }
+            assert_eq!(trie.root(&tx).unwrap(), model_root(model), "block {block}");
+        }
+        insert_empty_block(&tx, block);
+        tx.apply_state_changes(block, &block_changes(model, &touched), &[])
+            .unwrap();
+        if block == 0 {
+            trie.write(&tx, None, false).unwrap();
+            tx.start_trie_history(1, 4).unwrap();
+        } else {
+            trie.write(&tx, Some(block), true).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+
+    /// Proofs of present and absent accounts and slots in the latest state and after every
+    /// older block (`states[block]`, the head last) verify against the model's root: at every
+    /// block by the route `OlderState::of` takes, at some by each other route the history
+    /// allows (from a window's end with the window's later blocks undone, over the window
+    /// before with the block's window redone, and undone from the latest trie).
+    fn check_every_proof<K: Access>(tx: &StorageTx<K>, states: &[Model], addresses: &[Address]) {
+        let head = states.len() as u64 - 1;
+        assert_eq!(
+            StateTrie::new().root(tx).unwrap(),
+            model_root(&states[head as usize])
+        );
+        check_proofs(
+            tx,
+            ProofState::Latest,
+            &states[head as usize],
+            &addresses[..60],
+        );
         let proved = &addresses[..30];
-        check_proofs(&tx, ProofState::Latest, &model, &addresses[..60]);
         let mut routes = BTreeSet::new();
-        for block in 0..HEAD {
+        for block in 0..head {
             let state = &states[block as usize];
-            let older = OlderState::of(&tx, block).unwrap();
+            let older = OlderState::of(tx, block).unwrap();
             routes.insert(match &older {
                 OlderState::Recorded(_) => "recorded",
                 OlderState::RecordedReverted { .. } => "recorded and reverted",
                 OlderState::Reverted(_) => "reverted",
             });
-            if ![0, 1, 7, 33, 58].contains(&block) {
-                check_proofs(&tx, older.state(), state, &proved[..12]);
+            if ![0, 1, 7, 33, 46, 58].contains(&block) {
+                check_proofs(tx, older.state(), state, &proved[..12]);
                 continue;
             }
-            check_proofs(&tx, older.state(), state, proved);
-            let reverts = tx.reverts_between(block, HEAD).unwrap();
-            check_proofs(&tx, ProofState::Reverted(&reverts), state, proved);
+            check_proofs(tx, older.state(), state, proved);
+            let reverts = tx.reverts_between(block, head).unwrap();
+            check_proofs(tx, ProofState::Reverted(&reverts), state, proved);
             if block == 0 {
                 continue;
             }
-            // Every window's end at or after the block, and the one before it.
             let window_end = block | 3;
-            if window_end < HEAD {
+            if window_end < head {
                 let reverts = tx.reverts_between(block, window_end).unwrap();
                 let undone = ProofState::RecordedReverted {
                     checkpoint: window_end,
                     reverts: &reverts,
                 };
-                check_proofs(&tx, undone, state, proved);
+                check_proofs(tx, undone, state, proved);
             }
             if let Some(previous) = (block & !3).checked_sub(1).filter(|p| *p > 0) {
                 let changes = tx.changes_between(previous, block).unwrap();
@@ -1405,7 +1453,7 @@ mod tests {
                     checkpoint: previous,
                     reverts: &changes,
                 };
-                check_proofs(&tx, redone, state, proved);
+                check_proofs(tx, redone, state, proved);
             }
         }
         assert_eq!(routes.len(), 3, "OlderState::of took {routes:?}");
