@@ -1438,7 +1438,7 @@ mod tests {
             if block == 0 {
                 continue;
             }
-            let window_end = block | 3;
+            let window_end = tx.trie_history_checkpoint(block).unwrap();
             if window_end < head {
                 let reverts = tx.reverts_between(block, window_end).unwrap();
                 let undone = ProofState::RecordedReverted {
@@ -1447,7 +1447,7 @@ mod tests {
                 };
                 check_proofs(tx, undone, state, proved);
             }
-            if let Some(previous) = (block & !3).checked_sub(1).filter(|p| *p > 0) {
+            if let Some(previous) = tx.trie_history_checkpoint_before(block).unwrap() {
                 let changes = tx.changes_between(previous, block).unwrap();
                 let redone = ProofState::RecordedReverted {
                     checkpoint: previous,
