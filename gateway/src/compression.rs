@@ -1,19 +1,20 @@
 //! Compressed HTTP answers: which encoding a request accepts (`Accept-Encoding`: gzip, or zstd
 //! when the client ranks it at least as high), and writing an answer compressed. A large answer
-//! is compressed on a blocking thread as it is written, in chunks (`Transfer-Encoding:
-//! chunked`), so that besides the answer itself at most a few chunks of compressed bytes are in
-//! memory; a small one is compressed whole and sent with its length.
+//! is compressed as it is written, a chunk at a time between the socket's writes
+//! (`Transfer-Encoding: chunked`), so that besides the answer itself one chunk of compressed
+//! bytes is in memory; a small one is compressed whole and sent with its length.
 
+use crate::gzip::GzipEncoder;
 use bytes::Bytes;
 use std::io::Write;
-use tokio::{io::AsyncWriteExt, net::TcpStream, sync::mpsc};
+use tokio::{io::AsyncWriteExt, net::TcpStream};
 
 /// Answers shorter than this go uncompressed: the headers would cost more than they save.
 pub const COMPRESS_FROM: usize = 1024;
 /// How much of an answer is compressed at a time; answers up to this size are compressed whole.
 const CHUNK: usize = 64 << 10;
-/// Compressed chunks waiting for the socket: bounds memory when the client reads slowly.
-const CHUNKS_IN_FLIGHT: usize = 2;
+/// Room for a chunk's size line: 8 hex digits and CRLF (a chunk is at most about `CHUNK`).
+const SIZE_LINE_ROOM: usize = 10;
 
 /// A `Content-Encoding` quarry writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,44 +62,45 @@ impl ContentEncoding {
     }
 }
 
-/// A compressor writing into a buffer that is emptied chunk by chunk.
+/// A compressor appending to the caller's buffer.
 enum Compressor {
-    Gzip(flate2::write::GzEncoder<Vec<u8>>),
+    Gzip(GzipEncoder),
+    // zstd's encoder owns its output buffer; `write_to` moves what it holds.
     Zstd(zstd::stream::write::Encoder<'static, Vec<u8>>),
 }
 
 impl Compressor {
     fn new(encoding: ContentEncoding) -> std::io::Result<Self> {
         Ok(match encoding {
-            // The fastest levels: an answer is compressed while the client waits for it.
-            ContentEncoding::Gzip => Self::Gzip(flate2::write::GzEncoder::new(
-                Vec::new(),
-                flate2::Compression::fast(),
-            )),
+            // Fast levels: an answer is compressed while the client waits for it (gzip.rs says
+            // why gzip's is 2).
+            ContentEncoding::Gzip => Self::Gzip(GzipEncoder::new()?),
             ContentEncoding::Zstd => Self::Zstd(zstd::stream::write::Encoder::new(Vec::new(), 1)?),
         })
     }
 
-    fn write(&mut self, input: &[u8]) -> std::io::Result<()> {
+    /// Compresses `input`, appending to `out` what the compressor emits now.
+    fn write_to(&mut self, input: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
         match self {
-            Self::Gzip(encoder) => encoder.write_all(input),
-            Self::Zstd(encoder) => encoder.write_all(input),
+            Self::Gzip(encoder) => encoder.write(input, out),
+            Self::Zstd(encoder) => {
+                encoder.write_all(input)?;
+                let held = encoder.get_mut();
+                out.extend_from_slice(held);
+                held.clear();
+                Ok(())
+            }
         }
     }
 
-    /// The compressed bytes produced so far and not yet taken.
-    fn take(&mut self) -> Vec<u8> {
+    /// Appends the rest of the compressed bytes to `out`.
+    fn finish_to(self, out: &mut Vec<u8>) -> std::io::Result<()> {
         match self {
-            Self::Gzip(encoder) => std::mem::take(encoder.get_mut()),
-            Self::Zstd(encoder) => std::mem::take(encoder.get_mut()),
-        }
-    }
-
-    /// The rest of the compressed bytes.
-    fn finish(self) -> std::io::Result<Vec<u8>> {
-        match self {
-            Self::Gzip(encoder) => encoder.finish(),
-            Self::Zstd(encoder) => encoder.finish(),
+            Self::Gzip(encoder) => encoder.finish(out),
+            Self::Zstd(encoder) => {
+                out.extend_from_slice(&encoder.finish()?);
+                Ok(())
+            }
         }
     }
 }
@@ -106,10 +108,17 @@ impl Compressor {
 /// `body` compressed whole (for answers up to `CHUNK` bytes).
 pub fn compress(body: &[u8], encoding: ContentEncoding) -> std::io::Result<Vec<u8>> {
     let mut compressor = Compressor::new(encoding)?;
-    compressor.write(body)?;
-    let mut out = compressor.take();
-    out.extend(compressor.finish()?);
+    // One allocation for the whole answer.
+    let mut out = Vec::with_capacity(room_for(body.len()));
+    compressor.write_to(body, &mut out)?;
+    compressor.finish_to(&mut out)?;
     Ok(out)
+}
+
+/// Room for `len` bytes compressed, in the worst case of either encoding (incompressible input
+/// grows by stored blocks' headers, well under 1%) with its stream's header and trailer.
+fn room_for(len: usize) -> usize {
+    len + len / 64 + 64
 }
 
 /// Whether an answer of `len` bytes is sent compressed whole (else chunked as it streams).
@@ -117,46 +126,45 @@ pub fn compressed_whole(len: usize) -> bool {
     len <= CHUNK
 }
 
-/// Writes `head` (which must say `transfer-encoding: chunked`), then `body` compressed in
-/// chunks on a blocking thread.
+/// Writes `head` (which must say `transfer-encoding: chunked`), then `body` compressed a chunk
+/// at a time between writes on the connection's task. Each step compresses at most `CHUNK`
+/// bytes, as much as an answer compressed whole does there, and one frame buffer serves the whole answer: nothing waits in a queue,
+/// and no buffer is made per chunk.
 pub async fn write_chunked(
     stream: &mut TcpStream,
     head: &[u8],
     body: Bytes,
     encoding: ContentEncoding,
 ) -> std::io::Result<()> {
-    let (sender, mut chunks) = mpsc::channel::<std::io::Result<Vec<u8>>>(CHUNKS_IN_FLIGHT);
-    let compressing = tokio::task::spawn_blocking(move || {
-        let run = || -> std::io::Result<()> {
-            let mut compressor = Compressor::new(encoding)?;
-            for input in body.chunks(CHUNK) {
-                compressor.write(input)?;
-                let out = compressor.take();
-                // A closed channel: the client is gone, stop compressing.
-                if !out.is_empty() && sender.blocking_send(Ok(out)).is_err() {
-                    return Ok(());
-                }
-            }
-            let _ = sender.blocking_send(Ok(compressor.finish()?));
-            Ok(())
-        };
-        if let Err(e) = run() {
-            let _ = sender.blocking_send(Err(e));
-        }
-    });
     stream.write_all(head).await?;
-    while let Some(chunk) = chunks.recv().await {
-        let chunk = chunk?;
-        if chunk.is_empty() {
+    let mut compressor = Some(Compressor::new(encoding)?);
+    let mut inputs = body.chunks(CHUNK);
+    // A chunk's frame: its size line is written into the room before the data once the
+    // data's length is known, so the frame goes out as one write without a copy. Made once,
+    // with room for a chunk's worst case.
+    let mut frame = Vec::with_capacity(SIZE_LINE_ROOM + room_for(CHUNK) + 2);
+    while let Some(mut step) = compressor.take() {
+        frame.clear();
+        frame.resize(SIZE_LINE_ROOM, 0);
+        match inputs.next() {
+            Some(input) => {
+                step.write_to(input, &mut frame)?;
+                compressor = Some(step);
+            }
+            None => step.finish_to(&mut frame)?,
+        }
+        let len = frame.len() - SIZE_LINE_ROOM;
+        if len == 0 {
             continue;
         }
-        let mut framed = format!("{:x}\r\n", chunk.len()).into_bytes();
-        framed.extend_from_slice(&chunk);
-        framed.extend_from_slice(b"\r\n");
-        stream.write_all(&framed).await?;
+        let mut line = [0u8; SIZE_LINE_ROOM];
+        let mut rest = &mut line[..];
+        write!(rest, "{len:x}\r\n")?;
+        let start = rest.len();
+        frame[start..SIZE_LINE_ROOM].copy_from_slice(&line[..SIZE_LINE_ROOM - start]);
+        frame.extend_from_slice(b"\r\n");
+        stream.write_all(&frame[start..]).await?;
     }
-    drop(chunks);
-    let _ = compressing.await;
     stream.write_all(b"0\r\n\r\n").await
 }
 
@@ -188,6 +196,27 @@ mod tests {
         assert_eq!(accepting("identity, br, deflate"), None);
         assert_eq!(accepting("GZIP ; q=0.8"), Some(Gzip));
         assert_eq!(accepting("gzip;q=bad"), None);
+    }
+
+    #[test]
+    fn incompressible_answers_fit_the_room_made_for_them() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let body: Vec<u8> = (0..CHUNK)
+            .map(|_| {
+                // xorshift64: bytes no compressor can shrink.
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 32) as u8
+            })
+            .collect();
+        for encoding in [ContentEncoding::Gzip, ContentEncoding::Zstd] {
+            for len in [COMPRESS_FROM, 10_000, CHUNK] {
+                let out = compress(&body[..len], encoding).unwrap();
+                assert!(out.len() > len, "{encoding:?}: random bytes do not shrink");
+                assert_eq!(out.capacity(), room_for(len), "{encoding:?} of {len} grew");
+            }
+        }
     }
 
     #[test]

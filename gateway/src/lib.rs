@@ -19,6 +19,7 @@ mod filters;
 #[doc(hidden)]
 pub mod fuzz;
 mod gate;
+mod gzip;
 mod heavy;
 mod http;
 mod http_reply;
