@@ -4,7 +4,7 @@
 //! (`Transfer-Encoding: chunked`), so that besides the answer itself one chunk of compressed
 //! bytes is in memory; a small one is compressed whole and sent with its length.
 
-use crate::gzip::GzipEncoder;
+use crate::{gzip::GzipEncoder, heap_buffer::HeapBuffer};
 use bytes::Bytes;
 use std::io::Write;
 use tokio::{io::AsyncWriteExt, net::TcpStream};
@@ -80,13 +80,13 @@ impl Compressor {
     }
 
     /// Compresses `input`, appending to `out` what the compressor emits now.
-    fn write_to(&mut self, input: &[u8], out: &mut Vec<u8>) -> std::io::Result<()> {
+    fn write_to(&mut self, input: &[u8], out: &mut HeapBuffer) -> std::io::Result<()> {
         match self {
             Self::Gzip(encoder) => encoder.write(input, out),
             Self::Zstd(encoder) => {
                 encoder.write_all(input)?;
                 let held = encoder.get_mut();
-                out.extend_from_slice(held);
+                out.extend_from_slice(held)?;
                 held.clear();
                 Ok(())
             }
@@ -94,22 +94,24 @@ impl Compressor {
     }
 
     /// Appends the rest of the compressed bytes to `out`.
-    fn finish_to(self, out: &mut Vec<u8>) -> std::io::Result<()> {
+    fn finish_to(self, out: &mut HeapBuffer) -> std::io::Result<()> {
         match self {
             Self::Gzip(encoder) => encoder.finish(out),
             Self::Zstd(encoder) => {
-                out.extend_from_slice(&encoder.finish()?);
-                Ok(())
+                out.extend_from_slice(&encoder.finish()?)
             }
         }
     }
 }
 
-/// `body` compressed whole (for answers up to `CHUNK` bytes).
-pub fn compress(body: &[u8], encoding: ContentEncoding) -> std::io::Result<Vec<u8>> {
+/// `body` compressed whole (for answers up to `CHUNK` bytes), in one allocation on the C heap.
+pub fn compress(body: &[u8], encoding: ContentEncoding) -> std::io::Result<Bytes> {
+    Ok(Bytes::from_owner(compress_into_heap(body, encoding)?))
+}
+
+fn compress_into_heap(body: &[u8], encoding: ContentEncoding) -> std::io::Result<HeapBuffer> {
     let mut compressor = Compressor::new(encoding)?;
-    // One allocation for the whole answer.
-    let mut out = Vec::with_capacity(room_for(body.len()));
+    let mut out = HeapBuffer::with_capacity(room_for(body.len()))?;
     compressor.write_to(body, &mut out)?;
     compressor.finish_to(&mut out)?;
     Ok(out)
@@ -142,10 +144,10 @@ pub async fn write_chunked(
     // A chunk's frame: its size line is written into the room before the data once the
     // data's length is known, so the frame goes out as one write without a copy. Made once,
     // with room for a chunk's worst case.
-    let mut frame = Vec::with_capacity(SIZE_LINE_ROOM + room_for(CHUNK) + 2);
+    let mut frame = HeapBuffer::with_capacity(SIZE_LINE_ROOM + room_for(CHUNK) + 2)?;
     while let Some(mut step) = compressor.take() {
         frame.clear();
-        frame.resize(SIZE_LINE_ROOM, 0);
+        frame.extend_from_slice(&[0; SIZE_LINE_ROOM])?;
         match inputs.next() {
             Some(input) => {
                 step.write_to(input, &mut frame)?;
@@ -162,7 +164,7 @@ pub async fn write_chunked(
         write!(rest, "{len:x}\r\n")?;
         let start = rest.len();
         frame[start..SIZE_LINE_ROOM].copy_from_slice(&line[..SIZE_LINE_ROOM - start]);
-        frame.extend_from_slice(b"\r\n");
+        frame.extend_from_slice(b"\r\n")?;
         stream.write_all(&frame[start..]).await?;
     }
     stream.write_all(b"0\r\n\r\n").await
@@ -205,7 +207,7 @@ mod tests {
         getrandom::fill(&mut body).unwrap();
         for encoding in [ContentEncoding::Gzip, ContentEncoding::Zstd] {
             for len in [COMPRESS_FROM, 10_000, CHUNK] {
-                let out = compress(&body[..len], encoding).unwrap();
+                let out = compress_into_heap(&body[..len], encoding).unwrap();
                 assert!(out.len() > len, "{encoding:?}: random bytes do not shrink");
                 assert_eq!(out.capacity(), room_for(len), "{encoding:?} of {len} grew");
             }
@@ -219,12 +221,12 @@ mod tests {
             .collect();
         let gzip = compress(&body, ContentEncoding::Gzip).unwrap();
         let mut out = Vec::new();
-        flate2::read::GzDecoder::new(gzip.as_slice())
+        flate2::read::GzDecoder::new(&gzip[..])
             .read_to_end(&mut out)
             .unwrap();
         assert_eq!(out, body);
         let zstd = compress(&body, ContentEncoding::Zstd).unwrap();
-        assert_eq!(zstd::decode_all(zstd.as_slice()).unwrap(), body);
+        assert_eq!(zstd::decode_all(&zstd[..]).unwrap(), body);
         assert!(gzip.len() * 4 < body.len() && zstd.len() * 4 < body.len());
     }
 }

@@ -9,6 +9,7 @@
 //! zlib's interface takes the allocator as two functions, so the choice is made here, not by
 //! which features of a shared crate happen to be on.
 
+use crate::heap_buffer::HeapBuffer;
 use libz_rs_sys as z;
 use std::{ffi::c_int, io, ptr};
 
@@ -85,7 +86,7 @@ impl GzipEncoder {
     }
 
     /// Compresses `input`, appending to `out` what zlib emits now (it may keep some back).
-    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+    pub fn write(&mut self, input: &[u8], out: &mut HeapBuffer) -> io::Result<()> {
         for piece in input.chunks(u32::MAX as usize) {
             self.deflate(piece, out, z::Z_NO_FLUSH)?;
         }
@@ -93,20 +94,20 @@ impl GzipEncoder {
     }
 
     /// Ends the stream, appending the rest of the compressed bytes and the gzip trailer.
-    pub fn finish(mut self, out: &mut Vec<u8>) -> io::Result<()> {
+    pub fn finish(mut self, out: &mut HeapBuffer) -> io::Result<()> {
         self.deflate(&[], out, z::Z_FINISH)
     }
 
-    fn deflate(&mut self, input: &[u8], out: &mut Vec<u8>, flush: c_int) -> io::Result<()> {
+    fn deflate(&mut self, input: &[u8], out: &mut HeapBuffer, flush: c_int) -> io::Result<()> {
         let stream = &mut *self.stream;
         // zlib only reads through next_in.
         stream.next_in = input.as_ptr().cast_mut();
         stream.avail_in = z::uInt::try_from(input.len()).map_err(io::Error::other)?;
         loop {
             if out.capacity() == out.len() {
-                out.reserve(OUT_STEP);
+                out.reserve(OUT_STEP)?;
             }
-            let spare = out.spare_capacity_mut();
+            let spare = out.spare();
             let room = spare.len().min(u32::MAX as usize);
             stream.next_out = spare.as_mut_ptr().cast();
             stream.avail_out = room as z::uInt;
@@ -114,8 +115,8 @@ impl GzipEncoder {
             // `out`, both alive for the call.
             let rc = unsafe { z::deflate(stream, flush) };
             let written = room - stream.avail_out as usize;
-            // SAFETY: zlib initialised the first `written` bytes of the spare room.
-            unsafe { out.set_len(out.len() + written) };
+            // SAFETY: zlib wrote the first `written` bytes of the spare room.
+            unsafe { out.advance(written) };
             match rc {
                 z::Z_STREAM_END => break,
                 // The room is full: there is more to come.
@@ -165,7 +166,7 @@ mod tests {
             .collect();
         for piece in [1, 1000, 64 << 10, body.len()] {
             let mut encoder = GzipEncoder::new().unwrap();
-            let mut out = Vec::new();
+            let mut out = HeapBuffer::with_capacity(0).unwrap();
             for input in body.chunks(piece) {
                 encoder.write(input, &mut out).unwrap();
             }
@@ -179,7 +180,7 @@ mod tests {
     fn the_compressors_memory_is_on_the_c_heap_and_given_back() {
         let before = LIVE_BLOCKS.get();
         let mut encoder = GzipEncoder::new().unwrap();
-        let mut out = Vec::new();
+        let mut out = HeapBuffer::with_capacity(0).unwrap();
         encoder.write(&[b'x'; 100_000], &mut out).unwrap();
         assert!(
             LIVE_BLOCKS.get() > before,
@@ -193,7 +194,7 @@ mod tests {
 
     #[test]
     fn an_empty_input_is_a_valid_empty_stream() {
-        let mut out = Vec::new();
+        let mut out = HeapBuffer::with_capacity(0).unwrap();
         GzipEncoder::new().unwrap().finish(&mut out).unwrap();
         assert_eq!(gunzip(&out), b"");
     }

@@ -589,7 +589,7 @@ async fn write_reply(
             );
         }
         if whole {
-            reply.body = compression::compress(&reply.body, encoding)?.into();
+            reply.body = compression::compress(&reply.body, encoding)?;
         } else if chunked_ok {
             chunked = Some(encoding);
         }

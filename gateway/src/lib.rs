@@ -20,6 +20,7 @@ mod filters;
 pub mod fuzz;
 mod gate;
 mod gzip;
+mod heap_buffer;
 mod heavy;
 mod http;
 mod http_reply;
