@@ -97,9 +97,7 @@ impl Compressor {
     fn finish_to(self, out: &mut HeapBuffer) -> std::io::Result<()> {
         match self {
             Self::Gzip(encoder) => encoder.finish(out),
-            Self::Zstd(encoder) => {
-                out.extend_from_slice(&encoder.finish()?)
-            }
+            Self::Zstd(encoder) => out.extend_from_slice(&encoder.finish()?),
         }
     }
 }
