@@ -128,8 +128,8 @@ pub fn compressed_whole(len: usize) -> bool {
 
 /// Writes `head` (which must say `transfer-encoding: chunked`), then `body` compressed a chunk
 /// at a time between writes on the connection's task. Each step compresses at most `CHUNK`
-/// bytes, as much as an answer compressed whole does there, and one frame buffer serves the whole answer: nothing waits in a queue,
-/// and no buffer is made per chunk.
+/// bytes, as much as an answer compressed whole does there, and one frame buffer serves the
+/// whole answer: nothing waits in a queue, and no buffer is made per chunk.
 pub async fn write_chunked(
     stream: &mut TcpStream,
     head: &[u8],
@@ -137,35 +137,51 @@ pub async fn write_chunked(
     encoding: ContentEncoding,
 ) -> std::io::Result<()> {
     stream.write_all(head).await?;
-    let mut compressor = Some(Compressor::new(encoding)?);
-    let mut inputs = body.chunks(CHUNK);
-    // A chunk's frame: its size line is written into the room before the data once the
-    // data's length is known, so the frame goes out as one write without a copy. Made once,
-    // with room for a chunk's worst case.
-    let mut frame = HeapBuffer::with_capacity(SIZE_LINE_ROOM + room_for(CHUNK) + 2)?;
-    while let Some(mut step) = compressor.take() {
-        frame.clear();
-        frame.extend_from_slice(&[0; SIZE_LINE_ROOM])?;
-        match inputs.next() {
-            Some(input) => {
-                step.write_to(input, &mut frame)?;
-                compressor = Some(step);
-            }
-            None => step.finish_to(&mut frame)?,
-        }
-        let len = frame.len() - SIZE_LINE_ROOM;
+    let mut compressor = Compressor::new(encoding)?;
+    let mut frame = ChunkFrame::new()?;
+    for input in body.chunks(CHUNK) {
+        compressor.write_to(input, frame.data()?)?;
+        frame.send(stream).await?;
+    }
+    compressor.finish_to(frame.data()?)?;
+    frame.send(stream).await?;
+    stream.write_all(b"0\r\n\r\n").await
+}
+
+/// One chunk of a chunked body, reused for every chunk of an answer: its size line is written
+/// into room left before the data once the data's length is known, so a chunk goes out as one
+/// write without a copy.
+struct ChunkFrame(HeapBuffer);
+
+impl ChunkFrame {
+    fn new() -> std::io::Result<Self> {
+        // Room for a chunk's worst case, made once.
+        Ok(Self(HeapBuffer::with_capacity(
+            SIZE_LINE_ROOM + room_for(CHUNK) + 2,
+        )?))
+    }
+
+    /// The buffer the next chunk's data is appended to, emptied.
+    fn data(&mut self) -> std::io::Result<&mut HeapBuffer> {
+        self.0.clear();
+        self.0.extend_from_slice(&[0; SIZE_LINE_ROOM])?;
+        Ok(&mut self.0)
+    }
+
+    /// Writes the chunk framed, if it holds any data (a compressor may hold its output back).
+    async fn send(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
+        let len = self.0.len() - SIZE_LINE_ROOM;
         if len == 0 {
-            continue;
+            return Ok(());
         }
         let mut line = [0u8; SIZE_LINE_ROOM];
         let mut rest = &mut line[..];
         write!(rest, "{len:x}\r\n")?;
         let start = rest.len();
-        frame[start..SIZE_LINE_ROOM].copy_from_slice(&line[..SIZE_LINE_ROOM - start]);
-        frame.extend_from_slice(b"\r\n")?;
-        stream.write_all(&frame[start..]).await?;
+        self.0[start..SIZE_LINE_ROOM].copy_from_slice(&line[..SIZE_LINE_ROOM - start]);
+        self.0.extend_from_slice(b"\r\n")?;
+        stream.write_all(&self.0[start..]).await
     }
-    stream.write_all(b"0\r\n\r\n").await
 }
 
 #[cfg(test)]
