@@ -1060,7 +1060,7 @@ fn decode_batch(
     let recovered: Vec<(Result<Decoded>, Duration)> = on_recovery_threads(|| {
         decoded
             .into_par_iter()
-            // One block at a time: a block the idle thread has taken waits while it is kept off
+            // One block at a time: a block a recovery thread has taken waits while it is kept off
             // the cores, so it takes no more than one.
             .with_max_len(1)
             .map(|decoded| {
@@ -1088,26 +1088,22 @@ fn decode_batch(
     (blocks, None)
 }
 
-/// Runs `work` on the threads that decode and recover senders: one fewer than the cores,
-/// leaving one to the thread that executes and writes, plus one more at idle priority, which
-/// the kernel runs only on a core nothing else wants. Sender recovery and the executing thread
-/// each take about half of an import's CPU time; when the executing thread waits (for a batch,
-/// or between a commit's syncs), the idle thread recovers on its core, and when it runs again
-/// the idle thread yields at once. If that pool cannot be built, rayon's global pool does the
-/// work.
+/// Runs `work` on the threads that decode and recover senders: one per core, every one in
+/// Linux's idle scheduling class, so that they run only on cores nothing else wants. The
+/// executing thread bounds an import, and it waits for the side work it hands out (rayon's
+/// pool hashes the transactions root and the receipts beside execution; the compressing thread
+/// compresses the block beside its writes): a recovery thread at normal priority held a core
+/// those threads then waited for, and the executing thread with them. Sender recovery still
+/// takes the core the executing thread leaves, and both cores when it waits for a batch. If
+/// that pool cannot be built, rayon's global pool does the work.
 fn on_recovery_threads<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
     let pool = POOL.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let busy = cores.saturating_sub(1).max(1);
         rayon::ThreadPoolBuilder::new()
-            .num_threads(busy + 1)
+            .num_threads(cores)
             .thread_name(|i| format!("recover-{i}"))
-            .start_handler(move |i| {
-                if i >= busy {
-                    run_at_idle_priority();
-                }
-            })
+            .start_handler(|_| run_at_idle_priority())
             .build()
             .ok()
     });
