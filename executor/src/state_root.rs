@@ -292,18 +292,20 @@ impl StateTrie {
         record_nodes: bool,
     ) -> quarry_storage::Result<()> {
         let node_history = block.filter(|_| record_nodes);
+        // Accounts by hash and each one's slots by hash: the leaves go in key order.
+        let mut leaves = tx.leaf_writer();
         for (key, entry) in &self.accounts {
             if entry.wiped {
                 tx.wipe_hashed_storage(key, block, record_nodes)?;
             }
             for (slot, value) in &entry.slots {
-                tx.put_hashed_slot(key, slot, *value)?;
+                leaves.put_slot(key, slot, *value)?;
             }
             let trie = TrieId::Storage(*key);
             for (path, node) in &entry.nodes {
                 tx.put_trie_node(&trie, path, node.as_ref(), node_history)?;
             }
-            tx.put_hashed_account(key, entry.leaf.as_ref())?;
+            leaves.put_account(key, entry.leaf.as_ref())?;
         }
         for (path, node) in &self.account_nodes {
             tx.put_trie_node(&TrieId::Accounts, path, node.as_ref(), node_history)?;

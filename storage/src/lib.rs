@@ -45,7 +45,8 @@ pub use tables::{Table, TrieId};
 pub use tail::TailWarmer;
 pub use trace_index::block_named_addresses;
 pub use trie::{
-    Leaf, LeafCursor, TrieNodeCursor, complete_leaf_hashes, first_key_under, leaf_child_hash,
+    Leaf, LeafCursor, LeafWriter, TrieNodeCursor, complete_leaf_hashes, first_key_under,
+    leaf_child_hash,
 };
 pub use trie_history::NODE_HISTORY_WINDOW;
 
@@ -55,7 +56,8 @@ use alloy_rlp::{Decodable, Encodable};
 use models::{SlotValue, be_u64};
 use signet_libmdbx::{
     DatabaseFlags, Environment, EnvironmentFlags, Geometry, MdbxError, Mode, RoSync, RwSync,
-    SyncMode, TransactionKind, WriteFlags, tx::Tx,
+    SyncMode, TransactionKind, WriteFlags,
+    tx::{Cursor, Tx},
 };
 use std::{borrow::Cow, path::Path, sync::Arc};
 
@@ -1044,22 +1046,14 @@ impl StorageTx<RwSync> {
         address: &Address,
         account: Option<&StoredAccount>,
     ) -> Result<Option<StoredAccount>> {
-        let account = account.map(StoredAccount::encode);
-        let account = account.as_ref().map(|a| &a[..]);
-        self.replace(Table::PlainAccounts, address.as_slice(), account)?
-            .map(|v| StoredAccount::decode(&v))
-            .transpose()
+        let mut cursor = self.tx.cursor(self.db(Table::PlainAccounts))?;
+        set_account_at(&mut cursor, address, account)
     }
 
     /// Sets a storage slot in the latest state (zero deletes it) and returns its value before.
     pub fn set_storage(&self, address: &Address, slot: &B256, value: U256) -> Result<U256> {
-        let value = (!value.is_zero()).then(|| SlotValue::new(value));
-        let before = self.replace(
-            Table::PlainStorage,
-            &slot_key(address, slot),
-            value.as_ref().map(SlotValue::as_slice),
-        )?;
-        Ok(before.map_or(U256::ZERO, |v| U256::from_be_slice(&v)))
+        let mut cursor = self.tx.cursor(self.db(Table::PlainStorage))?;
+        set_storage_at(&mut cursor, address, slot, value)
     }
 
     /// Clears every slot of an account (self-destruct, or creation over an address that had
@@ -1100,6 +1094,11 @@ impl StorageTx<RwSync> {
         for (hash, code) in bytecodes {
             self.put_bytecode(hash, code)?;
         }
+        // One cursor per table for the whole block: its changes come in key order (accounts by
+        // address, each one's slots by slot), and MDBX looks for a key on the page its cursor
+        // stands on before it searches the tree from the root.
+        let mut accounts_cursor = self.tx.cursor(self.db(Table::PlainAccounts))?;
+        let mut storage_cursor = self.tx.cursor(self.db(Table::PlainStorage))?;
         for change in accounts {
             let address = &change.address;
             let wiped = if change.wiped || change.account.is_none() {
@@ -1114,14 +1113,14 @@ impl StorageTx<RwSync> {
                 }
             }
             for (slot, value) in &change.storage {
-                let before = self.set_storage(address, slot, *value)?;
+                let before = set_storage_at(&mut storage_cursor, address, slot, *value)?;
                 // A wiped slot's value before the block was recorded before the wipe.
                 if record && wiped.binary_search_by_key(slot, |(s, _)| *s).is_err() {
                     self.record_slot_before(block, address, slot, before)?;
                     self.list_slot_change(block, address, slot)?;
                 }
             }
-            let before = self.set_account(address, change.account.as_ref())?;
+            let before = set_account_at(&mut accounts_cursor, address, change.account.as_ref())?;
             if record {
                 // The hashed state is still the state before the block: the block's trie
                 // write comes after.
@@ -1137,30 +1136,59 @@ impl StorageTx<RwSync> {
         Ok(())
     }
 
-    /// Sets (`Some`) or deletes (`None`) an entry in one B-tree search, and returns its value
-    /// before: the search that finds it is where it is overwritten or deleted.
-    pub(crate) fn replace(
-        &self,
-        table: Table,
-        key: &[u8],
-        value: Option<&[u8]>,
-    ) -> Result<Option<Vec<u8>>> {
-        let mut cursor = self.tx.cursor(self.db(table))?;
-        let before = cursor.set::<Vec<u8>>(key)?;
-        match (value, &before) {
-            (Some(value), Some(before)) if before.as_slice() == value => {}
-            (Some(value), Some(_)) => cursor.put(key, value, WriteFlags::CURRENT)?,
-            (Some(value), None) => cursor.put(key, value, WriteFlags::empty())?,
-            (None, Some(_)) => cursor.del()?,
-            (None, None) => {}
-        }
-        Ok(before)
-    }
-
     pub fn commit(self) -> Result<()> {
         self.write_staged()?;
         Ok(self.tx.commit()?)
     }
+}
+
+/// Sets an account in the latest state through `cursor` (on `PlainAccounts`) and returns it as
+/// it was.
+fn set_account_at(
+    cursor: &mut Cursor<'_, RwSync>,
+    address: &Address,
+    account: Option<&StoredAccount>,
+) -> Result<Option<StoredAccount>> {
+    let account = account.map(StoredAccount::encode);
+    let account = account.as_ref().map(|a| &a[..]);
+    replace_at(cursor, address.as_slice(), account)?
+        .map(|v| StoredAccount::decode(&v))
+        .transpose()
+}
+
+/// Sets a slot in the latest state through `cursor` (on `PlainStorage`; zero deletes it) and
+/// returns its value before.
+fn set_storage_at(
+    cursor: &mut Cursor<'_, RwSync>,
+    address: &Address,
+    slot: &B256,
+    value: U256,
+) -> Result<U256> {
+    let value = (!value.is_zero()).then(|| SlotValue::new(value));
+    let before = replace_at(
+        cursor,
+        &slot_key(address, slot),
+        value.as_ref().map(SlotValue::as_slice),
+    )?;
+    Ok(before.map_or(U256::ZERO, |v| U256::from_be_slice(&v)))
+}
+
+/// Sets (`Some`) or deletes (`None`) an entry in one search, and returns its value before: the
+/// search that finds it is where it is overwritten or deleted.
+fn replace_at(
+    cursor: &mut Cursor<'_, RwSync>,
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> Result<Option<Vec<u8>>> {
+    let before = cursor.set::<Vec<u8>>(key)?;
+    match (value, &before) {
+        (Some(value), Some(before)) if before.as_slice() == value => {}
+        (Some(value), Some(_)) => cursor.put(key, value, WriteFlags::CURRENT)?,
+        (Some(value), None) => cursor.put(key, value, WriteFlags::empty())?,
+        (None, Some(_)) => cursor.del()?,
+        (None, None) => {}
+    }
+    Ok(before)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use crate::{
 };
 use alloy_primitives::{B256, U256};
 use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask, nodes::LeafNodeRef};
-use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
+use signet_libmdbx::{RwSync, TransactionKind, WriteFlags, tx::Cursor};
 use std::sync::atomic::Ordering;
 
 /// A trie leaf's value as stored.
@@ -405,19 +405,21 @@ impl<K: TransactionKind> StorageTx<K> {
 impl StorageTx<RwSync> {
     /// Sets (or with `None` deletes) an account's leaf in the latest state trie.
     pub fn put_hashed_account(&self, hashed: &B256, account: Option<&TrieAccount>) -> Result<()> {
-        let value = account.map(encode_trie_account);
-        self.put_trie_leaf(&TrieId::Accounts, hashed.as_slice(), value.as_deref())
+        self.leaf_writer().put_account(hashed, account)
     }
 
     /// Sets a slot's leaf in an account's storage trie; zero deletes it.
     pub fn put_hashed_slot(&self, account: &B256, slot: &B256, value: U256) -> Result<()> {
-        let key = hashed_slot_key(account, slot);
-        let value = (!value.is_zero()).then(|| SlotValue::new(value));
-        self.put_trie_leaf(
-            &TrieId::Storage(*account),
-            &key,
-            value.as_ref().map(SlotValue::as_slice),
-        )
+        self.leaf_writer().put_slot(account, slot, value)
+    }
+
+    /// A writer of the state trie's leaves that keeps its cursors from one leaf to the next.
+    pub fn leaf_writer(&self) -> LeafWriter<'_> {
+        LeafWriter {
+            tx: self,
+            accounts: None,
+            storages: None,
+        }
     }
 
     /// Removes an account's whole storage trie: its leaves and its nodes, each recorded as it
@@ -488,17 +490,6 @@ impl StorageTx<RwSync> {
         self.stage_node(table, &key, value, recorded.then_some(window))
     }
 
-    /// Sets (or with `None` deletes) the leaf of `trie` under table key `key`. The state
-    /// history is the changesets (an account's entry carries its storage root before the
-    /// block: `apply_state_changes` reads it from this table before the block's trie write).
-    fn put_trie_leaf(&self, trie: &TrieId, key: &[u8], value: Option<&[u8]>) -> Result<()> {
-        let table = trie.leaves_table();
-        match value {
-            Some(value) => self.put(table, key, value),
-            None => self.del(table, key),
-        }
-    }
-
     /// The storage root in the stored leaf of the account hashed to `hashed`: `None` when
     /// there is no leaf or its storage is the empty trie.
     pub(crate) fn stored_storage_root(&self, hashed: &B256) -> Result<Option<B256>> {
@@ -507,6 +498,57 @@ impl StorageTx<RwSync> {
         };
         let root = decode_trie_account(&leaf)?.storage_root;
         Ok((root != alloy_trie::EMPTY_ROOT_HASH).then_some(root))
+    }
+}
+
+/// Writes the state trie's leaves through one cursor per table. Leaves written in key order (a
+/// block's, by [`StorageTx::leaf_writer`]'s caller) often share a page with the one before, and
+/// MDBX looks for a key on the page its cursor stands on before it searches from the root. The
+/// state history is the changesets (an account's entry carries its storage root before the
+/// block: `apply_state_changes` reads it from this table before the block's trie write).
+pub struct LeafWriter<'tx> {
+    tx: &'tx StorageTx<RwSync>,
+    accounts: Option<Cursor<'tx, RwSync>>,
+    storages: Option<Cursor<'tx, RwSync>>,
+}
+
+impl LeafWriter<'_> {
+    /// Sets (or with `None` deletes) an account's leaf.
+    pub fn put_account(&mut self, hashed: &B256, account: Option<&TrieAccount>) -> Result<()> {
+        let value = account.map(encode_trie_account);
+        self.put(&TrieId::Accounts, hashed.as_slice(), value.as_deref())
+    }
+
+    /// Sets a slot's leaf in an account's storage trie; zero deletes it.
+    pub fn put_slot(&mut self, account: &B256, slot: &B256, value: U256) -> Result<()> {
+        let key = hashed_slot_key(account, slot);
+        let value = (!value.is_zero()).then(|| SlotValue::new(value));
+        self.put(
+            &TrieId::Storage(*account),
+            &key,
+            value.as_ref().map(SlotValue::as_slice),
+        )
+    }
+
+    fn put(&mut self, trie: &TrieId, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        let tx = self.tx;
+        let slot = match trie {
+            TrieId::Accounts => &mut self.accounts,
+            TrieId::Storage(_) => &mut self.storages,
+        };
+        let cursor = match slot {
+            Some(cursor) => cursor,
+            None => slot.insert(tx.tx.cursor(tx.db(trie.leaves_table()))?),
+        };
+        match value {
+            Some(value) => cursor.put(key, value, WriteFlags::empty())?,
+            None => {
+                if cursor.set::<()>(key)?.is_some() {
+                    cursor.del()?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
