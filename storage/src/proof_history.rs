@@ -172,11 +172,15 @@ impl StorageTx<RwSync> {
             entry = cursor.get_current::<Vec<u8>, ()>()?;
         }
         drop(cursor);
-        // Sorted, so that consecutive deletions often share a page.
+        // Sorted, through one cursor: consecutive deletions often share a page (one node's
+        // records sit side by side), where MDBX finds the key without a search from the root.
         for (table, mut keys) in doomed {
             keys.sort_unstable();
+            let mut cursor = self.tx.cursor(self.db(table))?;
             for key in keys {
-                self.del(table, &key)?;
+                if cursor.set::<()>(&key)?.is_some() {
+                    cursor.del()?;
+                }
             }
         }
         let mut kept: Vec<(u8, Vec<u8>)> = seen.into_values().collect();
