@@ -1173,6 +1173,14 @@ fn set_storage_at(
     Ok(before.map_or(U256::ZERO, |v| U256::from_be_slice(&v)))
 }
 
+/// Deletes the entry under `key` through `cursor`, if there is one.
+pub(crate) fn delete_at(cursor: &mut Cursor<'_, RwSync>, key: &[u8]) -> Result<()> {
+    if cursor.set::<()>(key)?.is_some() {
+        cursor.del()?;
+    }
+    Ok(())
+}
+
 /// Sets (`Some`) or deletes (`None`) an entry in one search, and returns its value before: the
 /// search that finds it is where it is overwritten or deleted.
 fn replace_at(

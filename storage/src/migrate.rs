@@ -209,8 +209,10 @@ impl StorageTx<RwSync> {
         hashed.sort_unstable();
         let mut hb = HashBuilder::default().with_updates(true);
         let mut fed = Vec::with_capacity(hashed.len());
+        // Sorted: the slots' leaves go in key order through one cursor.
+        let mut leaves = self.leaf_writer();
         for (slot, value) in &hashed {
-            self.put_hashed_slot(&account, slot, *value)?;
+            leaves.put_slot(&account, slot, *value)?;
             let key = Nibbles::unpack(slot);
             let value = alloy_rlp::encode(value);
             hb.add_leaf(key, &value);

@@ -178,9 +178,7 @@ impl StorageTx<RwSync> {
             keys.sort_unstable();
             let mut cursor = self.tx.cursor(self.db(table))?;
             for key in keys {
-                if cursor.set::<()>(&key)?.is_some() {
-                    cursor.del()?;
-                }
+                crate::delete_at(&mut cursor, &key)?;
             }
         }
         let mut kept: Vec<(u8, Vec<u8>)> = seen.into_values().collect();

@@ -541,14 +541,9 @@ impl LeafWriter<'_> {
             None => slot.insert(tx.tx.cursor(tx.db(trie.leaves_table()))?),
         };
         match value {
-            Some(value) => cursor.put(key, value, WriteFlags::empty())?,
-            None => {
-                if cursor.set::<()>(key)?.is_some() {
-                    cursor.del()?;
-                }
-            }
+            Some(value) => Ok(cursor.put(key, value, WriteFlags::empty())?),
+            None => crate::delete_at(cursor, key),
         }
-        Ok(())
     }
 }
 
