@@ -280,6 +280,13 @@ enum Command {
         /// default 1T). A commit that would need more stops with a message naming this setting.
         #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1T")]
         max_db_size: u64,
+        /// Compare every block's state root with its header. Without it, in a file of
+        /// consecutive blocks, each 1,024-block window that lies `proof_history` blocks or more
+        /// before the file's last block takes its state root once, after its last block (as
+        /// reth's pipeline does); every other check is still made per block, and a window whose
+        /// root differs is imported again block by block, which names the first bad block.
+        #[arg(long)]
+        state_root_every_block: bool,
     },
     /// Keep a datadir in step with an upstream Ethereum JSON-RPC node (geth, reth, a hosted
     /// provider, another quarry): catch up, then import each new block as it appears, every
@@ -539,6 +546,7 @@ fn main() -> Result<()> {
             proof_history,
             state_history,
             max_db_size,
+            state_root_every_block,
         } => {
             let reorgs = reorg.then_some(max_reorg_depth);
             let history = History {
@@ -546,6 +554,7 @@ fn main() -> Result<()> {
                 proofs: proof_history,
                 state: state_history,
                 max_db_size,
+                root_per_window: !state_root_every_block,
             };
             ingest(datadir, genesis, files, safe, finalized, reorgs, history)
         }
@@ -568,6 +577,7 @@ fn main() -> Result<()> {
                 proofs: proof_history,
                 state: state_history,
                 max_db_size,
+                root_per_window: false,
             },
             max_reorg_depth,
             quarry_follow::FollowOptions {
@@ -669,6 +679,9 @@ struct History {
     /// `--state-history`: `None` keeps the datadir's window (a new one: an archive).
     state: Option<u64>,
     max_db_size: u64,
+    /// Whether a file of consecutive blocks may take its state roots once per coarse window
+    /// (`--state-root-every-block` stops it).
+    root_per_window: bool,
 }
 
 /// Records in the datadir what `history` asks of its history, for this import and later ones.
@@ -682,6 +695,7 @@ fn apply_history(importer: &mut Importer, history: &History) -> quarry_ingest::R
     if let Some(blocks) = history.state {
         importer.set_state_history(blocks)?;
     }
+    importer.set_root_per_window(history.root_per_window);
     Ok(())
 }
 
@@ -959,6 +973,7 @@ fn dev(
             proofs: None,
             state: None,
             max_db_size: quarry_storage::DEFAULT_MAX_SIZE,
+            root_per_window: true,
         },
     )?;
     let db = importer.database().clone();

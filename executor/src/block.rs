@@ -24,7 +24,7 @@ use alloy_evm::{
     eth::{EthBlockExecutionCtx, EthBlockExecutor, dao_fork},
 };
 use alloy_hardforks::EthereumHardforks;
-use alloy_primitives::{Address, B256, Bloom, Bytes, TxKind, U256};
+use alloy_primitives::{Address, B256, Bloom, Bytes, TxKind, U256, map::HashMap};
 use quarry_storage::Access;
 use quarry_storage::keccak::{self, keccak256_each};
 use quarry_storage::{
@@ -60,8 +60,12 @@ pub struct ExecutedBlock {
     pub total_difficulty: U256,
     /// Time spent updating the state trie and computing roots, part of the execution time.
     pub state_root_time: std::time::Duration,
-    /// The block's changes to the stored state trie (hashed state and nodes), to write with it.
+    /// The block's changes to the stored state trie (hashed state and nodes), to write with it;
+    /// empty for a block of a range, whose changes are in the range's trie.
     pub trie: StateTrie,
+    /// The storage root before the block of each account it changed whose root is not its
+    /// stored leaf's (`None`: the empty trie), for its changesets.
+    pub storage_roots_before: HashMap<B256, Option<B256>>,
     /// Every address the block's call frames name, and its rewarded miners: the trace index's
     /// entries for the block (unsorted, repeated).
     pub trace_addresses: Vec<Address>,
@@ -132,6 +136,41 @@ pub fn execute_block<K: Access>(
     block: &SealedBlock,
     cache: &mut ExecutionCache,
 ) -> Result<ExecutedBlock> {
+    execute(spec, tx, block, cache, Roots::PerBlock)
+}
+
+/// As [`execute_block`], for a block of a range whose state root is checked once, at its end
+/// (an import of a long chain, as reth's pipeline checks it): every other check is made, the
+/// block's state changes go into `range` (the trie of every block of the range so far, whose
+/// storage roots are settled after each block, since the next one's changesets record them),
+/// and the caller takes `range`'s root after the range's last block and compares it with that
+/// block's header. Not before Byzantium, whose receipts hold the state root after each
+/// transaction.
+pub fn execute_block_in_range<K: Access>(
+    spec: &ChainSpec,
+    tx: &StorageTx<K>,
+    block: &SealedBlock,
+    cache: &mut ExecutionCache,
+    range: &mut StateTrie,
+) -> Result<ExecutedBlock> {
+    execute(spec, tx, block, cache, Roots::InRange(range))
+}
+
+/// Which state roots executing a block takes.
+enum Roots<'a> {
+    /// The block's own, checked against its header.
+    PerBlock,
+    /// None: the block's changes go into a range's trie, with their storage roots.
+    InRange(&'a mut StateTrie),
+}
+
+fn execute<K: Access>(
+    spec: &ChainSpec,
+    tx: &StorageTx<K>,
+    block: &SealedBlock,
+    cache: &mut ExecutionCache,
+    roots: Roots<'_>,
+) -> Result<ExecutedBlock> {
     let header = &block.header;
     let reject = |invalid: Invalid| -> Error {
         BlockError {
@@ -174,7 +213,10 @@ pub fn execute_block<K: Access>(
                 Ok(())
             })
             .map_err(RunError::Invalid)
-            .and_then(|()| run(spec, tx, block, merged, cache.take_for(header.parent_hash)))
+            .and_then(|()| {
+                let prestate = cache.take_for(header.parent_hash);
+                run(spec, tx, block, merged, prestate, roots)
+            })
             .and_then(|(executed, outputs, state)| {
                 check_outputs(header, &outputs).map(|()| (executed, state))
             })
@@ -277,22 +319,29 @@ pub fn build_block<K: Access>(
         .into()
     };
     check_body(spec, tx, &block, merged).map_err(reject)?;
-    let outcome =
-        run(spec, tx, &block, merged, CacheState::default()).and_then(|(executed, outputs, _)| {
-            let header = &mut block.header;
-            header.gas_used = outputs.gas_used;
-            header.receipts_root = outputs.receipts_root;
-            header.logs_bloom = outputs.logs_bloom;
-            header.state_root = outputs.state_root;
-            if header.blob_gas_used.is_some() {
-                header.blob_gas_used = Some(outputs.blob_gas_used);
-            }
-            if header.requests_hash.is_some() {
-                header.requests_hash = Some(outputs.requests_hash);
-            }
-            verify::check_header(spec, header, &parent, merged).map_err(Invalid::Rule)?;
-            Ok(executed)
-        });
+    let outcome = run(
+        spec,
+        tx,
+        &block,
+        merged,
+        CacheState::default(),
+        Roots::PerBlock,
+    )
+    .and_then(|(executed, outputs, _)| {
+        let header = &mut block.header;
+        header.gas_used = outputs.gas_used;
+        header.receipts_root = outputs.receipts_root;
+        header.logs_bloom = outputs.logs_bloom;
+        header.state_root = outputs.state_root.unwrap_or_default();
+        if header.blob_gas_used.is_some() {
+            header.blob_gas_used = Some(outputs.blob_gas_used);
+        }
+        if header.requests_hash.is_some() {
+            header.requests_hash = Some(outputs.requests_hash);
+        }
+        verify::check_header(spec, header, &parent, merged).map_err(Invalid::Rule)?;
+        Ok(executed)
+    });
     let executed = finish(outcome, parent_td + block.header.difficulty, reject)?;
     block.hash = block.header.hash_slow();
     Ok((block, executed))
@@ -472,10 +521,17 @@ fn run<K: Access>(
     block: &SealedBlock,
     merged: bool,
     prestate: CacheState,
+    mut roots: Roots<'_>,
 ) -> std::result::Result<(ExecutedBlock, Outputs, CacheState), RunError> {
     let header = &block.header;
     let rules = spec.at_block(merged);
     let byzantium = spec.is_byzantium_active_at_block(header.number);
+    if !byzantium && matches!(roots, Roots::InRange(_)) {
+        return Err(RunError::Internal(Error::Execution(format!(
+            "block {} is before Byzantium: its state roots cannot wait for a range's end",
+            header.number
+        ))));
+    }
     let blob_params = spec.blob_params_at(header.timestamp);
     let env = EvmEnv::for_eth_block(header, rules, spec.chain_id, blob_params);
     let blob_gas_price = env.block_env.blob_gasprice().unwrap_or_default();
@@ -535,7 +591,7 @@ fn run<K: Access>(
             let db = executor.evm_mut().db_mut();
             db.merge_transitions(BundleRetention::PlainState);
             let started = Instant::now();
-            apply_bundle(&mut trie, &db.bundle_state);
+            apply_bundle(&mut trie, &db.bundle_state, None);
             post_states.push(trie.root(tx)?);
             state_root_time += started.elapsed();
         }
@@ -560,7 +616,11 @@ fn run<K: Access>(
         receipt_mut(receipt).status = Eip658Value::PostState(*root);
     }
     let started = Instant::now();
-    apply_bundle(&mut trie, &bundle);
+    let mut storage_roots_before = HashMap::default();
+    let keys = match &mut roots {
+        Roots::PerBlock => apply_bundle(&mut trie, &bundle, None),
+        Roots::InRange(range) => apply_bundle(range, &bundle, Some(&mut storage_roots_before)),
+    };
     // The receipts' blooms (left out while executing, see receipts.rs), root and stored form
     // need only the receipts, and the changes to store only the bundle: a thread of rayon's
     // pool makes them while this one walks the state trie, which reads the storage transaction.
@@ -576,13 +636,19 @@ fn run<K: Access>(
                 bundle_changes(bundle),
             ));
         });
-        trie.root(tx)
+        match roots {
+            Roots::PerBlock => trie.root(tx).map(Some),
+            Roots::InRange(range) => range.settle_storage_roots(tx, &keys).map(|()| None),
+        }
     });
     let Some((receipts_root, logs_bloom, stored_receipts, accounts)) = side else {
         unreachable!("the scope ends after its job")
     };
     let state_root = state_root?;
     state_root_time += started.elapsed();
+    if state_root.is_some() {
+        storage_roots_before = trie.take_stored_storage_roots();
+    }
 
     let outputs = Outputs {
         gas_used: result.gas_used,
@@ -604,6 +670,7 @@ fn run<K: Access>(
         total_difficulty: U256::ZERO,
         state_root_time,
         trie,
+        storage_roots_before,
         trace_addresses,
     };
     Ok((executed, outputs, settled(state.cache, &bundle)))
@@ -730,7 +797,8 @@ struct Outputs {
     logs_bloom: Bloom,
     requests_hash: B256,
     blob_gas_used: u64,
-    state_root: B256,
+    /// `None` for a block of a range, whose root is checked at the range's end.
+    state_root: Option<B256>,
 }
 
 /// Compares what execution yielded with what the header states, in geth's order.
@@ -756,8 +824,10 @@ fn check_outputs(header: &Header, outputs: &Outputs) -> std::result::Result<(), 
     {
         return Err(Invalid::mismatch("blobGasUsed", expected, outputs.blob_gas_used).into());
     }
-    if outputs.state_root != header.state_root {
-        return Err(Invalid::mismatch("stateRoot", header.state_root, outputs.state_root).into());
+    if let Some(state_root) = outputs.state_root
+        && state_root != header.state_root
+    {
+        return Err(Invalid::mismatch("stateRoot", header.state_root, state_root).into());
     }
     Ok(())
 }
@@ -877,8 +947,14 @@ fn stored_account(info: &revm::state::AccountInfo) -> StoredAccount {
     }
 }
 
-/// Brings the trie up to date with every account in `bundle`.
-pub(crate) fn apply_bundle(trie: &mut StateTrie, bundle: &revm::database::BundleState) {
+/// Brings the trie up to date with every account in `bundle`, and returns their hashed
+/// addresses. With `roots_before`, first records there the storage root each of them had in
+/// the trie's changes so far ([`StateTrie::storage_root_so_far`]).
+pub(crate) fn apply_bundle(
+    trie: &mut StateTrie,
+    bundle: &revm::database::BundleState,
+    mut roots_before: Option<&mut HashMap<B256, Option<B256>>>,
+) -> Vec<B256> {
     // The trie's keys: every address and slot hashed, eight at a time, before any is applied.
     let slots: Vec<[u8; 32]> = bundle
         .state
@@ -896,6 +972,11 @@ pub(crate) fn apply_bundle(trie: &mut StateTrie, bundle: &revm::database::Bundle
     for ((_, account), key) in bundle.state.iter().zip(account_keys) {
         let (keys, rest) = slot_keys.split_at(account.storage.len());
         slot_keys = rest;
+        if let Some(roots_before) = roots_before.as_deref_mut()
+            && let Some(root) = trie.storage_root_so_far(key)
+        {
+            roots_before.insert(*key, root);
+        }
         trie.apply_hashed_account(
             *key,
             account.info.as_ref().map(stored_account),
@@ -905,6 +986,7 @@ pub(crate) fn apply_bundle(trie: &mut StateTrie, bundle: &revm::database::Bundle
                 .map(|(key, value)| (*key, value.present_value)),
         );
     }
+    account_keys.to_vec()
 }
 
 fn bundle_changes(bundle: &revm::database::BundleState) -> Vec<AccountChange> {

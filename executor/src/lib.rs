@@ -23,6 +23,7 @@ pub mod verify;
 
 pub use block::{
     BlockTemplate, ExecutedBlock, ExecutionCache, SealedBlock, build_block, execute_block,
+    execute_block_in_range,
 };
 pub use call::{BlockOverrides, CallContext, CallError, CallOutcome, CallRequest};
 pub use chain_spec::ChainSpec;

@@ -345,7 +345,7 @@ pub fn simulate(
         // The state after the block: its changes reach the trie.
         state.merge_transitions(BundleRetention::PlainState);
         let bundle = state.take_bundle();
-        apply_bundle(&mut trie, &bundle);
+        apply_bundle(&mut trie, &bundle, None);
         header.state_root = trie.root(base.tx)?;
         let encodings: Vec<Vec<u8>> = transactions.iter().map(consensus_encoding).collect();
         header.transactions_root =

@@ -34,8 +34,13 @@ struct PendingAccount {
     wiped: bool,
     /// Changed slots by hashed slot; zero: cleared.
     slots: BTreeMap<B256, U256>,
+    /// `slots` as a walk's leaf overlay (`None`: cleared), kept beside them: a range's
+    /// trie walks an account's storage after each block, over every slot the range changed.
+    slot_leaves: BTreeMap<B256, Option<Vec<u8>>>,
     /// Storage trie nodes changed by the walks so far; `None`: deleted.
     nodes: NodeOverlay,
+    /// Paths in `nodes` the last walk set, whose hashes may still be placeholders.
+    unresolved: Vec<Nibbles>,
     /// Slots changed since the last root.
     dirty_slots: BTreeSet<B256>,
     /// The storage root as of the last root (`None` before the first).
@@ -127,11 +132,14 @@ impl StateTrie {
         if wiped || fields.is_none() {
             entry.wiped = true;
             entry.slots.clear();
+            entry.slot_leaves.clear();
             entry.nodes.clear();
             entry.storage_root = None;
         }
         for (slot_key, value) in slots {
             entry.slots.insert(slot_key, value);
+            let leaf = (!value.is_zero()).then(|| encode_value(value));
+            entry.slot_leaves.insert(slot_key, leaf);
             entry.dirty_slots.insert(slot_key);
         }
         entry.fields = fields;
@@ -158,6 +166,50 @@ impl StateTrie {
     /// are missing. [`StorageTx::apply_block_state_changes`] records it in their changesets.
     pub fn stored_storage_roots(&self) -> &HashMap<B256, Option<B256>> {
         &self.stored_storage_roots
+    }
+
+    /// The storage root of the account hashed to `key` as of the last roots, if these changes
+    /// changed its storage (`Some(None)`: the empty trie); `None` when its storage root is its
+    /// stored leaf's. Before a block's changes are applied to a range's trie whose storage
+    /// roots were settled after each block, it is the root before the block.
+    pub fn storage_root_so_far(&self, key: &B256) -> Option<Option<B256>> {
+        let root = self.accounts.get(key)?.storage_root?;
+        Some((root != EMPTY_ROOT_HASH).then_some(root))
+    }
+
+    /// Takes the storage root of each account of `keys` (hashed addresses) whose storage
+    /// changed since the last roots, leaving the accounts' trie for [`Self::root`]: a range of
+    /// blocks whose state root is checked once, at its end, still needs each account's storage
+    /// root after each block (the next block's changesets record it).
+    pub fn settle_storage_roots<K: Access>(
+        &mut self,
+        tx: &StorageTx<K>,
+        keys: &[B256],
+    ) -> quarry_storage::Result<()> {
+        let accounts = &mut self.accounts;
+        let (walked, resolved) = keccak::deferred(|| -> quarry_storage::Result<()> {
+            for key in keys {
+                if let Some(entry) = accounts.get_mut(key)
+                    && entry.fields.is_some()
+                {
+                    storage_root(Some(tx), key, entry)?;
+                }
+            }
+            Ok(())
+        })
+        .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
+        // Even after a failed walk, nothing in the trie is left a placeholder.
+        for key in keys {
+            if let Some(entry) = accounts.get_mut(key) {
+                resolve_account(entry, &resolved);
+            }
+        }
+        walked
+    }
+
+    /// Takes [`Self::stored_storage_roots`].
+    pub(crate) fn take_stored_storage_roots(&mut self) -> HashMap<B256, Option<B256>> {
+        std::mem::take(&mut self.stored_storage_roots)
     }
 
     /// The state root of the stored state in `tx` with every change applied so far.
@@ -196,13 +248,7 @@ impl StateTrie {
         // Even after a failed walk, nothing in the trie is left a placeholder.
         resolve_nodes(&mut self.account_nodes, &resolved);
         for entry in self.accounts.values_mut() {
-            resolve_nodes(&mut entry.nodes, &resolved);
-            if let Some(storage_root) = &mut entry.storage_root {
-                resolved.resolve(storage_root);
-            }
-            if let Some(leaf) = &mut entry.leaf {
-                resolved.resolve(&mut leaf.storage_root);
-            }
+            resolve_account(entry, &resolved);
         }
         let mut root = root?;
         resolved.resolve(&mut root);
@@ -314,17 +360,37 @@ impl StateTrie {
     }
 }
 
+/// Gives the hashes in a pending account's storage nodes, storage root and leaf their values.
+fn resolve_account(entry: &mut PendingAccount, resolved: &keccak::Resolved) {
+    // Only the last walk's nodes can hold placeholders: a range's trie keeps many more.
+    for path in std::mem::take(&mut entry.unresolved) {
+        if let Some(Some(node)) = entry.nodes.get_mut(&path) {
+            resolve_node(node, resolved);
+        }
+    }
+    if let Some(storage_root) = &mut entry.storage_root {
+        resolved.resolve(storage_root);
+    }
+    if let Some(leaf) = &mut entry.leaf {
+        resolved.resolve(&mut leaf.storage_root);
+    }
+}
+
 /// Gives the hashes in `overlay`'s nodes their values (see [`StateTrie::compute_root`]).
 fn resolve_nodes(overlay: &mut NodeOverlay, resolved: &keccak::Resolved) {
     for node in overlay.values_mut().flatten() {
-        if node.hashes.iter().any(|hash| resolved.is_placeholder(hash)) {
-            for hash in std::sync::Arc::make_mut(&mut node.hashes) {
-                resolved.resolve(hash);
-            }
+        resolve_node(node, resolved);
+    }
+}
+
+fn resolve_node(node: &mut BranchNodeCompact, resolved: &keccak::Resolved) {
+    if node.hashes.iter().any(|hash| resolved.is_placeholder(hash)) {
+        for hash in std::sync::Arc::make_mut(&mut node.hashes) {
+            resolved.resolve(hash);
         }
-        if let Some(root) = &mut node.root_hash {
-            resolved.resolve(root);
-        }
+    }
+    if let Some(root) = &mut node.root_hash {
+        resolved.resolve(root);
     }
 }
 
@@ -370,7 +436,6 @@ fn storage_root<K: Access>(
         entry.storage_root = Some(EMPTY_ROOT_HASH);
         return Ok(Some(EMPTY_ROOT_HASH));
     }
-    let leaves = slot_leaves(&entry.slots);
     let changed: Vec<Nibbles> = std::mem::take(&mut entry.dirty_slots)
         .iter()
         .map(Nibbles::unpack)
@@ -378,12 +443,13 @@ fn storage_root<K: Access>(
     let walk = Walk::new(
         tx.map(|tx| stored(tx, TrieId::Storage(*key))).transpose()?,
         &entry.nodes,
-        &leaves,
+        &entry.slot_leaves,
         &changed,
         None,
     );
     let outcome = walk.run()?;
     outcome.apply_to(&mut entry.nodes);
+    entry.unresolved.extend(outcome.updates.keys().copied());
     entry.storage_root = Some(outcome.root);
     Ok(Some(outcome.root))
 }

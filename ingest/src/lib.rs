@@ -18,7 +18,7 @@ use alloy_primitives::{Address, B256};
 use alloy_rlp::Decodable;
 use quarry_executor::{
     BlockTemplate, ChainSpec, ExecutedBlock, ExecutionCache, SealedBlock, StateTrie, build_block,
-    execute_block,
+    execute_block, execute_block_in_range,
     genesis::{GenesisState, genesis_body, genesis_header, genesis_state},
 };
 use quarry_storage::{BlockRecord, Database, SyncTarget, WriteTx};
@@ -95,6 +95,14 @@ pub enum Error {
         path: String,
         offset: u64,
         source: Box<quarry_executor::Error>,
+    },
+    #[error(
+        "blocks {first} to {last}, whose state root was to be taken once after the last: {reason}"
+    )]
+    RangeAbandoned {
+        first: u64,
+        last: u64,
+        reason: String,
     },
     #[error(transparent)]
     Execution(#[from] quarry_executor::Error),
@@ -235,6 +243,36 @@ pub struct Importer {
     trie_history: bool,
     /// What executing the last block left in memory, for its child to start from.
     execution_cache: ExecutionCache,
+    /// The last block of the input, when it is a straight chain (a file whose blocks are
+    /// numbered one after another): its coarse windows may take their state roots once each.
+    input_last: Option<u64>,
+    /// The range of blocks being executed whose state root is taken after its last block.
+    range: Option<OpenRange>,
+    /// Whether files of consecutive blocks may be imported in ranges (the default).
+    ranges: bool,
+}
+
+/// Blocks `first..end` of a straight chain, executed with every check but the state root's,
+/// which is taken once, after block `end - 1`, as reth's pipeline takes it: `trie` holds all
+/// their state changes, written with that block. The node history records each node the range
+/// changed once, as it was before the range: what thinning its coarse window would keep, so
+/// ranges are whole coarse windows that the input passes by `proof_history` blocks. A range
+/// commits whole or not at all: on any failure in it the open transaction is dropped and the
+/// import goes on from the last commit with a root per block, which names the failing block.
+struct OpenRange {
+    first: u64,
+    end: u64,
+    trie: StateTrie,
+}
+
+impl OpenRange {
+    fn abandoned(&self, reason: String) -> Error {
+        Error::RangeAbandoned {
+            first: self.first,
+            last: self.end - 1,
+            reason,
+        }
+    }
 }
 
 /// The chain an unwind in the open transaction replaced: what to go back to if the new branch
@@ -268,6 +306,16 @@ struct OpenBatch {
     /// Set when this transaction unwound stored blocks: it commits only once the new branch
     /// is complete, so no reader ever sees part of a reorganisation.
     replaced: Option<Replaced>,
+}
+
+impl OpenBatch {
+    /// Whether the transaction holds enough to commit (never an unfinished reorganisation).
+    fn full(&self) -> bool {
+        self.replaced.is_none()
+            && (self.transactions >= COMMIT_TXS
+                || self.blocks >= COMMIT_BLOCKS
+                || self.opened.elapsed() >= commit_interval())
+    }
 }
 
 impl Importer {
@@ -351,6 +399,9 @@ impl Importer {
                     reorgs: Reorgs::Refuse,
                     trie_history: true,
                     execution_cache: ExecutionCache::default(),
+                    input_last: None,
+                    range: None,
+                    ranges: true,
                 });
             }
         }
@@ -394,6 +445,9 @@ impl Importer {
             reorgs: Reorgs::Refuse,
             trie_history,
             execution_cache: ExecutionCache::default(),
+            input_last: None,
+            range: None,
+            ranges: true,
         })
     }
 
@@ -438,6 +492,12 @@ impl Importer {
         (self.head.number, self.head_hash)
     }
 
+    /// Whether later imports of a file of consecutive blocks may take the state root once per
+    /// coarse window (see [`OpenRange`]; the default) or must take every block's.
+    pub fn set_root_per_window(&mut self, allowed: bool) {
+        self.ranges = allowed;
+    }
+
     /// Chooses what later imports do with blocks that differ from stored ones.
     pub fn set_reorgs(&mut self, reorgs: Reorgs) {
         self.reorgs = reorgs;
@@ -455,9 +515,41 @@ impl Importer {
     /// fails ends the import with an error, after every block before it has been committed.
     pub fn import_file(&mut self, path: &Path, progress: &mut Progress) -> Result<ImportStats> {
         let name = path.display().to_string();
+        // A straight chain's coarse windows take their state roots once each; if one fails,
+        // the import goes on from the last commit with a root per block, which finds the block.
+        self.input_last = self
+            .ranges
+            .then(|| reader::straight_chain_end(path))
+            .flatten();
+        let mut result = self.import_file_once(path, &name, progress);
+        if let Err(Error::RangeAbandoned {
+            first,
+            last,
+            reason,
+        }) = &result
+        {
+            tracing::warn!(
+                first,
+                last,
+                reason,
+                "a range of blocks failed; importing from the last commit one block at a time"
+            );
+            self.input_last = None;
+            result = self.import_file_once(path, &name, progress);
+        }
+        self.input_last = None;
+        result
+    }
+
+    fn import_file_once(
+        &mut self,
+        path: &Path,
+        name: &str,
+        progress: &mut Progress,
+    ) -> Result<ImportStats> {
         let mut reader = BlockReader::open(path)?;
-        progress.start_file(&name, std::fs::metadata(path).ok().map(|m| m.len()));
-        self.import_blocks(&name, &mut reader, progress)
+        progress.start_file(name, std::fs::metadata(path).ok().map(|m| m.len()));
+        self.import_blocks(name, &mut reader, progress)
     }
 
     /// Imports raw blocks from any source (tests and BlockchainTests use this). While it runs,
@@ -471,7 +563,11 @@ impl Importer {
     ) -> Result<ImportStats> {
         let result = self.import_pipelined(name, blocks, progress);
         progress.finish();
-        if matches!(result, Err(Error::Storage(_))) {
+        self.range = None;
+        if matches!(
+            result,
+            Err(Error::Storage(_) | Error::RangeAbandoned { .. })
+        ) {
             // The failed transaction is gone: the head is the last commit's again.
             self.reload_head()?;
         }
@@ -590,11 +686,18 @@ impl Importer {
             ) {
                 Ok(rejected) => rejected,
                 Err(err) => {
+                    self.range = None;
                     self.abandon(pending.take());
                     return Err(err);
                 }
             };
             let failure = rejected.or(batch.error);
+            if let Some(err) = &failure
+                && let Some(range) = self.range.take()
+            {
+                self.abandon(pending.take());
+                return Err(range.abandoned(err.to_string()));
+            }
             if let Some(err) = failure {
                 if pending.as_ref().is_some_and(|p| p.replaced.is_some()) {
                     self.abandon(pending.take());
@@ -604,13 +707,8 @@ impl Importer {
                 return Err(err);
             }
             self.finish_followed_reorg(&mut pending);
-            let full = pending.as_ref().is_some_and(|p| {
-                p.replaced.is_none()
-                    && (p.transactions >= COMMIT_TXS
-                        || p.blocks >= COMMIT_BLOCKS
-                        || p.opened.elapsed() >= commit_interval())
-            });
-            if full {
+            // A range commits only whole (see `close_range`).
+            if self.range.is_none() && pending.as_ref().is_some_and(OpenBatch::full) {
                 self.commit(pending.take(), highest_read, &mut stats)?;
             }
         }
@@ -645,6 +743,10 @@ impl Importer {
         let Some(mut pending) = pending else {
             return Ok(());
         };
+        if let Some(range) = self.range.take() {
+            self.abandon(Some(pending));
+            return Err(range.abandoned("the input ended inside it".into()));
+        }
         if let (Some(replaced), Reorgs::Heavier { .. }) = (&pending.replaced, self.reorgs) {
             let new_td = pending
                 .tx
@@ -793,6 +895,56 @@ impl Importer {
         result.map(|()| None)
     }
 
+    /// A range of blocks from block `number` on (see [`OpenRange`]), if the input allows one.
+    fn open_range(&self, tx: &WriteTx, number: u64) -> Result<Option<OpenRange>> {
+        let Some(last) = self.input_last else {
+            return Ok(None);
+        };
+        if !self.spec.is_byzantium_active_at_block(number) {
+            return Ok(None);
+        }
+        let end = if self.trie_history {
+            tx.begin_whole_coarse_window(number, last)?
+        } else {
+            let coarse = tx.coarse_node_window()?;
+            let start = number - number % coarse;
+            let end = start + coarse;
+            ((number == start || number == 1) && end - 1 <= last).then_some(end)
+        };
+        Ok(end.map(|end| OpenRange {
+            first: number,
+            end,
+            trie: StateTrie::new(),
+        }))
+    }
+
+    /// After the range's last block (the head): takes its state root, compares it with the
+    /// head's, and writes the range's trie changes.
+    fn close_range(&mut self, tx: &WriteTx, stats: &mut ImportStats) -> Result<()> {
+        let Some(mut range) = self.range.take() else {
+            return Ok(());
+        };
+        let started = Instant::now();
+        let root = range.trie.root(tx)?;
+        stats.stages.state_root += started.elapsed();
+        if root != self.head.state_root {
+            let expected = self.head.state_root;
+            return Err(range.abandoned(format!(
+                "state root {root} after block {}, whose header says {expected}",
+                self.head.number
+            )));
+        }
+        let started = Instant::now();
+        if self.trie_history {
+            let write = || range.trie.write(tx, Some(range.first), true);
+            tx.write_whole_coarse_window(range.first, range.end, write)?;
+        } else {
+            range.trie.write(tx, Some(range.first), false)?;
+        }
+        stats.stages.write += started.elapsed();
+        Ok(())
+    }
+
     fn open_pending(&self) -> Result<OpenBatch> {
         Ok(OpenBatch {
             tx: self.db.writer()?,
@@ -849,6 +1001,9 @@ impl Importer {
         for Decoded { offset, mut block } in decoded {
             let number = block.header.number;
             if number <= self.head.number {
+                if let Some(range) = &self.range {
+                    return Err(range.abandoned(format!("block {number} is already stored")));
+                }
                 let tx = match pending {
                     Some(p) => &p.tx,
                     None => &pending.insert(self.open_pending()?).tx,
@@ -871,11 +1026,11 @@ impl Importer {
                     Err(err) => return Ok(Some(err)),
                 }
             }
-            let pending = match pending {
-                Some(pending) => pending,
+            let open = match pending {
+                Some(open) => open,
                 None => pending.insert(self.open_pending()?),
             };
-            let tx = &pending.tx;
+            let tx = &open.tx;
             if number != self.head.number + 1 {
                 return Ok(Some(Error::Gap {
                     path: name.to_string(),
@@ -885,10 +1040,27 @@ impl Importer {
                     head: self.head.number,
                 }));
             }
+            if self.range.is_none() && open.replaced.is_none() {
+                self.range = self.open_range(tx, number)?;
+            }
             let exec_start = Instant::now();
             // Execution only reads `tx`, so a failure here leaves the staged blocks whole.
-            let executed = match execute_block(&self.spec, tx, &block, &mut self.execution_cache) {
+            let cache = &mut self.execution_cache;
+            let executed = match &mut self.range {
+                Some(range) => {
+                    execute_block_in_range(&self.spec, tx, &block, cache, &mut range.trie)
+                }
+                None => execute_block(&self.spec, tx, &block, cache),
+            };
+            let executed = match executed {
                 Ok(executed) => executed,
+                Err(source) if self.range.is_some() => {
+                    let reason = format!("block {number}: {source}");
+                    return Err(self
+                        .range
+                        .as_ref()
+                        .map_or(source.into(), |r| r.abandoned(reason)));
+                }
                 Err(source) => {
                     return Ok(Some(Error::Block {
                         path: name.to_string(),
@@ -908,9 +1080,19 @@ impl Importer {
             stats.blocks += 1;
             stats.transactions += transactions;
             stats.gas += self.head.gas_used;
-            pending.blocks += 1;
-            pending.transactions += transactions;
+            open.blocks += 1;
+            open.transactions += transactions;
             progress.block(number, offset, stats);
+            if self
+                .range
+                .as_ref()
+                .is_some_and(|range| range.end == number + 1)
+            {
+                self.close_range(tx, stats)?;
+                if open.full() {
+                    self.commit(pending.take(), highest_read, stats)?;
+                }
+            }
         }
         Ok(None)
     }
@@ -937,7 +1119,7 @@ impl Importer {
                 number,
                 &executed.accounts,
                 &executed.bytecodes,
-                executed.trie.stored_storage_roots(),
+                &executed.storage_roots_before,
             )?;
             executed.trie.write(tx, Some(number), self.trie_history)?;
             Ok(())

@@ -316,6 +316,25 @@ impl Iterator for BlockReader {
 
 impl FusedIterator for BlockReader {}
 
+/// The number of the last block in `path` if its blocks are numbered one after another (a
+/// straight chain, no branch): decoding only each block's header. `None` for anything else,
+/// including a file that cannot be read, which the import itself then reports.
+pub fn straight_chain_end(path: &Path) -> Option<u64> {
+    let mut last: Option<u64> = None;
+    for raw in BlockReader::open(path).ok()? {
+        let raw = raw.ok()?;
+        let mut bytes = raw.bytes.as_slice();
+        Header::decode(&mut bytes).ok()?;
+        let header = <alloy_consensus::Header as alloy_rlp::Decodable>::decode(&mut bytes).ok()?;
+        let number = header.number;
+        if last.is_some_and(|last| number != last + 1) {
+            return None;
+        }
+        last = Some(number);
+    }
+    last
+}
+
 /// Fills `buf` as far as the reader allows; returns how many bytes were read, which is
 /// less than `buf.len()` only at end of stream.
 fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {

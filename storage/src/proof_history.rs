@@ -14,6 +14,7 @@
 
 use crate::{Error, Result, StorageTx, Table, trie_history::tagged_history_table};
 use signet_libmdbx::{RwSync, TransactionKind};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Meta key: how many blocks behind the head the node history keeps its fine windows (u64 BE;
 /// absent: all of it, as datadirs from before the setting).
@@ -113,10 +114,71 @@ impl StorageTx<RwSync> {
         if self.node_window()? < 2 {
             return Ok(true);
         }
+        let target = (head + 1).saturating_sub(keep);
+        self.thin_windows_before(from, target, budget)
+    }
+
+    /// The end of the coarse window whose blocks from `first` on an import may write as one
+    /// change ([`Self::write_whole_coarse_window`]), given that its input goes on to block
+    /// `last`; `None` if they may not. They may when `first` starts the window (or the node
+    /// history), and the head will pass the window by `proof_history` blocks, so that it would
+    /// be thinned to what that write records: the windows before it, which will be too, are
+    /// thinned first (however near the head), so the thinned history stays one range.
+    pub fn begin_whole_coarse_window(&self, first: u64, last: u64) -> Result<Option<u64>> {
+        let (Some(from), Some(keep)) = (self.trie_history_from()?, self.proof_history()?) else {
+            return Ok(None);
+        };
         let coarse = self.coarse_node_window()?;
-        let mut target = (head + 1).saturating_sub(keep);
-        target -= target % coarse;
-        let mut start = self.trie_history_fine_from()?.unwrap_or(from).max(from);
+        let start = first - first % coarse;
+        let end = start + coarse;
+        if self.node_window()? < 2
+            || (first != start && first != from)
+            || (end - 1).saturating_add(keep) > last
+        {
+            return Ok(None);
+        }
+        self.thin_windows_before(from, start, u64::MAX)?;
+        Ok((self.fine_start(from)? == first).then_some(end))
+    }
+
+    /// Writes, through `write`, the trie changes of blocks `first..end` (a coarse window from
+    /// [`Self::begin_whole_coarse_window`]) as one block's, `first`'s: each node they changed is
+    /// recorded once, as it was before the window, as a diff from the node after it (what it
+    /// is now), which is what thinning the window would have kept. The window is then thinned
+    /// (`trie_history_fine_from` moves to `end`), so readers take the trie after its blocks at
+    /// its ends only.
+    pub fn write_whole_coarse_window(
+        &self,
+        first: u64,
+        end: u64,
+        write: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        let from = self.trie_history_from()?.unwrap_or(first);
+        let coarse = self.coarse_node_window()?;
+        if self.fine_start(from)? != first || end % coarse != 0 || end <= first {
+            return Err(Error::Corrupt(format!(
+                "blocks {first}..{end} are not a coarse window that can be written whole"
+            )));
+        }
+        self.whole_window_records.store(true, Relaxed);
+        let written = write();
+        self.whole_window_records.store(false, Relaxed);
+        written?;
+        self.put_meta(FINE_FROM, &end.to_be_bytes())?;
+        self.fine_from.set(Some(end));
+        Ok(())
+    }
+
+    /// The first block whose fine windows are kept: where thinning goes on.
+    fn fine_start(&self, from: u64) -> Result<u64> {
+        Ok(self.trie_history_fine_from()?.unwrap_or(from).max(from))
+    }
+
+    /// [`Self::prune_node_history`] up to `target`, rounded down to a coarse window's start.
+    fn thin_windows_before(&self, from: u64, target: u64, budget: u64) -> Result<bool> {
+        let coarse = self.coarse_node_window()?;
+        let target = target - target % coarse;
+        let mut start = self.fine_start(from)?;
         let mut read = 0;
         while start < target {
             if read >= budget {

@@ -22,6 +22,7 @@ use crate::{
 use alloy_primitives::{Address, B256, U256};
 use alloy_trie::Nibbles;
 use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
+use std::sync::atomic::Ordering;
 
 /// Meta key: the first block whose trie node changes are recorded (u64 BE).
 const HISTORY_FROM: &str = "trie_history_from";
@@ -46,7 +47,8 @@ const STORAGES_TAG: u8 = 1;
 /// node as the trie table holds it (`FULL`: with a window of more than one block, since the
 /// node after the block changes again within the window; or the node was deleted, so there is
 /// nothing after it to compare with), or (`DIFF`: datadirs whose window is one block, and the
-/// records kept in thinned windows, proof_history.rs) the node
+/// records kept in thinned windows and those of a coarse window written whole, proof_history.rs)
+/// the node
 /// relative to the one after the block: its three masks, a mask of the children whose hash is
 /// the same after the block, the other children's hashes, then the root hash if the node has
 /// one. Reading a node back undoes every later change's record from the current node down, which
@@ -585,7 +587,9 @@ impl StorageTx<RwSync> {
             return Ok(());
         }
         let record = match before {
-            Some(before) if window == 1 => node_record(before, after),
+            Some(before) if window == 1 || self.whole_window_records.load(Ordering::Relaxed) => {
+                node_record(before, after)
+            }
             Some(before) => [&[FULL], before].concat(),
             None => Vec::new(),
         };
