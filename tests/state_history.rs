@@ -3,7 +3,10 @@
 //! unwind (every key at every block that changed it, the block before, and every 200th block),
 //! every account and slot the changesets name, read through the lists (`account_at`,
 //! `storage_at`), equals the state the changesets give when replayed down from the latest one;
-//! and proofs at sampled blocks lead to the block's stateRoot and verify with alloy-trie.
+//! and proofs at sampled blocks lead to the block's stateRoot and verify with alloy-trie. The
+//! same holds of a chain whose coarse windows took their state roots once each (ingest's
+//! ranges), which stores what a block-by-block import stores, and a block that fails inside
+//! such a window is named by the import, with the blocks before it kept.
 
 #![allow(clippy::unwrap_used)]
 
@@ -12,12 +15,15 @@ mod support;
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::{EMPTY_ROOT_HASH, Nibbles, proof::verify_proof};
 use quarry_executor::{OlderState, account_proof};
-use quarry_storage::{Database, ReadTx, StoredAccount};
+use quarry_storage::{Database, ReadTx, StoredAccount, Table};
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::Path,
 };
-use support::{devchain, ingest_args, ingested, run_quarry};
+use support::{
+    decode_blocks, devchain, encode_blocks, ingest_args, ingested, quarry_fails, run_quarry,
+    stored_head, table_digests,
+};
 
 /// The accounts and the slots one block changed.
 type BlockKeys = (BTreeSet<Address>, BTreeSet<(Address, B256)>);
@@ -207,4 +213,111 @@ fn deep_reorganisations_and_unwinds_keep_the_lists_equal_to_the_changesets() {
     ];
     run_quarry(unwind.map(std::ffi::OsStr::new));
     check(&datadir, 200, 300, "after an unwind of 550 blocks");
+}
+
+/// `quarry ingest` of `file` into `datadir` with `--proof-history 64` and `extra`: the
+/// args, for `run_quarry` or `quarry_fails`.
+fn ingest_in_windows<'a>(
+    datadir: &'a Path,
+    genesis: &'a Path,
+    file: &'a Path,
+    extra: &[&'a str],
+) -> Vec<&'a std::ffi::OsStr> {
+    let mut args = ingest_args(datadir, genesis, &[file]);
+    let options = ["--proof-history", "64"].iter().chain(extra);
+    args.extend(options.map(|option| std::ffi::OsStr::new(*option)));
+    args
+}
+
+/// A 2,150-block chain with `--proof-history 64`: its first two coarse windows (blocks 1-1,023
+/// and 1,024-2,047, which the file passes by more than 64 blocks) take their state root once,
+/// after their last block; the rest, block by block. Every table but the node history equals
+/// a block-by-block import's (`--state-root-every-block`): the state, the changesets with
+/// each account's storage root before each block (settled after every block of a window) and
+/// the lists. The node history holds as many entries, keyed by each window's first block
+/// instead of the first that changed the node (so its digests differ), and reads the same:
+/// every key through the lists, proofs at sampled blocks inside the windows.
+#[test]
+fn coarse_windows_taken_whole_store_what_block_by_block_imports_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain = dir.path().join("chain");
+    devchain(
+        &chain,
+        &["--blocks", "2150", "--txs-per-block", "3", "--seed", "11"],
+    );
+    let (genesis, file) = (chain.join("genesis.json"), chain.join("chain.rlp"));
+    let (whole, per_block) = (dir.path().join("whole"), dir.path().join("per-block"));
+    run_quarry(ingest_in_windows(&whole, &genesis, &file, &[]));
+    let every_block = ["--state-root-every-block"];
+    run_quarry(ingest_in_windows(&per_block, &genesis, &file, &every_block));
+
+    let history = [
+        Table::AccountsTrieHistory,
+        Table::StoragesTrieHistory,
+        Table::TrieChangeSets,
+    ];
+    assert_eq!(
+        table_digests(&whole, &history),
+        table_digests(&per_block, &history)
+    );
+    let others: Vec<Table> = Table::ALL
+        .iter()
+        .copied()
+        .filter(|table| !history.contains(table))
+        .collect();
+    let (whole_history, per_block_history) = (
+        table_digests(&whole, &others),
+        table_digests(&per_block, &others),
+    );
+    for ((table, (entries, digest)), (_, (other_entries, other_digest))) in
+        whole_history.iter().zip(&per_block_history)
+    {
+        assert_eq!(entries, other_entries, "{table:?}");
+        assert!(*entries > 100, "{table:?}: {entries} entries");
+        // Keyed by the windows' first blocks: the windows were taken whole.
+        assert_ne!(digest, other_digest, "{table:?}");
+    }
+    check(&whole, 100, 97, "coarse windows taken whole");
+}
+
+/// A block that fails inside a coarse window taken whole (its gasUsed altered), or at its end
+/// (the window's last block's stateRoot altered, which only the window's root finds): the
+/// window is dropped, the import goes on block by block from the last commit, names the
+/// block as a block-by-block import does, and keeps every block before it.
+#[test]
+fn a_block_failing_in_a_coarse_window_is_named_and_the_blocks_before_it_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain = dir.path().join("chain");
+    devchain(
+        &chain,
+        &["--blocks", "1200", "--txs-per-block", "3", "--seed", "12"],
+    );
+    let genesis = chain.join("genesis.json");
+    let blocks = decode_blocks(&std::fs::read(chain.join("chain.rlp")).unwrap());
+    for (number, field) in [(500u64, "gasUsed"), (1023, "stateRoot")] {
+        let mut altered = blocks.clone();
+        let block = altered
+            .iter_mut()
+            .find(|block| block.header.number == number)
+            .unwrap();
+        match field {
+            "gasUsed" => block.header.gas_used -= 1,
+            _ => block.header.state_root = keccak256(b"not the state root"),
+        }
+        let file = dir.path().join(format!("altered-{number}.rlp"));
+        std::fs::write(&file, encode_blocks(&altered)).unwrap();
+        let datadir = dir.path().join(format!("data-{number}"));
+        let stderr = quarry_fails(ingest_in_windows(&datadir, &genesis, &file, &[]));
+        assert!(
+            stderr.contains("a range of blocks failed"),
+            "block {number}: {stderr}"
+        );
+        let named = format!("block {number} (");
+        let rejected = format!("rejected: {field} mismatch");
+        assert!(
+            stderr.contains(&named) && stderr.contains(&rejected),
+            "block {number}: {stderr}"
+        );
+        assert_eq!(stored_head(&datadir).0, number - 1, "block {number}");
+    }
 }

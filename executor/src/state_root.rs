@@ -60,6 +60,9 @@ pub struct StateTrie {
     /// The storage root in each changed account's stored leaf, as the walks passed it: the
     /// root before these changes (`None`: no leaf, or empty storage).
     stored_storage_roots: HashMap<B256, Option<B256>>,
+    /// Accounts whose storage roots were settled since their storage was last written
+    /// ([`Self::settle_storage_roots`], [`Self::write_storage`]).
+    settled: Vec<B256>,
 }
 
 fn encode_value(value: U256) -> Vec<u8> {
@@ -187,6 +190,7 @@ impl StateTrie {
         keys: &[B256],
     ) -> quarry_storage::Result<()> {
         let accounts = &mut self.accounts;
+        self.settled.extend_from_slice(keys);
         let (walked, resolved) = keccak::deferred(|| -> quarry_storage::Result<()> {
             for key in keys {
                 if let Some(entry) = accounts.get_mut(key)
@@ -205,6 +209,47 @@ impl StateTrie {
             }
         }
         walked
+    }
+
+    /// Writes the storage changes of the accounts whose storage roots were settled since the
+    /// last call (their slots, and the nodes the walks left), recording the nodes they replace
+    /// in the node history as `block`'s when `record_nodes`, and drops them from this trie,
+    /// which keeps each account's fields and storage root for [`Self::root`]: a range's trie
+    /// so walks each storage trie over one block's changes, not the range's so far.
+    pub fn write_storage(
+        &mut self,
+        tx: &WriteTx,
+        block: u64,
+        record_nodes: bool,
+    ) -> quarry_storage::Result<()> {
+        let history = record_nodes.then_some(block);
+        let mut keys = std::mem::take(&mut self.settled);
+        keys.sort_unstable();
+        keys.dedup();
+        let mut leaves = tx.leaf_writer();
+        for key in &keys {
+            let Some(entry) = self.accounts.get_mut(key) else {
+                continue;
+            };
+            if entry.wiped {
+                tx.wipe_hashed_storage(key, Some(block), record_nodes)?;
+                entry.wiped = false;
+                // The stored storage is now this account's: empty unless walked since.
+                entry.storage_root.get_or_insert(EMPTY_ROOT_HASH);
+            }
+            for (slot, value) in &entry.slots {
+                leaves.put_slot(key, slot, *value)?;
+            }
+            let trie = TrieId::Storage(*key);
+            for (path, node) in &entry.nodes {
+                tx.put_trie_node(&trie, path, node.as_ref(), history)?;
+            }
+            entry.slots.clear();
+            entry.slot_leaves.clear();
+            entry.nodes.clear();
+            entry.unresolved.clear();
+        }
+        Ok(())
     }
 
     /// Takes [`Self::stored_storage_roots`].

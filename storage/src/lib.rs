@@ -305,7 +305,6 @@ impl Database {
             state_history_from: Default::default(),
             state_kept_from: Default::default(),
             recorded_nodes: Default::default(),
-            whole_window_records: Default::default(),
             staged: Default::default(),
             staged_nodes: Default::default(),
             staged_lists: Default::default(),
@@ -378,7 +377,6 @@ impl Database {
             state_history_from: Default::default(),
             state_kept_from: Default::default(),
             recorded_nodes: Default::default(),
-            whole_window_records: Default::default(),
             staged: Default::default(),
             staged_nodes: Default::default(),
             staged_lists: Default::default(),
@@ -446,9 +444,6 @@ pub struct StorageTx<K: TransactionKind> {
     state_kept_from: CachedMeta,
     /// Node history keys this transaction knows to be recorded in the current window.
     recorded_nodes: trie_history::RecordedNodes,
-    /// Set while a whole coarse window's trie changes are written as one (proof_history.rs):
-    /// node records are diffs from the node written.
-    whole_window_records: std::sync::atomic::AtomicBool,
     /// Random-keyed index entries a write transaction writes sorted, at the latest on commit.
     staged: staged::StagedIndexes,
     /// Trie node writes of a write transaction, written at the latest on commit.

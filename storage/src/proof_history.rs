@@ -14,7 +14,6 @@
 
 use crate::{Error, Result, StorageTx, Table, trie_history::tagged_history_table};
 use signet_libmdbx::{RwSync, TransactionKind};
-use std::sync::atomic::Ordering::Relaxed;
 
 /// Meta key: how many blocks behind the head the node history keeps its fine windows (u64 BE;
 /// absent: all of it, as datadirs from before the setting).
@@ -141,12 +140,11 @@ impl StorageTx<RwSync> {
         Ok((self.fine_start(from)? == first).then_some(end))
     }
 
-    /// Writes, through `write`, the trie changes of blocks `first..end` (a coarse window from
-    /// [`Self::begin_whole_coarse_window`]) as one block's, `first`'s: each node they changed is
-    /// recorded once, as it was before the window, as a diff from the node after it (what it
-    /// is now), which is what thinning the window would have kept. The window is then thinned
-    /// (`trie_history_fine_from` moves to `end`), so readers take the trie after its blocks at
-    /// its ends only.
+    /// Ends a coarse window from [`Self::begin_whole_coarse_window`] whose blocks `first..end`
+    /// recorded their trie changes as `first`'s (each node once, as it was before the window):
+    /// writes what `write` writes (the window's last changes), then rewrites each record as a
+    /// diff from the node now, which is what thinning the window would have kept, and moves
+    /// `trie_history_fine_from` to `end`: readers take the trie after its blocks at its ends.
     pub fn write_whole_coarse_window(
         &self,
         first: u64,
@@ -160,10 +158,26 @@ impl StorageTx<RwSync> {
                 "blocks {first}..{end} are not a coarse window that can be written whole"
             )));
         }
-        self.whole_window_records.store(true, Relaxed);
-        let written = write();
-        self.whole_window_records.store(false, Relaxed);
-        written?;
+        write()?;
+        // The records and nodes must be in their tables to be read back.
+        self.write_staged()?;
+        let window_start = first - first % self.node_window()?;
+        let prefix = first.to_be_bytes();
+        let mut records = Vec::new();
+        let mut cursor = self.tx.cursor(self.db(Table::TrieChangeSets))?;
+        let mut entry = cursor.set_range::<Vec<u8>, ()>(&prefix)?;
+        while let Some((key, ())) = entry.filter(|(key, _)| key.starts_with(&prefix)) {
+            let tag = *key
+                .get(8)
+                .ok_or_else(|| Error::Corrupt("malformed trie changeset key".into()))?;
+            records.push((tag, [&key[9..], &window_start.to_be_bytes()].concat()));
+            entry = cursor.next::<Vec<u8>, ()>()?;
+        }
+        drop(cursor);
+        records.sort_unstable();
+        for (tag, key) in records {
+            self.diff_kept_record(tagged_history_table(tag, &key)?, tag, &key)?;
+        }
         self.put_meta(FINE_FROM, &end.to_be_bytes())?;
         self.fine_from.set(Some(end));
         Ok(())

@@ -22,7 +22,6 @@ use crate::{
 use alloy_primitives::{Address, B256, U256};
 use alloy_trie::Nibbles;
 use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
-use std::sync::atomic::Ordering;
 
 /// Meta key: the first block whose trie node changes are recorded (u64 BE).
 const HISTORY_FROM: &str = "trie_history_from";
@@ -587,9 +586,7 @@ impl StorageTx<RwSync> {
             return Ok(());
         }
         let record = match before {
-            Some(before) if window == 1 || self.whole_window_records.load(Ordering::Relaxed) => {
-                node_record(before, after)
-            }
+            Some(before) if window == 1 => node_record(before, after),
             Some(before) => [&[FULL], before].concat(),
             None => Vec::new(),
         };
