@@ -153,7 +153,7 @@ impl StorageTx<RwSync> {
     ) -> Result<()> {
         let from = self.trie_history_from()?.unwrap_or(first);
         let coarse = self.coarse_node_window()?;
-        if self.fine_start(from)? != first || end % coarse != 0 || end <= first {
+        if self.fine_start(from)? != first || !end.is_multiple_of(coarse) || end <= first {
             return Err(Error::Corrupt(format!(
                 "blocks {first}..{end} are not a coarse window that can be written whole"
             )));
