@@ -18,8 +18,8 @@ use alloy_trie::{
 };
 use quarry_storage::keccak;
 use quarry_storage::{
-    Access, Leaf, LeafCursor, RestoredAccount, StorageTx, StoredAccount, TrieId, TrieNodeCursor,
-    WriteTx,
+    Access, Leaf, LeafCursor, LeafWriter, RestoredAccount, StorageTx, StoredAccount, TrieId,
+    TrieNodeCursor, WriteTx,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -34,13 +34,8 @@ struct PendingAccount {
     wiped: bool,
     /// Changed slots by hashed slot; zero: cleared.
     slots: BTreeMap<B256, U256>,
-    /// `slots` as a walk's leaf overlay (`None`: cleared), kept beside them: a range's
-    /// trie walks an account's storage after each block, over every slot the range changed.
-    slot_leaves: BTreeMap<B256, Option<Vec<u8>>>,
     /// Storage trie nodes changed by the walks so far; `None`: deleted.
     nodes: NodeOverlay,
-    /// Paths in `nodes` the last walk set, whose hashes may still be placeholders.
-    unresolved: Vec<Nibbles>,
     /// Slots changed since the last root.
     dirty_slots: BTreeSet<B256>,
     /// The storage root as of the last root (`None` before the first).
@@ -135,14 +130,11 @@ impl StateTrie {
         if wiped || fields.is_none() {
             entry.wiped = true;
             entry.slots.clear();
-            entry.slot_leaves.clear();
             entry.nodes.clear();
             entry.storage_root = None;
         }
         for (slot_key, value) in slots {
             entry.slots.insert(slot_key, value);
-            let leaf = (!value.is_zero()).then(|| encode_value(value));
-            entry.slot_leaves.insert(slot_key, leaf);
             entry.dirty_slots.insert(slot_key);
         }
         entry.fields = fields;
@@ -222,7 +214,6 @@ impl StateTrie {
         block: u64,
         record_nodes: bool,
     ) -> quarry_storage::Result<()> {
-        let history = record_nodes.then_some(block);
         let mut keys = std::mem::take(&mut self.settled);
         keys.sort_unstable();
         keys.dedup();
@@ -231,23 +222,14 @@ impl StateTrie {
             let Some(entry) = self.accounts.get_mut(key) else {
                 continue;
             };
+            write_account_storage(tx, &mut leaves, key, entry, Some(block), record_nodes)?;
             if entry.wiped {
-                tx.wipe_hashed_storage(key, Some(block), record_nodes)?;
                 entry.wiped = false;
                 // The stored storage is now this account's: empty unless walked since.
                 entry.storage_root.get_or_insert(EMPTY_ROOT_HASH);
             }
-            for (slot, value) in &entry.slots {
-                leaves.put_slot(key, slot, *value)?;
-            }
-            let trie = TrieId::Storage(*key);
-            for (path, node) in &entry.nodes {
-                tx.put_trie_node(&trie, path, node.as_ref(), history)?;
-            }
             entry.slots.clear();
-            entry.slot_leaves.clear();
             entry.nodes.clear();
-            entry.unresolved.clear();
         }
         Ok(())
     }
@@ -386,16 +368,7 @@ impl StateTrie {
         // Accounts by hash and each one's slots by hash: the leaves go in key order.
         let mut leaves = tx.leaf_writer();
         for (key, entry) in &self.accounts {
-            if entry.wiped {
-                tx.wipe_hashed_storage(key, block, record_nodes)?;
-            }
-            for (slot, value) in &entry.slots {
-                leaves.put_slot(key, slot, *value)?;
-            }
-            let trie = TrieId::Storage(*key);
-            for (path, node) in &entry.nodes {
-                tx.put_trie_node(&trie, path, node.as_ref(), node_history)?;
-            }
+            write_account_storage(tx, &mut leaves, key, entry, block, record_nodes)?;
             leaves.put_account(key, entry.leaf.as_ref())?;
         }
         for (path, node) in &self.account_nodes {
@@ -405,14 +378,33 @@ impl StateTrie {
     }
 }
 
+/// Writes one pending account's storage: the wipe of what was stored, its slots and its
+/// storage trie's nodes, recording what they replace as [`StateTrie::write`] says.
+fn write_account_storage(
+    tx: &WriteTx,
+    leaves: &mut LeafWriter<'_>,
+    key: &B256,
+    entry: &PendingAccount,
+    block: Option<u64>,
+    record_nodes: bool,
+) -> quarry_storage::Result<()> {
+    if entry.wiped {
+        tx.wipe_hashed_storage(key, block, record_nodes)?;
+    }
+    for (slot, value) in &entry.slots {
+        leaves.put_slot(key, slot, *value)?;
+    }
+    let trie = TrieId::Storage(*key);
+    let node_history = block.filter(|_| record_nodes);
+    for (path, node) in &entry.nodes {
+        tx.put_trie_node(&trie, path, node.as_ref(), node_history)?;
+    }
+    Ok(())
+}
+
 /// Gives the hashes in a pending account's storage nodes, storage root and leaf their values.
 fn resolve_account(entry: &mut PendingAccount, resolved: &keccak::Resolved) {
-    // Only the last walk's nodes can hold placeholders: a range's trie keeps many more.
-    for path in std::mem::take(&mut entry.unresolved) {
-        if let Some(Some(node)) = entry.nodes.get_mut(&path) {
-            resolve_node(node, resolved);
-        }
-    }
+    resolve_nodes(&mut entry.nodes, resolved);
     if let Some(storage_root) = &mut entry.storage_root {
         resolved.resolve(storage_root);
     }
@@ -424,18 +416,14 @@ fn resolve_account(entry: &mut PendingAccount, resolved: &keccak::Resolved) {
 /// Gives the hashes in `overlay`'s nodes their values (see [`StateTrie::compute_root`]).
 fn resolve_nodes(overlay: &mut NodeOverlay, resolved: &keccak::Resolved) {
     for node in overlay.values_mut().flatten() {
-        resolve_node(node, resolved);
-    }
-}
-
-fn resolve_node(node: &mut BranchNodeCompact, resolved: &keccak::Resolved) {
-    if node.hashes.iter().any(|hash| resolved.is_placeholder(hash)) {
-        for hash in std::sync::Arc::make_mut(&mut node.hashes) {
-            resolved.resolve(hash);
+        if node.hashes.iter().any(|hash| resolved.is_placeholder(hash)) {
+            for hash in std::sync::Arc::make_mut(&mut node.hashes) {
+                resolved.resolve(hash);
+            }
         }
-    }
-    if let Some(root) = &mut node.root_hash {
-        resolved.resolve(root);
+        if let Some(root) = &mut node.root_hash {
+            resolved.resolve(root);
+        }
     }
 }
 
@@ -481,6 +469,7 @@ fn storage_root<K: Access>(
         entry.storage_root = Some(EMPTY_ROOT_HASH);
         return Ok(Some(EMPTY_ROOT_HASH));
     }
+    let leaves = slot_leaves(&entry.slots);
     let changed: Vec<Nibbles> = std::mem::take(&mut entry.dirty_slots)
         .iter()
         .map(Nibbles::unpack)
@@ -488,13 +477,12 @@ fn storage_root<K: Access>(
     let walk = Walk::new(
         tx.map(|tx| stored(tx, TrieId::Storage(*key))).transpose()?,
         &entry.nodes,
-        &entry.slot_leaves,
+        &leaves,
         &changed,
         None,
     );
     let outcome = walk.run()?;
     outcome.apply_to(&mut entry.nodes);
-    entry.unresolved.extend(outcome.updates.keys().copied());
     entry.storage_root = Some(outcome.root);
     Ok(Some(outcome.root))
 }

@@ -686,7 +686,6 @@ impl Importer {
             ) {
                 Ok(rejected) => rejected,
                 Err(err) => {
-                    self.range = None;
                     self.abandon(pending.take());
                     return Err(err);
                 }

@@ -343,11 +343,7 @@ impl StorageTx<RwSync> {
             for (key, value) in nodes {
                 match value {
                     Some(node) => cursor.put(&key, &encode_branch(&node), WriteFlags::empty())?,
-                    None => {
-                        if cursor.set::<()>(&key)?.is_some() {
-                            cursor.del()?;
-                        }
-                    }
+                    None => crate::delete_at(&mut cursor, &key)?,
                 }
             }
         }
