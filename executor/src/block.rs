@@ -619,7 +619,9 @@ fn run<K: Access>(
     let mut storage_roots_before = HashMap::default();
     let keys = match &mut roots {
         Roots::PerBlock => apply_bundle(&mut trie, &bundle, None),
-        Roots::InRange(range) => apply_bundle(range, &bundle, Some(&mut storage_roots_before)),
+        Roots::InRange(range) => {
+            apply_bundle_in_range(tx, range, &bundle, &mut storage_roots_before)?
+        }
     };
     // The receipts' blooms (left out while executing, see receipts.rs), root and stored form
     // need only the receipts, and the changes to store only the bundle: a thread of rayon's
@@ -987,6 +989,25 @@ pub(crate) fn apply_bundle(
         );
     }
     account_keys.to_vec()
+}
+
+/// [`apply_bundle`] for a range's trie, recording in `roots_before` the storage root every
+/// account of `bundle` had before it: those the range changed from the trie, the others' from
+/// their stored leaves (the range has not changed their storage), each read once per range.
+fn apply_bundle_in_range<K: Access>(
+    tx: &StorageTx<K>,
+    range: &mut StateTrie,
+    bundle: &revm::database::BundleState,
+    roots_before: &mut HashMap<B256, Option<B256>>,
+) -> quarry_storage::Result<Vec<B256>> {
+    let keys = apply_bundle(range, bundle, Some(roots_before));
+    for key in &keys {
+        if !roots_before.contains_key(key) {
+            let root = range.stored_storage_root(tx, key)?;
+            roots_before.insert(*key, root);
+        }
+    }
+    Ok(keys)
 }
 
 fn bundle_changes(bundle: &revm::database::BundleState) -> Vec<AccountChange> {

@@ -52,7 +52,8 @@ pub struct StateTrie {
     account_nodes: NodeOverlay,
     /// Accounts changed since the last root.
     dirty: BTreeSet<B256>,
-    /// The storage root in each changed account's stored leaf, as the walks passed it: the
+    /// The storage root in each changed account's stored leaf, as the walks passed it or
+    /// [`Self::stored_storage_root`] read it: the
     /// root before these changes (`None`: no leaf, or empty storage).
     stored_storage_roots: HashMap<B256, Option<B256>>,
     /// Accounts whose storage roots were settled since their storage was last written
@@ -161,6 +162,22 @@ impl StateTrie {
     /// are missing. [`StorageTx::apply_block_state_changes`] records it in their changesets.
     pub fn stored_storage_roots(&self) -> &HashMap<B256, Option<B256>> {
         &self.stored_storage_roots
+    }
+
+    /// The storage root in the stored leaf of the account hashed to `key`, as
+    /// [`StorageTx::stored_storage_root`] reads it, kept with [`Self::stored_storage_roots`]:
+    /// a range's trie writes the leaves only at its end, so each account's is read once.
+    pub fn stored_storage_root<K: Access>(
+        &mut self,
+        tx: &StorageTx<K>,
+        key: &B256,
+    ) -> quarry_storage::Result<Option<B256>> {
+        if let Some(root) = self.stored_storage_roots.get(key) {
+            return Ok(*root);
+        }
+        let root = tx.stored_storage_root(key)?;
+        self.stored_storage_roots.insert(*key, root);
+        Ok(root)
     }
 
     /// The storage root of the account hashed to `key` as of the last roots, if these changes

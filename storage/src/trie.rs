@@ -347,6 +347,16 @@ impl<K: TransactionKind> LeafCursor<'_, K> {
 }
 
 impl<K: TransactionKind> StorageTx<K> {
+    /// The storage root in the stored leaf of the account hashed to `hashed`: `None` when
+    /// there is no leaf or its storage is the empty trie.
+    pub fn stored_storage_root(&self, hashed: &B256) -> Result<Option<B256>> {
+        let Some(leaf) = self.get(crate::Table::HashedAccounts, hashed.as_slice())? else {
+            return Ok(None);
+        };
+        let root = decode_trie_account(&leaf)?.storage_root;
+        Ok((root != alloy_trie::EMPTY_ROOT_HASH).then_some(root))
+    }
+
     /// A cursor over the stored branch nodes of `trie`.
     pub fn trie_nodes(&self, trie: TrieId) -> Result<TrieNodeCursor<'_, K>> {
         self.trie_nodes_after(trie, None)
@@ -488,16 +498,6 @@ impl StorageTx<RwSync> {
             }
         }
         self.stage_node(table, &key, value, recorded.then_some(window))
-    }
-
-    /// The storage root in the stored leaf of the account hashed to `hashed`: `None` when
-    /// there is no leaf or its storage is the empty trie.
-    pub(crate) fn stored_storage_root(&self, hashed: &B256) -> Result<Option<B256>> {
-        let Some(leaf) = self.get(crate::Table::HashedAccounts, hashed.as_slice())? else {
-            return Ok(None);
-        };
-        let root = decode_trie_account(&leaf)?.storage_root;
-        Ok((root != alloy_trie::EMPTY_ROOT_HASH).then_some(root))
     }
 }
 
