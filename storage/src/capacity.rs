@@ -64,6 +64,14 @@ pub(crate) fn bench_writemap() -> bool {
     std::env::var_os("QUARRY_BENCH_WRITEMAP").is_some_and(|v| v == "1")
 }
 
+/// The page size a benchmark asked a new data file to use (`QUARRY_BENCH_PAGE_SIZE`, bytes, a
+/// power of two from 256 to 65,536): fewer, larger pages make shallower trees and a shorter
+/// dirty-page list for a write transaction to search, at the cost of writing more per change.
+/// MDBX keeps an existing file's own page size.
+pub(crate) fn bench_page_size() -> Option<usize> {
+    std::env::var("QUARRY_BENCH_PAGE_SIZE").ok()?.parse().ok()
+}
+
 /// Allocates the blocks of MDBX's lock file, which it writes through a shared mapping (the
 /// reader table): a reader taking a slot on a page never written before would otherwise
 /// fault with SIGBUS on a full file system. The file is small (tens of KiB).

@@ -57,6 +57,7 @@ use models::{SlotValue, be_u64};
 use signet_libmdbx::{
     DatabaseFlags, Environment, EnvironmentFlags, Geometry, MdbxError, Mode, RoSync, RwSync,
     SyncMode, TransactionKind, WriteFlags,
+    sys::PageSize,
     tx::{Cursor, Tx},
 };
 use std::{borrow::Cow, path::Path, sync::Arc};
@@ -253,6 +254,7 @@ impl Database {
             .set_geometry(Geometry {
                 size: Some(0..max_size),
                 growth_step: Some(max_size.clamp(1 << 20, 256 << 20) as isize),
+                page_size: capacity::bench_page_size().map(PageSize::Set),
                 ..Default::default()
             });
         let (env, open_mark) = env_open::open(&builder, path)?;
