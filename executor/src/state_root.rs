@@ -53,8 +53,8 @@ pub struct StateTrie {
     /// Accounts changed since the last root.
     dirty: BTreeSet<B256>,
     /// The storage root in each changed account's stored leaf, as the walks passed it or
-    /// [`Self::stored_storage_root`] read it: the
-    /// root before these changes (`None`: no leaf, or empty storage).
+    /// [`Self::stored_storage_root`] read it: the root before these changes (`None`: no leaf,
+    /// or empty storage).
     stored_storage_roots: HashMap<B256, Option<B256>>,
     /// Accounts whose storage roots were settled since their storage was last written
     /// ([`Self::settle_storage_roots`], [`Self::write_storage`]).

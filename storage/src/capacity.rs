@@ -67,9 +67,25 @@ pub(crate) fn bench_writemap() -> bool {
 /// The page size a benchmark asked a new data file to use (`QUARRY_BENCH_PAGE_SIZE`, bytes, a
 /// power of two from 256 to 65,536): fewer, larger pages make shallower trees and a shorter
 /// dirty-page list for a write transaction to search, at the cost of writing more per change.
-/// MDBX keeps an existing file's own page size.
-pub(crate) fn bench_page_size() -> Option<usize> {
-    std::env::var("QUARRY_BENCH_PAGE_SIZE").ok()?.parse().ok()
+/// MDBX keeps an existing file's own page size. Any other value is refused, naming the
+/// variable, before MDBX sees it.
+pub(crate) fn bench_page_size() -> crate::Result<Option<usize>> {
+    const VARIABLE: &str = "QUARRY_BENCH_PAGE_SIZE";
+    let Some(value) = std::env::var_os(VARIABLE) else {
+        return Ok(None);
+    };
+    page_size_setting(VARIABLE, value.to_string_lossy().into_owned()).map(Some)
+}
+
+fn page_size_setting(variable: &'static str, value: String) -> crate::Result<usize> {
+    match value.parse::<usize>() {
+        Ok(size) if size.is_power_of_two() && (256..=65_536).contains(&size) => Ok(size),
+        _ => Err(crate::Error::BenchSetting {
+            variable,
+            value,
+            reason: "the page size must be a power of two from 256 to 65536 bytes",
+        }),
+    }
 }
 
 /// Allocates the blocks of MDBX's lock file, which it writes through a shared mapping (the
@@ -138,6 +154,25 @@ impl Database {
                 }
             }
             other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_size_setting_is_a_power_of_two_mdbx_accepts_or_named_as_wrong() {
+        for size in [256, 4096, 16_384, 65_536] {
+            assert_eq!(page_size_setting("V", size.to_string()).unwrap(), size);
+        }
+        for value in ["0", "128", "5000", "131072", "16k", ""] {
+            let err = page_size_setting("V", value.to_string()).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("V={value}: the page size must be a power of two from 256 to 65536 bytes")
+            );
         }
     }
 }

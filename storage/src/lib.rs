@@ -166,6 +166,13 @@ pub enum Error {
     },
     #[error("the database in {datadir} {reason}")]
     Locked { datadir: String, reason: String },
+    /// A benchmark setting from the environment that cannot be used: the variable and why.
+    #[error("{variable}={value}: {reason}")]
+    BenchSetting {
+        variable: &'static str,
+        value: String,
+        reason: &'static str,
+    },
     #[error("cannot give the free pages of {file} back to the file system: {reason}")]
     ReleasePages { file: String, reason: String },
 }
@@ -232,6 +239,7 @@ impl Database {
     /// `capacity.rs`). Pages of an uncommitted transaction are never reachable from a
     /// committed root.
     pub fn open_with(path: &Path, options: DatabaseOptions) -> Result<Self> {
+        let bench_page_size = capacity::bench_page_size()?;
         std::fs::create_dir_all(path).map_err(|source| Error::CreateDir {
             path: path.display().to_string(),
             source,
@@ -254,7 +262,7 @@ impl Database {
             .set_geometry(Geometry {
                 size: Some(0..max_size),
                 growth_step: Some(max_size.clamp(1 << 20, 256 << 20) as isize),
-                page_size: capacity::bench_page_size().map(PageSize::Set),
+                page_size: bench_page_size.map(PageSize::Set),
                 ..Default::default()
             });
         let (env, open_mark) = env_open::open(&builder, path)?;
