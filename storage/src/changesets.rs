@@ -12,7 +12,7 @@ use crate::{
     slot_key,
 };
 use alloy_primitives::{Address, B256, U256};
-use signet_libmdbx::{RwSync, TransactionKind};
+use signet_libmdbx::{RwSync, TransactionKind, WriteFlags, tx::Cursor};
 use std::collections::BTreeMap;
 
 const UNWINDS: &str = "unwinds";
@@ -295,20 +295,30 @@ impl StorageTx<RwSync> {
         Ok(())
     }
 
-    /// Records `slot`'s value before `block` in the block's group for `address`. Each slot is
-    /// recorded once per block: a second record would be a second value in the group.
+    /// A cursor on the storage changesets for [`Self::record_slot_before`].
+    pub(crate) fn storage_changes_cursor(&self) -> Result<Cursor<'_, RwSync>> {
+        Ok(self.tx.cursor(self.db(Table::StorageChangeGroups))?)
+    }
+
+    /// Records `slot`'s value before `block` in the block's group for `address`, through
+    /// `cursor` (from [`Self::storage_changes_cursor`]). A block's records come in key order,
+    /// and MDBX finds each one's place on the page the cursor stands on; an append would search
+    /// from the root every time. Each slot is recorded once per block: a second record would be
+    /// a second value in the group.
     pub(crate) fn record_slot_before(
         &self,
+        cursor: &mut Cursor<'_, RwSync>,
         block: u64,
         address: &Address,
         slot: &B256,
         before: U256,
     ) -> Result<()> {
-        self.append_to_group(
-            Table::StorageChangeGroups,
+        cursor.put(
             &block_address_key(block, address),
             &slot_change_value(slot, before),
-        )
+            WriteFlags::empty(),
+        )?;
+        Ok(())
     }
 
     /// Deletes the values before block `number` of every slot of `address` it changed.
@@ -591,7 +601,8 @@ impl StorageTx<RwSync> {
                 } else {
                     let slot = b256("history slot", &prefix[20..])?;
                     let before = before.map_or(U256::ZERO, U256::from_be_slice);
-                    self.record_slot_before(block, &address, &slot, before)?;
+                    let mut changes = self.storage_changes_cursor()?;
+                    self.record_slot_before(&mut changes, block, &address, &slot, before)?;
                 }
             }
             *budget -= 1;
