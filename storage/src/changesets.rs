@@ -12,7 +12,7 @@ use crate::{
     slot_key,
 };
 use alloy_primitives::{Address, B256, U256};
-use signet_libmdbx::{RwSync, TransactionKind, WriteFlags, tx::Cursor};
+use signet_libmdbx::{RwSync, TransactionKind};
 use std::collections::BTreeMap;
 
 const UNWINDS: &str = "unwinds";
@@ -295,30 +295,20 @@ impl StorageTx<RwSync> {
         Ok(())
     }
 
-    /// A cursor on the storage changesets for [`Self::record_slot_before`].
-    pub(crate) fn storage_changes_cursor(&self) -> Result<Cursor<'_, RwSync>> {
-        Ok(self.tx.cursor(self.db(Table::StorageChangeGroups))?)
-    }
-
-    /// Records `slot`'s value before `block` in the block's group for `address`, through
-    /// `cursor` (from [`Self::storage_changes_cursor`]). A block's records come in key order,
-    /// and MDBX finds each one's place on the page the cursor stands on; an append would search
-    /// from the root every time. Each slot is recorded once per block: a second record would be
-    /// a second value in the group.
+    /// Records `slot`'s value before `block` in the block's group for `address`. Each slot is
+    /// recorded once per block: a second record would be a second value in the group.
     pub(crate) fn record_slot_before(
         &self,
-        cursor: &mut Cursor<'_, RwSync>,
         block: u64,
         address: &Address,
         slot: &B256,
         before: U256,
     ) -> Result<()> {
-        cursor.put(
+        self.append_to_group(
+            Table::StorageChangeGroups,
             &block_address_key(block, address),
             &slot_change_value(slot, before),
-            WriteFlags::empty(),
-        )?;
-        Ok(())
+        )
     }
 
     /// Deletes the values before block `number` of every slot of `address` it changed.
@@ -601,8 +591,7 @@ impl StorageTx<RwSync> {
                 } else {
                     let slot = b256("history slot", &prefix[20..])?;
                     let before = before.map_or(U256::ZERO, U256::from_be_slice);
-                    let mut changes = self.storage_changes_cursor()?;
-                    self.record_slot_before(&mut changes, block, &address, &slot, before)?;
+                    self.record_slot_before(block, &address, &slot, before)?;
                 }
             }
             *budget -= 1;

@@ -1109,7 +1109,6 @@ impl StorageTx<RwSync> {
         // stands on before it searches the tree from the root.
         let mut accounts_cursor = self.tx.cursor(self.db(Table::PlainAccounts))?;
         let mut storage_cursor = self.tx.cursor(self.db(Table::PlainStorage))?;
-        let mut changes_cursor = self.storage_changes_cursor()?;
         for change in accounts {
             let address = &change.address;
             let wiped = if change.wiped || change.account.is_none() {
@@ -1119,7 +1118,7 @@ impl StorageTx<RwSync> {
             };
             if record {
                 for (slot, before) in &wiped {
-                    self.record_slot_before(&mut changes_cursor, block, address, slot, *before)?;
+                    self.record_slot_before(block, address, slot, *before)?;
                     self.list_slot_change(block, address, slot)?;
                 }
             }
@@ -1127,7 +1126,7 @@ impl StorageTx<RwSync> {
                 let before = set_storage_at(&mut storage_cursor, address, slot, *value)?;
                 // A wiped slot's value before the block was recorded before the wipe.
                 if record && wiped.binary_search_by_key(slot, |(s, _)| *s).is_err() {
-                    self.record_slot_before(&mut changes_cursor, block, address, slot, before)?;
+                    self.record_slot_before(block, address, slot, before)?;
                     self.list_slot_change(block, address, slot)?;
                 }
             }
@@ -1245,9 +1244,7 @@ mod tests {
     fn set_slot_at(tx: &WriteTx, address: &Address, slot: &B256, value: U256, block: u64) {
         let before = tx.set_storage(address, slot, value).unwrap();
         if block > 0 {
-            let mut changes = tx.storage_changes_cursor().unwrap();
-            tx.record_slot_before(&mut changes, block, address, slot, before)
-                .unwrap();
+            tx.record_slot_before(block, address, slot, before).unwrap();
             tx.list_slot_change(block, address, slot).unwrap();
         }
         let (account, slot) = (
