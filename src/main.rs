@@ -662,6 +662,8 @@ fn open_importer_with(
         .wrap_err_with(|| format!("cannot read {}", genesis.display()))?;
     let genesis: alloy_genesis::Genesis = serde_json::from_str(&text)
         .wrap_err_with(|| format!("{} is not a valid genesis.json", genesis.display()))?;
+    // A bad benchmark setting is refused before the datadir is created.
+    quarry_ingest::commit_interval()?;
     let db = Database::open_with(datadir, options)
         .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
     Importer::open(db.clone(), &genesis).map_err(|e| match e {

@@ -108,6 +108,13 @@ pub enum Error {
     Execution(#[from] quarry_executor::Error),
     #[error(transparent)]
     Storage(#[from] quarry_storage::Error),
+    /// A benchmark setting from the environment that cannot be used: the variable and why.
+    #[error("{variable}={value}: {reason}")]
+    BenchSetting {
+        variable: &'static str,
+        value: String,
+        reason: &'static str,
+    },
     #[error(
         "this datadir holds a different chain: its genesis is {stored}, the given genesis is {given}"
     )]
@@ -196,18 +203,28 @@ const COMMIT_TXS: u64 = 1_000_000;
 const COMMIT_BLOCKS: u64 = 16_384;
 const COMMIT_INTERVAL: Duration = Duration::from_secs(20);
 
-/// The commit interval, or the one a benchmark asked for (`QUARRY_BENCH_COMMIT_MS`, read once):
-/// each commit frees the old copies of the pages it rewrote, and those stay in the data file
-/// as free pages until later commits reuse them, so shorter commits leave fewer free pages at
-/// the cost of rewriting hot pages more often (docs/benchmarks.md, "Disk").
-fn commit_interval() -> Duration {
-    static INTERVAL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *INTERVAL.get_or_init(|| {
-        std::env::var("QUARRY_BENCH_COMMIT_MS")
-            .ok()
-            .and_then(|ms| ms.parse().ok())
-            .map_or(COMMIT_INTERVAL, Duration::from_millis)
-    })
+/// The commit interval, or the one a benchmark asked for (`QUARRY_BENCH_COMMIT_MS`,
+/// milliseconds): each commit frees the old copies of the pages it rewrote, and those stay in
+/// the data file as free pages until later commits reuse them, so shorter commits leave fewer
+/// free pages at the cost of rewriting hot pages more often (docs/benchmarks.md, "Disk").
+/// `Importer::open` checks it; a caller about to create a datadir may check it first.
+pub fn commit_interval() -> Result<Duration> {
+    const VARIABLE: &str = "QUARRY_BENCH_COMMIT_MS";
+    match std::env::var_os(VARIABLE) {
+        None => Ok(COMMIT_INTERVAL),
+        Some(value) => commit_interval_setting(VARIABLE, value.to_string_lossy().into_owned()),
+    }
+}
+
+fn commit_interval_setting(variable: &'static str, value: String) -> Result<Duration> {
+    match value.parse::<u64>() {
+        Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+        _ => Err(Error::BenchSetting {
+            variable,
+            value,
+            reason: "the commit interval must be a whole number of milliseconds above 0",
+        }),
+    }
 }
 
 /// A source of raw blocks, read on the decoding thread.
@@ -250,6 +267,8 @@ pub struct Importer {
     range: Option<OpenRange>,
     /// Whether files of consecutive blocks may be imported in ranges (the default).
     ranges: bool,
+    /// How long a write transaction may stay open before it commits.
+    commit_interval: Duration,
 }
 
 /// Blocks `first..end` of a straight chain, executed with every check but the state root's,
@@ -301,6 +320,8 @@ struct Prepared {
 struct OpenBatch {
     tx: WriteTx,
     opened: Instant,
+    /// How long it may stay open before it commits.
+    interval: Duration,
     blocks: u64,
     transactions: u64,
     /// Set when this transaction unwound stored blocks: it commits only once the new branch
@@ -314,7 +335,7 @@ impl OpenBatch {
         self.replaced.is_none()
             && (self.transactions >= COMMIT_TXS
                 || self.blocks >= COMMIT_BLOCKS
-                || self.opened.elapsed() >= commit_interval())
+                || self.opened.elapsed() >= self.interval)
     }
 }
 
@@ -352,6 +373,8 @@ impl Importer {
         genesis: Header,
         state: GenesisState,
     ) -> Result<Self> {
+        // Checked before anything is written, so a bad setting leaves the datadir as it was.
+        let commit_interval = commit_interval()?;
         let genesis_hash = genesis.hash_slow();
         let stored_genesis = db.reader()?.canonical_hash(genesis.number)?;
         match stored_genesis {
@@ -402,6 +425,7 @@ impl Importer {
                     input_last: None,
                     range: None,
                     ranges: true,
+                    commit_interval,
                 });
             }
         }
@@ -448,6 +472,7 @@ impl Importer {
             input_last: None,
             range: None,
             ranges: true,
+            commit_interval,
         })
     }
 
@@ -948,6 +973,7 @@ impl Importer {
         Ok(OpenBatch {
             tx: self.db.writer()?,
             opened: Instant::now(),
+            interval: self.commit_interval,
             blocks: 0,
             transactions: 0,
             replaced: None,
@@ -1416,4 +1442,28 @@ fn decode_block(name: &str, raw: RawBlock) -> Result<Decoded> {
             senders: Vec::new(),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commit_interval_setting_is_positive_milliseconds_or_named_as_wrong() {
+        for (value, ms) in [("1", 1), ("20000", 20_000), ("60000", 60_000)] {
+            assert_eq!(
+                commit_interval_setting("V", value.to_string()).unwrap(),
+                Duration::from_millis(ms)
+            );
+        }
+        for value in ["0", "-5", "20s", "1.5", ""] {
+            let err = commit_interval_setting("V", value.to_string()).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "V={value}: the commit interval must be a whole number of milliseconds above 0"
+                )
+            );
+        }
+    }
 }
