@@ -19298,6 +19298,10 @@ __hot __noinline dpl_t *dpl_sort_slowpath(const MDBX_txn *txn) {
 #define DP_SEARCH_CMP(dp, id) ((dp).pgno < (id))
 SEARCH_IMPL(dp_bsearch, dp_t, pgno_t, DP_SEARCH_CMP)
 
+#ifndef MDBX_DPL_UNSORTED_BACKLOG
+#define MDBX_DPL_UNSORTED_BACKLOG 64
+#endif
+
 __hot __noinline size_t dpl_search(const MDBX_txn *txn, pgno_t pgno) {
   tASSERT(txn, (txn->flags & MDBX_TXN_RDONLY) == 0);
   tASSERT(txn, (txn->flags & MDBX_WRITEMAP) == 0 || MDBX_AVOID_MSYNC);
@@ -19311,34 +19315,18 @@ __hot __noinline size_t dpl_search(const MDBX_txn *txn, pgno_t pgno) {
     }
   }
 
-  switch (dl->length - dl->sorted) {
-  default:
-    /* sort a whole */
+  /* quarry: scan an unsorted tail of up to MDBX_DPL_UNSORTED_BACKLOG entries rather than 7.
+   * Sorting merges the tail into the sorted head from its end, moving every entry above the
+   * tail's lowest page: in a long write transaction that is most of a list of ~10^5 entries,
+   * paid once per 8 new dirty pages. A longer tail pays it once per BACKLOG + 1 pages for a
+   * short sequential scan per lookup. */
+  const size_t unsorted = dl->length - dl->sorted;
+  if (unsorted > MDBX_DPL_UNSORTED_BACKLOG)
     dpl_sort_slowpath(txn);
-    break;
-  case 0:
-    /* whole sorted cases */
-    break;
-
-#define LINEAR_SEARCH_CASE(N)                                                                                          \
-  case N:                                                                                                              \
-    if (dl->items[dl->length - N + 1].pgno == pgno)                                                                    \
-      return dl->length - N + 1;                                                                                       \
-    __fallthrough
-
-    /* use linear scan until the threshold */
-    LINEAR_SEARCH_CASE(7); /* fall through */
-    LINEAR_SEARCH_CASE(6); /* fall through */
-    LINEAR_SEARCH_CASE(5); /* fall through */
-    LINEAR_SEARCH_CASE(4); /* fall through */
-    LINEAR_SEARCH_CASE(3); /* fall through */
-    LINEAR_SEARCH_CASE(2); /* fall through */
-  case 1:
-    if (dl->items[dl->length].pgno == pgno)
-      return dl->length;
-    /* continue bsearch on the sorted part */
-    break;
-  }
+  else
+    for (size_t i = dl->length; i > dl->sorted; --i)
+      if (dl->items[i].pgno == pgno)
+        return i;
   return dp_bsearch(dl->items + 1, dl->sorted, pgno) - dl->items;
 }
 
