@@ -320,8 +320,6 @@ struct Prepared {
 struct OpenBatch {
     tx: WriteTx,
     opened: Instant,
-    /// How long it may stay open before it commits.
-    interval: Duration,
     blocks: u64,
     transactions: u64,
     /// Set when this transaction unwound stored blocks: it commits only once the new branch
@@ -330,12 +328,13 @@ struct OpenBatch {
 }
 
 impl OpenBatch {
-    /// Whether the transaction holds enough to commit (never an unfinished reorganisation).
-    fn full(&self) -> bool {
+    /// Whether the transaction holds enough to commit (never an unfinished reorganisation),
+    /// or has been open for `interval`.
+    fn full(&self, interval: Duration) -> bool {
         self.replaced.is_none()
             && (self.transactions >= COMMIT_TXS
                 || self.blocks >= COMMIT_BLOCKS
-                || self.opened.elapsed() >= self.interval)
+                || self.opened.elapsed() >= interval)
     }
 }
 
@@ -732,7 +731,11 @@ impl Importer {
             }
             self.finish_followed_reorg(&mut pending);
             // A range commits only whole (see `close_range`).
-            if self.range.is_none() && pending.as_ref().is_some_and(OpenBatch::full) {
+            if self.range.is_none()
+                && pending
+                    .as_ref()
+                    .is_some_and(|open| open.full(self.commit_interval))
+            {
                 self.commit(pending.take(), highest_read, &mut stats)?;
             }
         }
@@ -973,7 +976,6 @@ impl Importer {
         Ok(OpenBatch {
             tx: self.db.writer()?,
             opened: Instant::now(),
-            interval: self.commit_interval,
             blocks: 0,
             transactions: 0,
             replaced: None,
@@ -1119,7 +1121,7 @@ impl Importer {
                 .is_some_and(|range| range.end == number + 1)
             {
                 self.close_range(tx, stats)?;
-                if open.full() {
+                if open.full(self.commit_interval) {
                     self.commit(pending.take(), highest_read, stats)?;
                 }
             }
