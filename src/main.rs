@@ -789,13 +789,14 @@ fn import(
     );
     let s = total.stages;
     println!(
-        "stages: read {:.4}s, decode {:.4}s, senders {:.4}s, execution {:.4}s, state root {:.4}s, write {:.4}s",
+        "stages: read {:.4}s, decode {:.4}s, senders {:.4}s, execution {:.4}s, state root {:.4}s, write {:.4}s, waiting for blocks {:.4}s",
         s.read.as_secs_f64(),
         s.decode.as_secs_f64(),
         s.senders.as_secs_f64(),
         s.execution.as_secs_f64(),
         s.state_root.as_secs_f64(),
-        s.write.as_secs_f64()
+        s.write.as_secs_f64(),
+        s.waiting.as_secs_f64()
     );
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(

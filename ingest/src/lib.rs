@@ -144,6 +144,9 @@ pub struct StageTimes {
     pub execution: Duration,
     pub state_root: Duration,
     pub write: Duration,
+    /// Time the executing thread waited for the decoding thread's next batch: the part of an
+    /// import in which sender recovery, not execution and writing, set the pace.
+    pub waiting: Duration,
 }
 
 /// What an import did.
@@ -166,6 +169,7 @@ impl std::ops::AddAssign for StageTimes {
         self.execution += other.execution;
         self.state_root += other.state_root;
         self.write += other.write;
+        self.waiting += other.waiting;
     }
 }
 
@@ -676,7 +680,12 @@ impl Importer {
         // A batch of one block (`quarry follow` at the head) writes a few pages: the data
         // file's tail is warmed only for longer imports, from their first longer batch on.
         let mut warm_tail = None;
-        for batch in batches {
+        loop {
+            let wait_start = Instant::now();
+            let Ok(batch) = batches.recv() else {
+                break;
+            };
+            stats.stages.waiting += wait_start.elapsed();
             stats.stages += batch.stages;
             if warm_tail.is_none() && batch.blocks.len() > 1 {
                 warm_tail = Some(self.db.warm_tail());
