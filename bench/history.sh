@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Historical reads benchmark: eth_getBalance and eth_getStorageAt at random old blocks, p50 and
-# p99 of N sequential requests on one keep-alive connection, per method. The accounts are the
-# senders, recipients and log emitters of SAMPLE random blocks; the slots, slots 0-7 of the log
-# emitters (the dev chain's contracts: hot keys, changed in most blocks, and cold ones). Blocks
-# are uniform over 1..head-1. The same requests (one seed) go to every server.
+# Historical reads benchmark: eth_getBalance, eth_getStorageAt and eth_getAccount at random old
+# blocks, p50 and p99 of N sequential requests on one keep-alive connection, per method. The
+# accounts are the senders, recipients and log emitters of SAMPLE random blocks; the slots,
+# slots 0-7 of the log emitters (the dev chain's contracts: hot keys, changed in most blocks,
+# and cold ones); eth_getAccount asks for the log emitters, whose storage roots are the costly
+# part of the answer. Blocks are uniform over 1..head-1. The same requests (one seed) go to
+# every server.
 #
 #   bench/history.sh DATADIR
 #   BEFORE=old-quarry BEFORE_DATADIR=dir bench/history.sh DATADIR   # before/after in one run:
@@ -74,6 +76,9 @@ requests = {
     "eth_getStorageAt": [[rng.choice(contracts), hex(rng.randrange(8)), hex(rng.randrange(1, head))]
                          for _ in range(n)],
 }
+# Drawn after the others, so that their requests stay those of earlier runs.
+requests["eth_getAccount"] = [[rng.choice(contracts), hex(rng.randrange(1, head))]
+                              for _ in range(n)]
 # The answers must agree between servers: the same state at the same block.
 answers = {}
 timings = {(name, m): [] for name, _ in servers for m in requests}

@@ -14,8 +14,8 @@ mod support;
 
 use alloy_primitives::{Address, B256, U256, keccak256};
 use alloy_trie::{EMPTY_ROOT_HASH, Nibbles, proof::verify_proof};
-use quarry_executor::{OlderState, account_proof};
-use quarry_storage::{Database, ReadTx, StoredAccount, Table};
+use quarry_executor::{OlderState, account_proof, trie_account_after};
+use quarry_storage::{Database, Leaf, ReadTx, StorageRootBefore, StoredAccount, Table, TrieId};
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::Path,
@@ -100,8 +100,11 @@ fn compare_blocks(tx: &ReadTx, every: u64) -> usize {
 
 /// Proofs of the accounts and slots the changesets name, at every `step`-th block and the two
 /// below the head: each leads to the block's stateRoot, verifies with alloy-trie, and holds
-/// the values `account_at` and `storage_at` give. Returns how many accounts were proved.
-fn prove_sampled_blocks(tx: &ReadTx, step: usize) -> usize {
+/// the values `account_at` and `storage_at` give, and the account's leaf as the leaf history
+/// reads it (eth_getAccount's read) is the proved one: where the changeset leaves out the
+/// storage root, as `trie_account_after` walks it. Returns how many accounts were proved and
+/// how many leaves were walked.
+fn prove_sampled_blocks(tx: &ReadTx, step: usize) -> (usize, usize) {
     let (head, _) = tx.head().unwrap().unwrap();
     let mut touched: BTreeMap<Address, BTreeSet<B256>> = BTreeMap::new();
     for number in 1..=head {
@@ -117,7 +120,7 @@ fn prove_sampled_blocks(tx: &ReadTx, step: usize) -> usize {
     sample.sort_by_key(|(address, slots)| (std::cmp::Reverse(slots.len()), **address));
     sample.truncate(6);
     sample.extend(touched.iter().step_by(7).take(6));
-    let mut proved = 0;
+    let (mut proved, mut walked) = (0, 0);
     let blocks = (0..head).step_by(step).chain([head - 2, head - 1]);
     for block in blocks {
         let state_root = tx.header(block).unwrap().unwrap().state_root;
@@ -132,6 +135,19 @@ fn prove_sampled_blocks(tx: &ReadTx, step: usize) -> usize {
                 account,
                 "{address} at block {block}"
             );
+            let mut leaves = tx.trie_leaves_after(TrieId::Accounts, Some(block)).unwrap();
+            let read = match leaves.get(&keccak256(address)) {
+                Ok(leaf) => leaf.map(|leaf| match leaf {
+                    Leaf::Account(account) => account,
+                    Leaf::Slot(_) => panic!("a slot in the accounts trie"),
+                }),
+                Err(quarry_storage::Error::StorageRootNotRecorded { .. }) => {
+                    walked += 1;
+                    trie_account_after(tx, **address, block).unwrap()
+                }
+                Err(err) => panic!("{address}'s leaf after block {block}: {err}"),
+            };
+            assert_eq!(read, proof.account, "{address}'s leaf after block {block}");
             let leaf = proof.account.map(alloy_rlp::encode);
             let key = Nibbles::unpack(keccak256(address));
             verify_proof(state_root, key, leaf, &proof.account_proof)
@@ -156,22 +172,28 @@ fn prove_sampled_blocks(tx: &ReadTx, step: usize) -> usize {
             proved += 1;
         }
     }
-    proved
+    (proved, walked)
 }
 
-fn check(datadir: &Path, every: u64, step: usize, what: &str) {
+/// Checks `datadir`'s lists and proofs; returns how many leaves were walked for want of a
+/// recorded storage root.
+fn check(datadir: &Path, every: u64, step: usize, what: &str) -> usize {
     let db = Database::open(datadir).unwrap();
     let tx = db.reader().unwrap();
     let compared = compare_blocks(&tx, every);
-    let proved = prove_sampled_blocks(&tx, step);
-    eprintln!("{what}: {compared} values compared, {proved} accounts proved");
+    let (proved, walked) = prove_sampled_blocks(&tx, step);
+    eprintln!(
+        "{what}: {compared} values compared, {proved} accounts proved, {walked} leaves walked"
+    );
     assert!(proved > 20, "{what}: {proved} proofs");
+    walked
 }
 
 #[test]
 fn the_bundled_dev_chain_reads_every_block_through_the_lists() {
     let datadir = ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"));
-    check(&datadir, 1, 5, "dev chain");
+    // Blocks taken one by one record every storage root.
+    assert_eq!(check(&datadir, 1, 5, "dev chain"), 0);
 }
 
 /// A 1,200-block chain, then a branch that replaces its last 300 blocks (and adds 50), then an
@@ -194,13 +216,18 @@ fn deep_reorganisations_and_unwinds_keep_the_lists_equal_to_the_changesets() {
         &genesis,
         &[&stored.join("chain.rlp")],
     ));
-    check(&datadir, 200, 400, "stored chain");
+    // Blocks taken one by one record every storage root.
+    assert_eq!(check(&datadir, 200, 400, "stored chain"), 0);
 
     let branch_file = branch.join("chain.rlp");
     let mut args = ingest_args(&datadir, &genesis, &[&branch_file]);
     args.extend(["--reorg", "--max-reorg-depth", "1000"].map(std::ffi::OsStr::new));
     run_quarry(args);
-    check(&datadir, 200, 400, "after a 300-block reorganisation");
+    // Blocks taken one by one record every storage root.
+    assert_eq!(
+        check(&datadir, 200, 400, "after a 300-block reorganisation"),
+        0
+    );
 
     let unwind = [
         "unwind",
@@ -212,7 +239,11 @@ fn deep_reorganisations_and_unwinds_keep_the_lists_equal_to_the_changesets() {
         "700",
     ];
     run_quarry(unwind.map(std::ffi::OsStr::new));
-    check(&datadir, 200, 300, "after an unwind of 550 blocks");
+    // Blocks taken one by one record every storage root.
+    assert_eq!(
+        check(&datadir, 200, 300, "after an unwind of 550 blocks"),
+        0
+    );
 }
 
 /// `quarry ingest` of `file` into `datadir` with `--proof-history 64` and `extra`: the
@@ -231,12 +262,15 @@ fn ingest_in_windows<'a>(
 
 /// A 2,150-block chain with `--proof-history 64`: its first two coarse windows (blocks 1-1,023
 /// and 1,024-2,047, which the file passes by more than 64 blocks) take their state root once,
-/// after their last block; the rest, block by block. Every table but the node history equals
-/// a block-by-block import's (`--state-root-every-block`): the state, the changesets with
-/// each account's storage root before each block (settled after every block of a window) and
-/// the lists. The node history holds as many entries, keyed by each window's first block
-/// instead of the first that changed the node (so its digests differ), and reads the same:
-/// every key through the lists, proofs at sampled blocks inside the windows.
+/// after their last block; the rest, block by block. Every table but the node history and the
+/// account changesets equals a block-by-block import's (`--state-root-every-block`): the state,
+/// the slots' changesets and the lists. The account changesets hold the same entries, and the
+/// same storage roots except where a window's block changed an account whose storage an
+/// earlier block of the window had changed: those leave the root out. The node history holds
+/// as many entries, keyed by each window's first block instead of the first that changed the
+/// node (so its digests differ), and reads the same: every key through the lists, proofs at
+/// sampled blocks inside the windows, and each account's leaf, walked where its root is left
+/// out, the same over eth_getAccount as eth_getProof proves it.
 #[test]
 fn coarse_windows_taken_whole_store_what_block_by_block_imports_store() {
     let dir = tempfile::tempdir().unwrap();
@@ -256,14 +290,16 @@ fn coarse_windows_taken_whole_store_what_block_by_block_imports_store() {
         Table::StoragesTrieHistory,
         Table::TrieChangeSets,
     ];
+    let changesets = Table::NarrowAccountChangeSets;
+    let apart = [history.as_slice(), &[changesets]].concat();
     assert_eq!(
-        table_digests(&whole, &history),
-        table_digests(&per_block, &history)
+        table_digests(&whole, &apart),
+        table_digests(&per_block, &apart)
     );
     let others: Vec<Table> = Table::ALL
         .iter()
         .copied()
-        .filter(|table| !history.contains(table))
+        .filter(|table| !history.contains(table) && *table != changesets)
         .collect();
     let (whole_history, per_block_history) = (
         table_digests(&whole, &others),
@@ -277,7 +313,103 @@ fn coarse_windows_taken_whole_store_what_block_by_block_imports_store() {
         // Keyed by the windows' first blocks: the windows were taken whole.
         assert_ne!(digest, other_digest, "{table:?}");
     }
-    check(&whole, 100, 97, "coarse windows taken whole");
+    let left_out = compare_account_changesets(&whole, &per_block, 2047);
+    assert!(left_out > 100, "{left_out} storage roots left out");
+    let walked = check(&whole, 100, 97, "coarse windows taken whole");
+    assert!(walked > 0, "no leaf was walked");
+    accounts_agree_with_proofs(&whole);
+}
+
+/// The account changesets of `whole` (coarse windows taken whole up to block `windows_end`)
+/// against `per_block`'s: the same entries, whose storage roots are the same or, in `whole`,
+/// left out, only inside the windows and only for an account whose storage an earlier block
+/// of the same window changed. Returns how many were left out.
+fn compare_account_changesets(whole: &Path, per_block: &Path, windows_end: u64) -> usize {
+    let (whole, per_block) = (
+        Database::open(whole).unwrap(),
+        Database::open(per_block).unwrap(),
+    );
+    let (whole, per_block) = (whole.reader().unwrap(), per_block.reader().unwrap());
+    let (head, _) = whole.head().unwrap().unwrap();
+    // Each account's storage-changing blocks so far, in its current coarse window.
+    let mut storage_changed: BTreeMap<Address, u64> = BTreeMap::new();
+    let mut left_out = 0;
+    for number in 1..=head {
+        let slots: BTreeSet<Address> = whole
+            .storage_changeset(number)
+            .unwrap()
+            .into_iter()
+            .map(|(address, _, _)| address)
+            .collect();
+        for (address, _) in whole.account_changeset(number).unwrap() {
+            let entry = whole.account_changeset_entry(number, &address).unwrap();
+            let expected = per_block.account_changeset_entry(number, &address).unwrap();
+            let earlier_in_window = storage_changed
+                .get(&address)
+                .is_some_and(|block| block / 1024 == number / 1024);
+            match entry.unwrap() {
+                Some((account, StorageRootBefore::NotRecorded)) => {
+                    assert!(
+                        number <= windows_end && earlier_in_window,
+                        "{address} at block {number}: root left out"
+                    );
+                    let recorded = expected.unwrap().unwrap();
+                    assert_eq!(account, recorded.0, "{address} at block {number}");
+                    left_out += 1;
+                }
+                other => assert_eq!(other, expected.unwrap(), "{address} at block {number}"),
+            }
+            if slots.contains(&address) {
+                storage_changed.insert(address, number);
+            }
+        }
+    }
+    left_out
+}
+
+/// eth_getAccount agrees with eth_getProof over a server of `datadir`, for the accounts with
+/// the most changed slots (the contracts) at blocks spread over the chain.
+fn accounts_agree_with_proofs(datadir: &Path) {
+    let mut contracts: BTreeMap<Address, usize> = BTreeMap::new();
+    {
+        let db = Database::open(datadir).unwrap();
+        let tx = db.reader().unwrap();
+        let (head, _) = tx.head().unwrap().unwrap();
+        for number in 1..=head {
+            for (address, _, _) in tx.storage_changeset(number).unwrap() {
+                *contracts.entry(address).or_default() += 1;
+            }
+        }
+    }
+    let mut ranked: Vec<(usize, Address)> = contracts.into_iter().map(|(a, n)| (n, a)).collect();
+    ranked.sort_unstable_by(|a, b| b.cmp(a));
+    let server = support::Server::start(datadir, "proof_window = 100000");
+    let mut asked = 0;
+    for (_, address) in ranked.iter().take(3) {
+        for block in (5..2150u64).step_by(131) {
+            let params = serde_json::json!([address, format!("{block:#x}")]);
+            let account = server.call("eth_getAccount", params.clone())["result"].clone();
+            let proof_params = serde_json::json!([address, [], format!("{block:#x}")]);
+            let proof = server.call("eth_getProof", proof_params)["result"].clone();
+            if account.is_null() {
+                assert!(proof["balance"] == "0x0", "{address} at {block}: {proof}");
+                continue;
+            }
+            for (field, proved) in [
+                ("balance", "balance"),
+                ("nonce", "nonce"),
+                ("codeHash", "codeHash"),
+                ("storageRoot", "storageHash"),
+            ] {
+                assert_eq!(
+                    account[field], proof[proved],
+                    "{address} at {block}: {field}"
+                );
+            }
+            asked += 1;
+        }
+    }
+    assert!(asked > 20, "{asked} accounts asked");
 }
 
 /// A block that fails inside a coarse window taken whole (its gasUsed altered), or at its end

@@ -28,7 +28,8 @@ use alloy_primitives::{Address, B256, Bloom, Bytes, TxKind, U256, map::HashMap};
 use quarry_storage::Access;
 use quarry_storage::keccak::{self, keccak256_each};
 use quarry_storage::{
-    AccountChange, ReceiptOutcome, StorageTx, StoredAccount, StoredBody, StoredReceipt,
+    AccountChange, ReceiptOutcome, StorageRootBefore, StorageTx, StoredAccount, StoredBody,
+    StoredReceipt,
 };
 use revm::{
     Database as _, DatabaseCommit as _,
@@ -63,9 +64,9 @@ pub struct ExecutedBlock {
     /// The block's changes to the stored state trie (hashed state and nodes), to write with it;
     /// empty for a block of a range, whose changes are in the range's trie.
     pub trie: StateTrie,
-    /// The storage root before the block of each account it changed whose root is not its
-    /// stored leaf's (`None`: the empty trie), for its changesets.
-    pub storage_roots_before: HashMap<B256, Option<B256>>,
+    /// What the block's changesets record of the storage root before it, for each account it
+    /// changed whose root is not its stored leaf's (by hashed address).
+    pub storage_roots_before: HashMap<B256, StorageRootBefore>,
     /// Every address the block's call frames name, and its rewarded miners: the trace index's
     /// entries for the block (unsorted, repeated).
     pub trace_addresses: Vec<Address>,
@@ -141,10 +142,12 @@ pub fn execute_block<K: Access>(
 
 /// As [`execute_block`], for a block of a range whose state root is checked once, at its end
 /// (an import of a long chain, as reth's pipeline checks it): every other check is made, the
-/// block's state changes go into `range` (the trie of every block of the range so far, whose
-/// storage roots are settled after each block, since the next one's changesets record them),
-/// and the caller takes `range`'s root after the range's last block and compares it with that
-/// block's header. Not before Byzantium, whose receipts hold the state root after each
+/// block's state changes go into `range` (the trie of every block of the range so far), and
+/// the caller takes `range`'s root after the range's last block and compares it with that
+/// block's header. No storage root is taken inside the range either: the block's changesets
+/// record an account's storage root before it only where the range has not yet changed that
+/// account's storage (its stored leaf's), which is all a proof reads (proofs read the trie at
+/// the range's ends). Not before Byzantium, whose receipts hold the state root after each
 /// transaction.
 pub fn execute_block_in_range<K: Access>(
     spec: &ChainSpec,
@@ -160,7 +163,7 @@ pub fn execute_block_in_range<K: Access>(
 enum Roots<'a> {
     /// The block's own, checked against its header.
     PerBlock,
-    /// None: the block's changes go into a range's trie, with their storage roots.
+    /// None: the block's changes go into a range's trie.
     InRange(&'a mut StateTrie),
 }
 
@@ -617,12 +620,14 @@ fn run<K: Access>(
     }
     let started = Instant::now();
     let mut storage_roots_before = HashMap::default();
-    let keys = match &mut roots {
-        Roots::PerBlock => apply_bundle(&mut trie, &bundle, None),
-        Roots::InRange(range) => {
-            apply_bundle_in_range(tx, range, &bundle, &mut storage_roots_before)?
+    match &mut roots {
+        Roots::PerBlock => {
+            apply_bundle(&mut trie, &bundle, None);
         }
-    };
+        Roots::InRange(range) => {
+            apply_bundle_in_range(tx, range, &bundle, &mut storage_roots_before)?;
+        }
+    }
     // The receipts' blooms (left out while executing, see receipts.rs), root and stored form
     // need only the receipts, and the changes to store only the bundle: a thread of rayon's
     // pool makes them while this one walks the state trie, which reads the storage transaction.
@@ -640,7 +645,7 @@ fn run<K: Access>(
         });
         match roots {
             Roots::PerBlock => trie.root(tx).map(Some),
-            Roots::InRange(range) => range.settle_storage_roots(tx, &keys).map(|()| None),
+            Roots::InRange(_) => Ok(None),
         }
     });
     let Some((receipts_root, logs_bloom, stored_receipts, accounts)) = side else {
@@ -649,7 +654,11 @@ fn run<K: Access>(
     let state_root = state_root?;
     state_root_time += started.elapsed();
     if state_root.is_some() {
-        storage_roots_before = trie.take_stored_storage_roots();
+        storage_roots_before = trie
+            .take_stored_storage_roots()
+            .into_iter()
+            .map(|(key, root)| (key, StorageRootBefore::Known(root)))
+            .collect();
     }
 
     let outputs = Outputs {
@@ -950,12 +959,13 @@ fn stored_account(info: &revm::state::AccountInfo) -> StoredAccount {
 }
 
 /// Brings the trie up to date with every account in `bundle`, and returns their hashed
-/// addresses. With `roots_before`, first records there the storage root each of them had in
-/// the trie's changes so far ([`StateTrie::storage_root_so_far`]).
+/// addresses. With `roots_before`, first records there as not recorded the storage root of
+/// each of them whose storage the trie's changes so far changed
+/// ([`StateTrie::storage_changed`]): it is not known until the trie's next root.
 pub(crate) fn apply_bundle(
     trie: &mut StateTrie,
     bundle: &revm::database::BundleState,
-    mut roots_before: Option<&mut HashMap<B256, Option<B256>>>,
+    mut roots_before: Option<&mut HashMap<B256, StorageRootBefore>>,
 ) -> Vec<B256> {
     // The trie's keys: every address and slot hashed, eight at a time, before any is applied.
     let slots: Vec<[u8; 32]> = bundle
@@ -975,9 +985,9 @@ pub(crate) fn apply_bundle(
         let (keys, rest) = slot_keys.split_at(account.storage.len());
         slot_keys = rest;
         if let Some(roots_before) = roots_before.as_deref_mut()
-            && let Some(root) = trie.storage_root_so_far(key)
+            && trie.storage_changed(key)
         {
-            roots_before.insert(*key, root);
+            roots_before.insert(*key, StorageRootBefore::NotRecorded);
         }
         trie.apply_hashed_account(
             *key,
@@ -991,23 +1001,24 @@ pub(crate) fn apply_bundle(
     account_keys.to_vec()
 }
 
-/// [`apply_bundle`] for a range's trie, recording in `roots_before` the storage root every
-/// account of `bundle` had before it: those the range changed from the trie, the others' from
-/// their stored leaves (the range has not changed their storage), each read once per range.
+/// [`apply_bundle`] for a range's trie, recording in `roots_before` what the block's
+/// changesets record of the storage root every account of `bundle` had before it: nothing for
+/// those whose storage the range changed before, the others' stored leaves' (the range has
+/// not changed their storage), each read once per range.
 fn apply_bundle_in_range<K: Access>(
     tx: &StorageTx<K>,
     range: &mut StateTrie,
     bundle: &revm::database::BundleState,
-    roots_before: &mut HashMap<B256, Option<B256>>,
-) -> quarry_storage::Result<Vec<B256>> {
+    roots_before: &mut HashMap<B256, StorageRootBefore>,
+) -> quarry_storage::Result<()> {
     let keys = apply_bundle(range, bundle, Some(roots_before));
     for key in &keys {
         if !roots_before.contains_key(key) {
             let root = range.stored_storage_root(tx, key)?;
-            roots_before.insert(*key, root);
+            roots_before.insert(*key, StorageRootBefore::Known(root));
         }
     }
-    Ok(keys)
+    Ok(())
 }
 
 fn bundle_changes(bundle: &revm::database::BundleState) -> Vec<AccountChange> {

@@ -30,4 +30,6 @@ pub use chain_spec::ChainSpec;
 pub use error::{BlockError, Error, Invalid, Result};
 pub use overrides::{AccountOverride, StateOverrides};
 pub use state_db::{StateAt, StateCache, StateSnapshot};
-pub use state_root::{AccountProof, OlderState, ProofState, SlotProof, StateTrie, account_proof};
+pub use state_root::{
+    AccountProof, OlderState, ProofState, SlotProof, StateTrie, account_proof, trie_account_after,
+};

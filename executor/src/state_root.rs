@@ -56,9 +56,6 @@ pub struct StateTrie {
     /// [`Self::stored_storage_root`] read it: the root before these changes (`None`: no leaf,
     /// or empty storage).
     stored_storage_roots: HashMap<B256, Option<B256>>,
-    /// Accounts whose storage roots were settled since their storage was last written
-    /// ([`Self::settle_storage_roots`], [`Self::write_storage`]).
-    settled: Vec<B256>,
 }
 
 fn encode_value(value: U256) -> Vec<u8> {
@@ -180,75 +177,12 @@ impl StateTrie {
         Ok(root)
     }
 
-    /// The storage root of the account hashed to `key` as of the last roots, if these changes
-    /// changed its storage (`Some(None)`: the empty trie); `None` when its storage root is its
-    /// stored leaf's. Before a block's changes are applied to a range's trie whose storage
-    /// roots were settled after each block, it is the root before the block.
-    pub fn storage_root_so_far(&self, key: &B256) -> Option<Option<B256>> {
-        let root = self.accounts.get(key)?.storage_root?;
-        Some((root != EMPTY_ROOT_HASH).then_some(root))
-    }
-
-    /// Takes the storage root of each account of `keys` (hashed addresses) whose storage
-    /// changed since the last roots, leaving the accounts' trie for [`Self::root`]: a range of
-    /// blocks whose state root is checked once, at its end, still needs each account's storage
-    /// root after each block (the next block's changesets record it).
-    pub fn settle_storage_roots<K: Access>(
-        &mut self,
-        tx: &StorageTx<K>,
-        keys: &[B256],
-    ) -> quarry_storage::Result<()> {
-        let accounts = &mut self.accounts;
-        self.settled.extend_from_slice(keys);
-        let (walked, resolved) = keccak::deferred(|| -> quarry_storage::Result<()> {
-            for key in keys {
-                if let Some(entry) = accounts.get_mut(key)
-                    && entry.fields.is_some()
-                {
-                    storage_root(Some(tx), key, entry)?;
-                }
-            }
-            Ok(())
-        })
-        .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
-        // Even after a failed walk, nothing in the trie is left a placeholder.
-        for key in keys {
-            if let Some(entry) = accounts.get_mut(key) {
-                resolve_account(entry, &resolved);
-            }
-        }
-        walked
-    }
-
-    /// Writes the storage changes of the accounts whose storage roots were settled since the
-    /// last call (their slots, and the nodes the walks left), recording the nodes they replace
-    /// in the node history as `block`'s when `record_nodes`, and drops them from this trie,
-    /// which keeps each account's fields and storage root for [`Self::root`]: a range's trie
-    /// so walks each storage trie over one block's changes, not the range's so far.
-    pub fn write_storage(
-        &mut self,
-        tx: &WriteTx,
-        block: u64,
-        record_nodes: bool,
-    ) -> quarry_storage::Result<()> {
-        let mut keys = std::mem::take(&mut self.settled);
-        keys.sort_unstable();
-        keys.dedup();
-        let mut leaves = tx.leaf_writer();
-        for key in &keys {
-            let Some(entry) = self.accounts.get_mut(key) else {
-                continue;
-            };
-            write_account_storage(tx, &mut leaves, key, entry, Some(block), record_nodes)?;
-            if entry.wiped {
-                entry.wiped = false;
-                // The stored storage is now this account's: empty unless walked since.
-                entry.storage_root.get_or_insert(EMPTY_ROOT_HASH);
-            }
-            entry.slots.clear();
-            entry.nodes.clear();
-        }
-        Ok(())
+    /// Whether these changes changed the storage of the account hashed to `key` (set, cleared
+    /// or wiped a slot, or deleted the account).
+    pub fn storage_changed(&self, key: &B256) -> bool {
+        self.accounts
+            .get(key)
+            .is_some_and(|entry| entry.wiped || !entry.slots.is_empty())
     }
 
     /// Takes [`Self::stored_storage_roots`].
@@ -1094,6 +1028,37 @@ pub fn account_proof<K: Access>(
         account_proof,
         storage,
     })
+}
+
+/// The trie leaf of `address` after `block` (`None`: no account then), for a block whose leaf
+/// history leaves out the account's storage root (`quarry_storage::Error::StorageRootNotRecorded`):
+/// its fields from the state history, and its storage root walked over its storage trie as
+/// the node history has it at the end of the block's window (the latest trie when the history
+/// does not reach the block or the window has not ended), with the slots the account's changes
+/// since `block` changed undone. Its cost follows that one account's changes, not every
+/// account's as a proof's does.
+pub fn trie_account_after<K: Access>(
+    tx: &StorageTx<K>,
+    address: Address,
+    block: u64,
+) -> quarry_storage::Result<Option<TrieAccount>> {
+    let Some(fields) = tx.account_at(&address, block)? else {
+        return Ok(None);
+    };
+    let head = tx.head()?.map_or(0, |(number, _)| number);
+    let checkpoint = match tx.trie_history_covers(block)? {
+        true => Some(tx.trie_history_checkpoint(block)?).filter(|end| *end <= head),
+        false => None,
+    };
+    let reverts = tx.account_slot_reverts(&address, block, checkpoint.unwrap_or(head))?;
+    let key = keccak256(address);
+    let (storage_root, _) = storage_proof(tx, checkpoint, key, &reverts, false, &[])?;
+    Ok(Some(TrieAccount {
+        nonce: fields.nonce,
+        balance: fields.balance,
+        storage_root,
+        code_hash: fields.code_hash,
+    }))
 }
 
 /// An account's storage root with `reverts` (plain slot → older value) over the stored

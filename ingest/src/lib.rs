@@ -1112,11 +1112,6 @@ impl Importer {
             let write_start = Instant::now();
             let transactions = executed.receipts.len() as u64;
             self.stage(tx, block, &executed)?;
-            if let Some(range) = &mut self.range {
-                range
-                    .trie
-                    .write_storage(tx, range.first, self.trie_history)?;
-            }
             stats.stages.write += write_start.elapsed();
             stats.blocks += 1;
             stats.transactions += transactions;

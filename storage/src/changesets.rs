@@ -8,7 +8,7 @@
 use crate::{
     BlockMark, CHANGESETS_LAYOUT, Error, Result, StorageTx, StoredAccount, Table, b256,
     history_key,
-    models::{self, SlotValue, be_u64},
+    models::{self, SlotValue, StorageRootBefore, be_u64},
     slot_key,
 };
 use alloy_primitives::{Address, B256, U256};
@@ -67,15 +67,16 @@ fn decode_slot_change(key: &[u8], value: &[u8]) -> Result<(Address, B256, U256)>
     }
 }
 
-/// An account changeset entry: the account before the block (`None`: there was none) and,
-/// when it had storage, its storage root then (entries written before layout 8 hold none).
-pub(crate) type AccountBefore = Option<(StoredAccount, Option<B256>)>;
+/// An account changeset entry: the account before the block (`None`: there was none) and what
+/// it records of its storage root then (entries written before layout 8 record none, which
+/// reads as the empty trie's).
+pub type AccountBefore = Option<(StoredAccount, StorageRootBefore)>;
 
 fn decode_account_before(value: &[u8]) -> Result<AccountBefore> {
     if value.is_empty() {
         return Ok(None);
     }
-    models::decode_account(value, StoredAccount::FIXED_LEN).map(Some)
+    models::decode_account_before(value).map(Some)
 }
 
 fn decode_account(value: &[u8]) -> Result<Option<StoredAccount>> {
@@ -171,6 +172,41 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(restored)
     }
 
+    /// Every slot of `address` that blocks `block + 1` through `upto` changed, with its value
+    /// after `block`: [`Self::reverts_between`] for one account, at a cost that follows that
+    /// account's changes (the blocks its list names), not every account's.
+    pub fn account_slot_reverts(
+        &self,
+        address: &Address,
+        block: u64,
+        upto: u64,
+    ) -> Result<BTreeMap<B256, U256>> {
+        self.check_state_kept(block)?;
+        let mut blocks = Vec::new();
+        let mut lists = self.list_cursor(crate::state_lists::Lists::Accounts)?;
+        let hashed = alloy_primitives::keccak256(address);
+        let range = (block.saturating_add(1), upto);
+        let lists_kind = crate::state_lists::Lists::Accounts;
+        self.listed_blocks(
+            &mut lists,
+            lists_kind,
+            hashed.as_slice(),
+            range,
+            &mut blocks,
+        )?;
+        let mut reverts = BTreeMap::new();
+        // From the latest block down, so that the oldest block's "before" values are kept.
+        for number in blocks.into_iter().rev() {
+            let group = [&number.to_be_bytes()[..], address.as_slice()].concat();
+            self.for_each_with_prefix(Table::StorageChangeGroups, &group, |key, value| {
+                let (_, slot, before) = decode_slot_change(key, value)?;
+                reverts.insert(slot, before);
+                Ok(())
+            })?;
+        }
+        Ok(reverts)
+    }
+
     /// Every account and slot that blocks `from + 1` through `block` changed, each as it was
     /// after `block` (from the state history): what takes the state after `from` forward to
     /// the state after `block`.
@@ -192,7 +228,7 @@ impl<K: TransactionKind> StorageTx<K> {
 
     /// The changeset entry of `address` at block `number`: `None` when the block did not change
     /// it, else the account before the block and its storage root then, if recorded.
-    pub(crate) fn account_changeset_entry(
+    pub fn account_changeset_entry(
         &self,
         number: u64,
         address: &Address,
@@ -243,21 +279,19 @@ impl<K: TransactionKind> StorageTx<K> {
 }
 
 impl StorageTx<RwSync> {
-    /// Records `address`'s account before `block` and, when not the empty trie's, its storage
-    /// root then (a proof at an older block reads the account's trie leaf from the entry).
-    /// Written whole, once: entries are appended in key order into full pages, and growing one
-    /// later would split its page.
+    /// Records `address`'s account before `block` and what is known of its storage root then
+    /// (a proof at an older block reads the account's trie leaf from the entry). Written
+    /// whole, once: entries are appended in key order into full pages, and growing one later
+    /// would split its page.
     pub(crate) fn record_account_before(
         &self,
         block: u64,
         address: &Address,
         before: Option<&StoredAccount>,
-        storage_root: Option<B256>,
+        storage_root: StorageRootBefore,
     ) -> Result<()> {
         let value = match before {
-            Some(account) => {
-                models::encode_account(account, storage_root, StoredAccount::FIXED_LEN)
-            }
+            Some(account) => models::encode_account_before(account, storage_root),
             None => Vec::new(),
         };
         self.append(
@@ -287,9 +321,9 @@ impl StorageTx<RwSync> {
             return Ok(());
         };
         drop(value);
-        if recorded != Some(storage_root) {
-            let value =
-                models::encode_account(&account, Some(storage_root), StoredAccount::FIXED_LEN);
+        let root = StorageRootBefore::Known(Some(storage_root));
+        if recorded != root {
+            let value = models::encode_account_before(&account, root);
             self.put(Table::NarrowAccountChangeSets, &key, &value)?;
         }
         Ok(())
@@ -587,7 +621,12 @@ impl StorageTx<RwSync> {
                 if prefix_len == 20 {
                     let before = before.map(decode_account).transpose()?.flatten();
                     // Layout 1's history predates the trie: no storage roots to record.
-                    self.record_account_before(block, &address, before.as_ref(), None)?;
+                    self.record_account_before(
+                        block,
+                        &address,
+                        before.as_ref(),
+                        StorageRootBefore::Known(None),
+                    )?;
                 } else {
                     let slot = b256("history slot", &prefix[20..])?;
                     let before = before.map_or(U256::ZERO, U256::from_be_slice);

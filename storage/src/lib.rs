@@ -30,14 +30,14 @@ mod value_chunks;
 pub use backup::BackupReport;
 pub use block_codec::{BlockCompressor, BlockData, CompressedBlockData};
 pub use capacity::{DEFAULT_MAX_SIZE, DatabaseOptions, free_space};
-pub use changesets::{RestoredAccount, Unwound};
+pub use changesets::{AccountBefore, RestoredAccount, Unwound};
 pub use free_pages::Released;
 pub use log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use migrate::{
     CHANGESETS_LAYOUT, COMPRESSED_BLOCKS_LAYOUT, NARROW_CHANGESETS_LAYOUT, SCHEMA_VERSION,
     STATE_LISTS_LAYOUT, TOPIC_LISTS_LAYOUT, TRACE_LISTS_LAYOUT,
 };
-pub use models::{ReceiptOutcome, StoredAccount, StoredReceipt, TxLocation};
+pub use models::{ReceiptOutcome, StorageRootBefore, StoredAccount, StoredReceipt, TxLocation};
 pub use proof_history::{COARSE_NODE_WINDOW, DEFAULT_PROOF_HISTORY, PRUNE_BUDGET};
 pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
 pub use state_window::STATE_PRUNE_CATCH_UP;
@@ -166,6 +166,17 @@ pub enum Error {
     },
     #[error("the database in {datadir} {reason}")]
     Locked { datadir: String, reason: String },
+    /// An account's trie leaf after `block` was asked of the leaf history, and the changeset
+    /// that holds it does not record the storage root (see [`StorageRootBefore::NotRecorded`]):
+    /// the reader computes the root from the trie instead.
+    #[error(
+        "the changeset of block {changeset} does not record the storage root of {address} before it (its leaf after block {block} is read from the trie instead)"
+    )]
+    StorageRootNotRecorded {
+        address: Address,
+        block: u64,
+        changeset: u64,
+    },
     /// A benchmark setting from the environment that cannot be used: the variable and why.
     #[error("{variable}={value}: {reason}")]
     BenchSetting {
@@ -710,7 +721,7 @@ impl<K: TransactionKind> StorageTx<K> {
         let hashed = alloy_primitives::keccak256(address);
         let mut lookup = self.list_cursor(state_lists::Lists::Accounts)?;
         match self.listed_account_after(&mut lookup, &hashed, block)? {
-            Some(then) => Ok(then.map(|(account, _)| account)),
+            Some((_, _, then)) => Ok(then.map(|(account, _)| account)),
             None => self.account(address),
         }
     }
@@ -1089,15 +1100,16 @@ impl StorageTx<RwSync> {
         self.apply_block_state_changes(block, accounts, bytecodes, &HashMap::default())
     }
 
-    /// [`Self::apply_state_changes`], given the storage root before the block of changed
-    /// accounts already known (by hashed address; `None`: empty storage, or no account), as a
-    /// state root's walk finds them in the hashed state: the others are read from it.
+    /// [`Self::apply_state_changes`], given what the changesets record of the storage root
+    /// before the block of changed accounts (by hashed address), as a state root's walk finds
+    /// them in the hashed state or an import of a range leaves them: the others' are read
+    /// from the hashed state.
     pub fn apply_block_state_changes(
         &self,
         block: u64,
         accounts: &[AccountChange],
         bytecodes: &[(B256, Bytes)],
-        storage_roots_before: &HashMap<B256, Option<B256>>,
+        storage_roots_before: &HashMap<B256, StorageRootBefore>,
     ) -> Result<()> {
         // Block 0 has no state before it to return to.
         let record = block > 0;
@@ -1137,7 +1149,7 @@ impl StorageTx<RwSync> {
                 let hashed = alloy_primitives::keccak256(address);
                 let storage_root = match storage_roots_before.get(&hashed) {
                     Some(root) => *root,
-                    None => self.stored_storage_root(&hashed)?,
+                    None => StorageRootBefore::Known(self.stored_storage_root(&hashed)?),
                 };
                 self.record_account_before(block, address, before.as_ref(), storage_root)?;
                 self.list_account_change(block, address, &hashed)?;
@@ -1228,8 +1240,13 @@ mod tests {
         let before = tx.set_account(address, account.as_ref()).unwrap();
         let hashed = alloy_primitives::keccak256(address);
         if block > 0 {
-            tx.record_account_before(block, address, before.as_ref(), None)
-                .unwrap();
+            tx.record_account_before(
+                block,
+                address,
+                before.as_ref(),
+                StorageRootBefore::Known(None),
+            )
+            .unwrap();
             tx.list_account_change(block, address, &hashed).unwrap();
         }
         let leaf = account.map(|a| alloy_trie::TrieAccount {

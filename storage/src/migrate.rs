@@ -35,8 +35,13 @@ pub const TOPIC_LISTS_LAYOUT: u64 = 10;
 /// 4 bytes (`NarrowAccountChangeSets`), the slots' grouped by block and account
 /// (`StorageChangeGroups`), not one `StorageChangeSets` entry per slot.
 pub const NARROW_CHANGESETS_LAYOUT: u64 = 11;
+/// The first layout whose account changeset entries may leave out the storage root before
+/// their block (`StorageRootBefore::NotRecorded`: an import's coarse window taken whole records
+/// each account's root at its first change in the window only). Older layouts' entries all
+/// record it, so the step to this layout rewrites nothing.
+pub const UNRECORDED_ROOTS_LAYOUT: u64 = 12;
 /// The database layout this quarry writes.
-pub const SCHEMA_VERSION: u64 = NARROW_CHANGESETS_LAYOUT;
+pub const SCHEMA_VERSION: u64 = UNRECORDED_ROOTS_LAYOUT;
 const SCHEMA: &str = "schema";
 /// Progress of the receipts' re-encoding: the next block to re-encode (u64 BE).
 const RECEIPTS_PROGRESS: &str = "receipts_progress";
@@ -107,6 +112,10 @@ impl StorageTx<RwSync> {
             layout if layout < NARROW_CHANGESETS_LAYOUT => {
                 // The changesets were moved above.
                 self.put_schema(NARROW_CHANGESETS_LAYOUT)?;
+                true
+            }
+            layout if layout < UNRECORDED_ROOTS_LAYOUT => {
+                self.put_schema(UNRECORDED_ROOTS_LAYOUT)?;
                 true
             }
             _ => return Ok(true),

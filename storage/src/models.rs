@@ -73,6 +73,58 @@ fn without_leading_zeros(bytes: &[u8]) -> &[u8] {
 /// (0-8) in the low four bits and these flags.
 const HAS_CODE_HASH: u8 = 0x10;
 const HAS_STORAGE_ROOT: u8 = 0x20;
+/// In an account changeset entry only: the entry does not record the storage root before its
+/// block (see [`StorageRootBefore::NotRecorded`]).
+const ROOT_NOT_RECORDED: u8 = 0x40;
+
+/// What an account changeset entry records of the account's storage root before its block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageRootBefore {
+    /// The root; `None`: the empty trie's.
+    Known(Option<B256>),
+    /// Nothing: an import that took a coarse window's state root once, at its end, knows an
+    /// account's storage root only at the window's start, which its first change there
+    /// records. No proof reads the others (proofs read the trie at window ends); a reader of
+    /// the account's leaf at a block inside the window computes the root from the trie.
+    NotRecorded,
+}
+
+/// An account changeset entry's value: the account before the block, in the compact layout of
+/// [`encode_account`], with what it records of the storage root then.
+pub(crate) fn encode_account_before(account: &StoredAccount, root: StorageRootBefore) -> Vec<u8> {
+    match root {
+        StorageRootBefore::Known(root) => encode_account(account, root, StoredAccount::FIXED_LEN),
+        StorageRootBefore::NotRecorded => {
+            let mut out = encode_account(account, None, StoredAccount::FIXED_LEN);
+            out[0] |= ROOT_NOT_RECORDED;
+            out
+        }
+    }
+}
+
+/// Reads an account changeset entry's value of either layout (see [`encode_account_before`]).
+pub(crate) fn decode_account_before(bytes: &[u8]) -> Result<(StoredAccount, StorageRootBefore)> {
+    let fixed_len = StoredAccount::FIXED_LEN;
+    // Only compact values have a header byte; a fixed one is exactly `fixed_len` long.
+    match bytes.first() {
+        Some(header) if bytes.len() != fixed_len && header & ROOT_NOT_RECORDED != 0 => {
+            let mut unflagged = bytes.to_vec();
+            unflagged[0] &= !ROOT_NOT_RECORDED;
+            let (account, root) = decode_account(&unflagged, fixed_len)?;
+            if root.is_some() {
+                return Err(Error::Corrupt(format!(
+                    "account changeset value of {} bytes holds a storage root it says it does not record",
+                    bytes.len()
+                )));
+            }
+            Ok((account, StorageRootBefore::NotRecorded))
+        }
+        _ => {
+            let (account, root) = decode_account(bytes, fixed_len)?;
+            Ok((account, StorageRootBefore::Known(root)))
+        }
+    }
+}
 
 /// An account value, compact: a header byte (the nonce's length and the flags above), the
 /// balance's length (0-32), then nonce and balance big-endian without leading zeros, the code
@@ -374,5 +426,46 @@ mod tests {
         // A storage root where an account value has none.
         let leaf = encode_account(&account, Some(B256::repeat_byte(1)), 104);
         assert!(StoredAccount::decode(&leaf).is_err());
+    }
+
+    /// A changeset entry reads back with what it records of the storage root, the padded
+    /// length included; the flag is refused where a plain account is read, and beside a root.
+    #[test]
+    fn changeset_entries_say_whether_they_record_the_storage_root() {
+        let padded = StoredAccount {
+            nonce: 1 << 40,
+            balance: U256::MAX,
+            code_hash: B256::repeat_byte(0x44),
+        };
+        let root = B256::repeat_byte(0x33);
+        for account in [StoredAccount::default(), padded] {
+            for before in [
+                StorageRootBefore::Known(None),
+                StorageRootBefore::Known(Some(root)),
+                StorageRootBefore::NotRecorded,
+            ] {
+                let encoded = encode_account_before(&account, before);
+                assert_eq!(decode_account_before(&encoded).unwrap(), (account, before));
+            }
+            let unrecorded = encode_account_before(&account, StorageRootBefore::NotRecorded);
+            assert!(StoredAccount::decode(&unrecorded).is_err());
+            let mut both = encode_account_before(&account, StorageRootBefore::Known(Some(root)));
+            both[0] |= ROOT_NOT_RECORDED;
+            assert!(decode_account_before(&both).is_err());
+        }
+        // Older datadirs' fixed layout (which held no root) reads as the empty trie's, even
+        // when its first byte, the nonce's highest, has the flag's bit.
+        let flagged_nonce = StoredAccount {
+            nonce: 0x40 << 56,
+            ..padded
+        };
+        assert_eq!(
+            decode_account_before(&fixed(&flagged_nonce, None)).unwrap(),
+            (flagged_nonce, StorageRootBefore::Known(None))
+        );
+        assert_eq!(
+            decode_account_before(&fixed(&padded, None)).unwrap(),
+            (padded, StorageRootBefore::Known(None))
+        );
     }
 }

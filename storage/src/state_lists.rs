@@ -318,14 +318,15 @@ impl<K: TransactionKind> StorageTx<K> {
     }
 
     /// An account after `block` from the lists: `None` when no later block changed it (the
-    /// latest account holds), else the account then (`None`: it did not exist) and its storage
-    /// root if not the empty trie's.
+    /// latest account holds), else the first block that did, the address, and that block's
+    /// changeset entry: the account then (`None`: it did not exist) and what the entry records
+    /// of its storage root.
     pub(crate) fn listed_account_after(
         &self,
         lookup: &mut Cursor<'_, K>,
         hashed: &B256,
         block: u64,
-    ) -> Result<Option<AccountBefore>> {
+    ) -> Result<Option<(u64, Address, AccountBefore)>> {
         let Some((first, plain)) =
             self.first_change_after(lookup, Lists::Accounts, hashed.as_slice(), block)?
         else {
@@ -333,7 +334,7 @@ impl<K: TransactionKind> StorageTx<K> {
         };
         let address = Address::from_slice(&plain);
         match self.account_changeset_entry(first, &address)? {
-            Some(before) => Ok(Some(before)),
+            Some(before) => Ok(Some((first, address, before))),
             None => Err(unlisted(Lists::Accounts, &plain, first)),
         }
     }
@@ -910,7 +911,7 @@ mod tests {
                     .unwrap()
                     .unwrap()
                 {
-                    Some((account, root)) => {
+                    Some((account, crate::StorageRootBefore::Known(root))) => {
                         // Layout 6's entries: without the storage root, keyed wide.
                         wide_entries.push((
                             [&block.to_be_bytes()[..], address.as_slice()].concat(),
@@ -922,6 +923,9 @@ mod tests {
                             storage_root: root.unwrap_or(alloy_trie::EMPTY_ROOT_HASH),
                             code_hash: account.code_hash,
                         })
+                    }
+                    Some((_, crate::StorageRootBefore::NotRecorded)) => {
+                        unreachable!("this test's entries record their roots")
                     }
                     None => Vec::new(),
                 };
@@ -995,7 +999,7 @@ mod tests {
         let entry = rx.account_changeset_entry(6, &Address::repeat_byte(3));
         assert_eq!(
             entry.unwrap().unwrap().unwrap().1,
-            Some(B256::repeat_byte(6))
+            crate::StorageRootBefore::Known(Some(B256::repeat_byte(6)))
         );
         drop(rx);
 
@@ -1061,7 +1065,7 @@ mod tests {
             Address::repeat_byte(3),
         );
         for (block, address) in [(5u64, a), (5, b), (6, c)] {
-            tx.record_account_before(block, &address, None, None)
+            tx.record_account_before(block, &address, None, crate::StorageRootBefore::Known(None))
                 .unwrap();
         }
         let mut budget = 10;

@@ -16,7 +16,7 @@
 
 use crate::{
     Error, Result, StorageTx, StoredAccount, Table,
-    models::{SlotValue, encode_trie_account},
+    models::{SlotValue, StorageRootBefore, encode_trie_account},
     tables::{Entries, TrieId},
 };
 use alloy_primitives::{Address, B256, U256};
@@ -454,20 +454,28 @@ impl<K: TransactionKind> AsOf<'_, K> {
                 let hashed = B256::try_from(logical).map_err(|_| {
                     Error::Corrupt(format!("account list key of {} bytes", logical.len()))
                 })?;
-                Ok(
-                    match tx.listed_account_after(&mut self.lookup, &hashed, self.block)? {
-                        None => current.map(<[u8]>::to_vec),
-                        Some(None) => None,
-                        Some(Some((account, storage_root))) => {
-                            Some(encode_trie_account(&alloy_trie::TrieAccount {
-                                nonce: account.nonce,
-                                balance: account.balance,
-                                storage_root: storage_root.unwrap_or(alloy_trie::EMPTY_ROOT_HASH),
-                                code_hash: account.code_hash,
-                            }))
-                        }
-                    },
-                )
+                let Some((first, address, before)) =
+                    tx.listed_account_after(&mut self.lookup, &hashed, self.block)?
+                else {
+                    return Ok(current.map(<[u8]>::to_vec));
+                };
+                let (account, storage_root) = match before {
+                    None => return Ok(None),
+                    Some((_, StorageRootBefore::NotRecorded)) => {
+                        return Err(Error::StorageRootNotRecorded {
+                            address,
+                            block: self.block,
+                            changeset: first,
+                        });
+                    }
+                    Some((account, StorageRootBefore::Known(root))) => (account, root),
+                };
+                Ok(Some(encode_trie_account(&alloy_trie::TrieAccount {
+                    nonce: account.nonce,
+                    balance: account.balance,
+                    storage_root: storage_root.unwrap_or(alloy_trie::EMPTY_ROOT_HASH),
+                    code_hash: account.code_hash,
+                })))
             }
             TrieId::Storage(address) => {
                 let hashed = [address.as_slice(), logical].concat();

@@ -34,6 +34,12 @@ impl Node {
     /// The state trie as of block `number`, for a proof there: at most `proof_window` blocks
     /// behind the head.
     pub(super) fn older_state(&self, tx: &Snapshot, number: u64) -> Result<OlderState> {
+        self.check_proof_window(tx, number)?;
+        Ok(OlderState::of(tx, number)?)
+    }
+
+    /// Refuses a block more than `proof_window` blocks behind the head.
+    pub(super) fn check_proof_window(&self, tx: &Snapshot, number: u64) -> Result<()> {
         let (head, _) = tx.head()?.ok_or(RpcError::HeaderNotFound)?;
         let behind = head.saturating_sub(number);
         if behind > self.proof_window {
@@ -43,7 +49,7 @@ impl Node {
                 window: self.proof_window,
             });
         }
-        Ok(OlderState::of(tx, number)?)
+        Ok(())
     }
 
     /// eth_getProof: at the head from the stored trie; at an older block (at most

@@ -142,8 +142,10 @@ impl Node {
     }
 
     /// The account's leaf in the state trie after block `number`: read from the leaf history
-    /// where it covers the block (two seeks); before it (a datadir from a layout without one),
-    /// proved as eth_getProof proves it, within `proof_window`.
+    /// where it covers the block (two seeks), unless the changeset there leaves out the storage
+    /// root (an import's coarse window taken whole), which is then walked from the account's
+    /// storage trie; before the leaf history (a datadir from a layout without one), proved as
+    /// eth_getProof proves it, within `proof_window`.
     fn trie_account_at(
         &self,
         tx: &Snapshot,
@@ -156,12 +158,21 @@ impl Node {
         if is_head || from.is_some_and(|from| number.saturating_add(1) >= from) {
             let mut leaves =
                 tx.trie_leaves_after(TrieId::Accounts, (!is_head).then_some(number))?;
-            return match leaves.get(&hashed)? {
-                Some(Leaf::Account(account)) => Ok(Some(account)),
-                Some(Leaf::Slot(_)) => Err(RpcError::Internal(format!(
+            return match leaves.get(&hashed) {
+                Ok(Some(Leaf::Account(account))) => Ok(Some(account)),
+                Ok(Some(Leaf::Slot(_))) => Err(RpcError::Internal(format!(
                     "the accounts trie holds a storage slot at {hashed}"
                 ))),
-                None => Ok(None),
+                Ok(None) => Ok(None),
+                Err(quarry_storage::Error::StorageRootNotRecorded { .. }) => {
+                    // From the latest trie the walk's cost follows the blocks since: bounded as
+                    // a proof's is.
+                    if !tx.trie_history_covers(number)? {
+                        self.check_proof_window(tx, number)?;
+                    }
+                    Ok(quarry_executor::trie_account_after(tx, address, number)?)
+                }
+                Err(err) => Err(err.into()),
             };
         }
         let older = self.older_state(tx, number)?;
