@@ -172,39 +172,21 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(restored)
     }
 
-    /// Every slot of `address` that blocks `block + 1` through `upto` changed, with its value
-    /// after `block`: [`Self::reverts_between`] for one account, at a cost that follows that
-    /// account's changes (the blocks its list names), not every account's.
-    pub fn account_slot_reverts(
+    /// The slots block `number` changed in `address`, each with its value before the block:
+    /// the block's group for the account.
+    pub(crate) fn account_storage_changeset(
         &self,
+        number: u64,
         address: &Address,
-        block: u64,
-        upto: u64,
-    ) -> Result<BTreeMap<B256, U256>> {
-        self.check_state_kept(block)?;
-        let mut blocks = Vec::new();
-        let mut lists = self.list_cursor(crate::state_lists::Lists::Accounts)?;
-        let hashed = alloy_primitives::keccak256(address);
-        let range = (block.saturating_add(1), upto);
-        let lists_kind = crate::state_lists::Lists::Accounts;
-        self.listed_blocks(
-            &mut lists,
-            lists_kind,
-            hashed.as_slice(),
-            range,
-            &mut blocks,
-        )?;
-        let mut reverts = BTreeMap::new();
-        // From the latest block down, so that the oldest block's "before" values are kept.
-        for number in blocks.into_iter().rev() {
-            let group = [&number.to_be_bytes()[..], address.as_slice()].concat();
-            self.for_each_with_prefix(Table::StorageChangeGroups, &group, |key, value| {
-                let (_, slot, before) = decode_slot_change(key, value)?;
-                reverts.insert(slot, before);
-                Ok(())
-            })?;
-        }
-        Ok(reverts)
+    ) -> Result<Vec<(B256, U256)>> {
+        let mut out = Vec::new();
+        let group = [&number.to_be_bytes()[..], address.as_slice()].concat();
+        self.for_each_with_prefix(Table::StorageChangeGroups, &group, |key, value| {
+            let (_, slot, before) = decode_slot_change(key, value)?;
+            out.push((slot, before));
+            Ok(())
+        })?;
+        Ok(out)
     }
 
     /// Every account and slot that blocks `from + 1` through `block` changed, each as it was

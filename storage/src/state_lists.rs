@@ -22,6 +22,7 @@ use crate::{
 use alloy_primitives::{Address, B256, U256, keccak256, map::HashMap};
 use roaring::RoaringBitmap;
 use signet_libmdbx::{RwSync, TransactionKind, WriteFlags, tx::Cursor};
+use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The most blocks one shard lists: a hot account's shard stays a few kilobytes, read whole.
@@ -356,6 +357,36 @@ impl<K: TransactionKind> StorageTx<K> {
             Some(before) => Ok(Some(before)),
             None => Err(unlisted(Lists::Storages, &plain, first)),
         }
+    }
+
+    /// Every slot of `address` that blocks `block + 1` through `upto` changed, with its value
+    /// after `block`: `reverts_between` for one account, at a cost that follows that account's
+    /// changes (the blocks its list names; a block that changes a slot also lists its
+    /// account), not every account's.
+    pub fn account_slot_reverts(
+        &self,
+        address: &Address,
+        block: u64,
+        upto: u64,
+    ) -> Result<BTreeMap<B256, U256>> {
+        self.check_state_kept(block)?;
+        let mut blocks = Vec::new();
+        let mut cursor = self.list_cursor(Lists::Accounts)?;
+        let hashed = keccak256(address);
+        let range = (block.saturating_add(1), upto);
+        self.listed_blocks(
+            &mut cursor,
+            Lists::Accounts,
+            hashed.as_slice(),
+            range,
+            &mut blocks,
+        )?;
+        let mut reverts = BTreeMap::new();
+        // From the latest block down, so that the oldest block's "before" values are kept.
+        for number in blocks.into_iter().rev() {
+            reverts.extend(self.account_storage_changeset(number, address)?);
+        }
+        Ok(reverts)
     }
 
     /// A cursor over `lists`' table.
