@@ -660,6 +660,19 @@ pub fn read_request_body(reader: &mut impl BufRead) -> std::io::Result<Option<Ve
     Ok(Some(body))
 }
 
+/// eth_getAccount's answer holds what eth_getProof proves of the same account and block
+/// (`storageRoot` is the proof's `storageHash`); `what` names them in a failure.
+pub fn assert_account_is_proved(account: &Value, proof: &Value, what: &str) {
+    for (field, proved) in [
+        ("balance", "balance"),
+        ("nonce", "nonce"),
+        ("codeHash", "codeHash"),
+        ("storageRoot", "storageHash"),
+    ] {
+        assert_eq!(account[field], proof[proved], "{what}: {field}");
+    }
+}
+
 /// `n` as a JSON-RPC quantity (`0x`-prefixed hex).
 pub fn hex_quantity(n: u64) -> String {
     format!("{n:#x}")
