@@ -10,7 +10,12 @@
 #   bench/history.sh DATADIR
 #   BEFORE=old-quarry BEFORE_DATADIR=dir bench/history.sh DATADIR   # before/after in one run:
 #       the old build serves its own datadir (a layout it reads), rounds alternate between them
-#   N=2000 ROUNDS=3 SAMPLE=64 SEED=1 bench/history.sh ...
+#   RETH=path/to/reth RETH_DATADIR=dir GENESIS=chain/genesis.json bench/history.sh DATADIR
+#       reth serving its import of the same chain asks the same requests, in turn with quarry's
+#       (with its proof window opened to the whole chain: by default reth refuses
+#       eth_getAccount's storage root more than 0 blocks back)
+#   N=2000 N_ACCOUNT=100 ROUNDS=3 SAMPLE=64 SEED=1 bench/history.sh ...
+#       N_ACCOUNT (default N): how many of the N eth_getAccount requests are asked
 #   NO_BUILD=1 QUARRY_BIN=path bench/history.sh ...   # a build given, none made (bench/lib.sh)
 #
 # Latency is measured by the client (python3's http.client): it includes about 0.05 ms of the
@@ -19,6 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 datadir=${1:?usage: bench/history.sh DATADIR}
 N=${N:-2000}
+N_ACCOUNT=${N_ACCOUNT:-$N}
 ROUNDS=${ROUNDS:-3}
 SAMPLE=${SAMPLE:-64}
 SEED=${SEED:-1}
@@ -34,17 +40,22 @@ if [[ -n $BEFORE ]]; then
   quarry=$BEFORE serve before "$BEFORE_DATADIR" "$config"
   servers=("before|http://$(address before)/v3/bench-key" "${servers[@]}")
 fi
+if [[ -n ${RETH:-} ]]; then
+  serve_reth "${GENESIS:?RETH needs GENESIS}" "${RETH_DATADIR:?RETH needs RETH_DATADIR}" eth \
+    --rpc.eth-proof-window 200000
+  servers+=("reth|$reth_url")
+fi
 
-python3 - "$N" "$ROUNDS" "$SAMPLE" "$SEED" "${servers[@]}" <<'PY'
+python3 - "$N" "$N_ACCOUNT" "$ROUNDS" "$SAMPLE" "$SEED" "${servers[@]}" <<'PY'
 import http.client, json, random, sys, time, urllib.parse
 
-n, rounds, sample, seed = map(int, sys.argv[1:5])
-servers = [s.split('|', 1) for s in sys.argv[5:]]
+n, n_account, rounds, sample, seed = map(int, sys.argv[1:6])
+servers = [s.split('|', 1) for s in sys.argv[6:]]
 
 class Client:
     def __init__(self, url):
         u = urllib.parse.urlparse(url)
-        self.path = u.path
+        self.path = u.path or "/"
         self.conn = http.client.HTTPConnection(u.hostname, u.port)
         self.id = 0
     def call(self, method, params):
@@ -78,7 +89,7 @@ requests = {
 }
 # Drawn after the others, so that their requests stay those of earlier runs.
 requests["eth_getAccount"] = [[rng.choice(contracts), hex(rng.randrange(1, head))]
-                              for _ in range(n)]
+                              for _ in range(n)][:n_account]
 # The answers must agree between servers: the same state at the same block.
 answers = {}
 timings = {(name, m): [] for name, _ in servers for m in requests}
@@ -95,7 +106,8 @@ for _ in range(rounds):
                     raise SystemExit(f"{name}: {method} {p} = {result}, another server said "
                                      f"{answers[(method, i)]}")
 print(f"head {head}; {len(accounts)} accounts, {len(contracts)} contracts; "
-      f"{n} requests x {rounds} rounds per method and server, alternating")
+      f"{n} requests ({n_account} of eth_getAccount) x {rounds} rounds per method and server, "
+      "alternating")
 print(f"{'server':8} {'method':18} {'p50 ms':>8} {'p99 ms':>8}")
 for (name, method), t in timings.items():
     t.sort()

@@ -1032,11 +1032,12 @@ pub fn account_proof<K: Access>(
 
 /// The trie leaf of `address` after `block` (`None`: no account then), for a block whose leaf
 /// history leaves out the account's storage root (`quarry_storage::Error::StorageRootNotRecorded`):
-/// its fields from the state history, and its storage root walked over its storage trie as
-/// the node history has it at the end of the block's window (the latest trie when the history
-/// does not reach the block or the window has not ended), with the slots the account's changes
-/// since `block` changed undone. Its cost follows that one account's changes, not every
-/// account's as a proof's does.
+/// its fields from the state history, and its storage root walked over its storage trie as the
+/// node history has it at the nearer end of the block's window, as `OlderState::of` chooses:
+/// the window's end with the slots the account's later changes up to there changed undone, or
+/// the end of the window before with the slots its changes since then changed redone (the
+/// latest trie when the history does not reach the block or the window has not ended). Its cost
+/// follows that one account's changes, not every account's as a proof's does.
 pub fn trie_account_after<K: Access>(
     tx: &StorageTx<K>,
     address: Address,
@@ -1045,20 +1046,45 @@ pub fn trie_account_after<K: Access>(
     let Some(fields) = tx.account_at(&address, block)? else {
         return Ok(None);
     };
-    let head = tx.head()?.map_or(0, |(number, _)| number);
-    let checkpoint = match tx.trie_history_covers(block)? {
-        true => Some(tx.trie_history_checkpoint(block)?).filter(|end| *end <= head),
-        false => None,
-    };
-    let reverts = tx.account_slot_reverts(&address, block, checkpoint.unwrap_or(head))?;
-    let key = keccak256(address);
-    let (storage_root, _) = storage_proof(tx, checkpoint, key, &reverts, false, &[])?;
+    let (checkpoint, overlay) = account_storage_overlay(tx, &address, block)?;
+    let (storage_root, _) =
+        storage_proof(tx, checkpoint, keccak256(address), &overlay, false, &[])?;
     Ok(Some(TrieAccount {
         nonce: fields.nonce,
         balance: fields.balance,
         storage_root,
         code_hash: fields.code_hash,
     }))
+}
+
+/// The stored trie (after a window's end, or `None`: the latest) nearest `block` and the slots
+/// of `address` that differ between it and the state after `block`, with their values then.
+fn account_storage_overlay<K: Access>(
+    tx: &StorageTx<K>,
+    address: &Address,
+    block: u64,
+) -> quarry_storage::Result<(Option<u64>, BTreeMap<B256, U256>)> {
+    let head = tx.head()?.map_or(0, |(number, _)| number);
+    if !tx.trie_history_covers(block)? {
+        return Ok((None, tx.account_slot_reverts(address, block, head)?));
+    }
+    let end = tx.trie_history_checkpoint(block)?;
+    let blocks_back = end.min(head).saturating_sub(block);
+    match tx.trie_history_checkpoint_before(block)? {
+        // Forward only when the window before's changesets are kept, as `OlderState::of`.
+        Some(previous) if previous >= tx.oldest_state()? && block - previous < blocks_back => {
+            let mut redo = tx.account_slot_reverts(address, previous, block)?;
+            for (slot, value) in &mut redo {
+                *value = tx.storage_at(address, slot, block)?;
+            }
+            Ok((Some(previous), redo))
+        }
+        _ => {
+            let checkpoint = Some(end).filter(|end| *end <= head);
+            let reverts = tx.account_slot_reverts(address, block, checkpoint.unwrap_or(head))?;
+            Ok((checkpoint, reverts))
+        }
+    }
 }
 
 /// An account's storage root with `reverts` (plain slot → older value) over the stored
