@@ -61,8 +61,15 @@ class Client:
     def call(self, method, params):
         self.id += 1
         body = json.dumps({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
-        self.conn.request("POST", self.path, body, {"Content-Type": "application/json"})
-        answer = json.loads(self.conn.getresponse().read())
+        try:
+            self.conn.request("POST", self.path, body, {"Content-Type": "application/json"})
+            response = self.conn.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # A server closes a connection left idle while the others answer: connect again.
+            self.conn.close()
+            self.conn.request("POST", self.path, body, {"Content-Type": "application/json"})
+            response = self.conn.getresponse()
+        answer = json.loads(response.read())
         if "error" in answer:
             raise SystemExit(f"{method} {params}: {answer['error']}")
         return answer["result"]
