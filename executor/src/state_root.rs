@@ -857,16 +857,30 @@ pub enum OlderState {
     Reverted(BTreeMap<Address, RestoredAccount>),
 }
 
-impl OlderState {
-    /// The cheapest way to the state after `block`, an older block than the head.
-    pub fn of<K: Access>(tx: &StorageTx<K>, block: u64) -> quarry_storage::Result<Self> {
+/// Where the state after an older block is walked from: the route `OlderState::of` takes for
+/// a proof and `trie_account_after` for one account's storage.
+enum OlderRoute {
+    /// The block ends a node history window: the history alone.
+    Recorded,
+    /// The trie after this window's end, past the block, with the blocks since it undone.
+    Back(u64),
+    /// The trie after the end of the window before, with its later blocks up to the block redone.
+    Forward(u64),
+    /// The latest trie (after this head) with every block since undone: the history does not
+    /// cover the block, or its window is the head's, which has no end yet.
+    Latest(u64),
+}
+
+impl OlderRoute {
+    /// The route over the fewer blocks to the state after `block`.
+    fn to<K: Access>(tx: &StorageTx<K>, block: u64) -> quarry_storage::Result<Self> {
         let head = tx.head()?.map_or(0, |(number, _)| number);
         if !tx.trie_history_covers(block)? {
-            return Ok(Self::Reverted(tx.reverts_to(block)?));
+            return Ok(Self::Latest(head));
         }
         let checkpoint = tx.trie_history_checkpoint(block)?;
         if checkpoint == block {
-            return Ok(Self::Recorded(block));
+            return Ok(Self::Recorded);
         }
         // Back from the window's end, or from the head in the head's window, which has none.
         let blocks_back = checkpoint.min(head).saturating_sub(block);
@@ -875,16 +889,28 @@ impl OlderState {
         let oldest = tx.oldest_state()?;
         Ok(match tx.trie_history_checkpoint_before(block)? {
             Some(previous) if previous >= oldest && block - previous < blocks_back => {
-                Self::RecordedReverted {
-                    checkpoint: previous,
-                    reverts: tx.changes_between(previous, block)?,
-                }
+                Self::Forward(previous)
             }
-            _ if checkpoint < head => Self::RecordedReverted {
+            _ if checkpoint < head => Self::Back(checkpoint),
+            _ => Self::Latest(head),
+        })
+    }
+}
+
+impl OlderState {
+    /// The cheapest way to the state after `block`, an older block than the head.
+    pub fn of<K: Access>(tx: &StorageTx<K>, block: u64) -> quarry_storage::Result<Self> {
+        Ok(match OlderRoute::to(tx, block)? {
+            OlderRoute::Recorded => Self::Recorded(block),
+            OlderRoute::Forward(previous) => Self::RecordedReverted {
+                checkpoint: previous,
+                reverts: tx.changes_between(previous, block)?,
+            },
+            OlderRoute::Back(checkpoint) => Self::RecordedReverted {
                 checkpoint,
                 reverts: tx.reverts_between(block, checkpoint)?,
             },
-            _ => Self::Reverted(tx.reverts_to(block)?),
+            OlderRoute::Latest(_) => Self::Reverted(tx.reverts_to(block)?),
         })
     }
 
@@ -1057,34 +1083,29 @@ pub fn trie_account_after<K: Access>(
     }))
 }
 
-/// The stored trie (after a window's end, or `None`: the latest) nearest `block` and the slots
-/// of `address` that differ between it and the state after `block`, with their values then.
+/// The stored trie (after a window's end, or `None`: the latest) that `OlderRoute::to` walks from
+/// and the slots of `address` that differ between it and the state after `block`, with their
+/// values then.
 fn account_storage_overlay<K: Access>(
     tx: &StorageTx<K>,
     address: &Address,
     block: u64,
 ) -> quarry_storage::Result<(Option<u64>, BTreeMap<B256, U256>)> {
-    let head = tx.head()?.map_or(0, |(number, _)| number);
-    if !tx.trie_history_covers(block)? {
-        return Ok((None, tx.account_slot_reverts(address, block, head)?));
-    }
-    let end = tx.trie_history_checkpoint(block)?;
-    let blocks_back = end.min(head).saturating_sub(block);
-    match tx.trie_history_checkpoint_before(block)? {
-        // Forward only when the window before's changesets are kept, as `OlderState::of`.
-        Some(previous) if previous >= tx.oldest_state()? && block - previous < blocks_back => {
+    Ok(match OlderRoute::to(tx, block)? {
+        OlderRoute::Recorded => (Some(block), BTreeMap::new()),
+        OlderRoute::Back(checkpoint) => (
+            Some(checkpoint),
+            tx.account_slot_reverts(address, block, checkpoint)?,
+        ),
+        OlderRoute::Forward(previous) => {
             let mut redo = tx.account_slot_reverts(address, previous, block)?;
             for (slot, value) in &mut redo {
                 *value = tx.storage_at(address, slot, block)?;
             }
-            Ok((Some(previous), redo))
+            (Some(previous), redo)
         }
-        _ => {
-            let checkpoint = Some(end).filter(|end| *end <= head);
-            let reverts = tx.account_slot_reverts(address, block, checkpoint.unwrap_or(head))?;
-            Ok((checkpoint, reverts))
-        }
-    }
+        OlderRoute::Latest(head) => (None, tx.account_slot_reverts(address, block, head)?),
+    })
 }
 
 /// An account's storage root with `reverts` (plain slot → older value) over the stored
