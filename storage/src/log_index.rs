@@ -337,13 +337,21 @@ impl<K: TransactionKind> StorageTx<K> {
         if hits.is_empty() {
             return Ok(());
         }
-        let (hash, timestamp, tx_hashes) = self.block_context(number)?;
+        // The hits are in transaction order: the transactions they name, each once.
+        let mut transactions: Vec<u32> = hits.iter().map(|(index, _, _)| *index).collect();
+        transactions.dedup();
+        let (hash, timestamp, tx_hashes) = self.block_context(number, &transactions)?;
         for (transaction_index, log_index, log) in hits {
-            let transaction_hash = *tx_hashes.get(transaction_index as usize).ok_or_else(|| {
-                Error::Corrupt(format!(
-                    "block {number} has more receipts than transactions"
-                ))
-            })?;
+            let transaction_hash = transactions
+                .binary_search(&transaction_index)
+                .ok()
+                .and_then(|at| tx_hashes.get(at))
+                .copied()
+                .ok_or_else(|| {
+                    Error::Corrupt(format!(
+                        "block {number} has more receipts than transactions"
+                    ))
+                })?;
             out.push(LocatedLog {
                 log,
                 block_number: number,
@@ -357,8 +365,9 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(())
     }
 
-    /// Hash, timestamp and transaction hashes of a stored block.
-    fn block_context(&self, number: u64) -> Result<(B256, u64, Vec<B256>)> {
+    /// Hash and timestamp of a stored block, and the hashes of its transactions at
+    /// `transactions` (ascending).
+    fn block_context(&self, number: u64, transactions: &[u32]) -> Result<(B256, u64, Vec<B256>)> {
         let missing =
             |what: &str| Error::Corrupt(format!("block {number} has receipts but no {what}"));
         let hash = self
@@ -366,9 +375,40 @@ impl<K: TransactionKind> StorageTx<K> {
             .ok_or_else(|| missing("hash"))?;
         let header = self.header(number)?.ok_or_else(|| missing("header"))?;
         let tx_hashes = self
-            .transaction_hashes(number)?
+            .transaction_hashes_at(number, transactions)?
             .ok_or_else(|| missing("transactions"))?;
         Ok((hash, header.timestamp, tx_hashes))
+    }
+
+    /// The hashes of block `number`'s transactions at `indices` (ascending), as far as the
+    /// block has them: each read from the part of the block's list that holds it, so that a
+    /// query naming a few transactions of a large block neither joins nor copies the rest.
+    fn transaction_hashes_at(&self, number: u64, indices: &[u32]) -> Result<Option<Vec<B256>>> {
+        let mut found = Vec::with_capacity(indices.len());
+        let stored = self.visit_chunked(Table::BlockTxHashes, number, |offset, part| {
+            while let Some(&index) = indices.get(found.len()) {
+                // A part's length is a multiple of 32 but the last's, so a hash lies in one.
+                let start = (index as usize * 32).checked_sub(offset).ok_or_else(|| {
+                    Error::Corrupt(format!(
+                        "transaction hashes of block {number}: hash {index} spans two parts"
+                    ))
+                })?;
+                match part.get(start..start + 32) {
+                    Some(hash) => found.push(B256::from_slice(hash)),
+                    None => return Ok(true),
+                }
+            }
+            Ok(false)
+        })?;
+        if stored {
+            return Ok(Some(found));
+        }
+        Ok(self.transaction_hashes(number)?.map(|all| {
+            indices
+                .iter()
+                .map_while(|&index| all.get(index as usize).copied())
+                .collect()
+        }))
     }
 }
 

@@ -103,6 +103,35 @@ impl<K: TransactionKind> StorageTx<K> {
         Ok(Some(whole.map_or(first, Cow::Owned)))
     }
 
+    /// Runs `visit` over the parts of block `number`'s value in `table` in order, with each
+    /// part's offset in the whole value, until it returns `false`; `false` when the value is
+    /// absent. A reader that needs only some of a value reads no part after them and joins
+    /// none.
+    pub(crate) fn visit_chunked(
+        &self,
+        table: Table,
+        number: u64,
+        mut visit: impl FnMut(usize, &[u8]) -> Result<bool>,
+    ) -> Result<bool> {
+        let Some(first) = self.get(table, &number.to_be_bytes())? else {
+            return Ok(false);
+        };
+        if !visit(0, &first)? || !may_continue(first.len()) {
+            return Ok(true);
+        }
+        let mut cursor = self.tx.cursor(self.db(table))?;
+        let mut offset = first.len();
+        let mut entry = cursor.set_range::<Cow<'_, [u8]>, Cow<'_, [u8]>>(&part_key(number, 1))?;
+        while let Some((key, part)) = entry {
+            if !continues(&key, number) || !visit(offset, &part)? {
+                break;
+            }
+            offset += part.len();
+            entry = cursor.next()?;
+        }
+        Ok(true)
+    }
+
     /// Bytes `start..start + len` of block `number`'s value in `table`, read from the one
     /// part holding them (`len` divides 160 and `start` is a multiple of it); `None` when the
     /// value is absent or shorter.
@@ -244,6 +273,28 @@ mod tests {
         assert_eq!(read(5), None);
         assert_eq!(read(3), Some(value(CHUNK, 1)));
         assert_eq!(read(7), Some(value(UNCUT_ABOVE + 5, 1)));
+        // Visited part by part, the parts join to the value at their offsets; a visit that
+        // stops sees no later part.
+        for number in [1u64, 3, 4, 6, 7] {
+            let mut joined = Vec::new();
+            let found = r
+                .visit_chunked(table, number, |offset, part| {
+                    assert_eq!(offset, joined.len());
+                    joined.extend_from_slice(part);
+                    Ok(true)
+                })
+                .unwrap();
+            assert!(found);
+            assert_eq!(Some(joined), read(number), "block {number}");
+        }
+        let mut visited = 0;
+        r.visit_chunked(table, 4, |_, _| {
+            visited += 1;
+            Ok(false)
+        })
+        .unwrap();
+        assert_eq!(visited, 1);
+        assert!(!r.visit_chunked(table, 5, |_, _| Ok(true)).unwrap());
         // Parts of 32 bytes, from a cut value, an uncut one and a short one.
         for (number, len) in [(4u64, 5 * CHUNK), (7, UNCUT_ABOVE + 5), (1, 7)] {
             let whole = read(number).unwrap();
