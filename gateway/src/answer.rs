@@ -71,9 +71,11 @@ pub async fn answer(
             rate_limited: None,
             not_allowed: false,
         },
-        BodyPlan::Unchanged => run(rpc, limits, body, extensions).await,
+        // Boxed: jsonrpsee's handling of a body is a future of kilobytes, which the single
+        // call above, the common case, would otherwise carry and move too.
+        BodyPlan::Unchanged => Box::pin(run(rpc, limits, body, extensions)).await,
         BodyPlan::Rewrite(rewrite) => {
-            let answer = run(rpc, limits, rewrite.body.as_bytes(), extensions).await;
+            let answer = Box::pin(run(rpc, limits, rewrite.body.as_bytes(), extensions)).await;
             BodyAnswer {
                 text: rewrite.finish(&answer.text),
                 ..answer

@@ -297,7 +297,9 @@ where
         if let Some(url) = &pool
             && transactions::asks_pending_nonce(method, params.as_deref())
         {
-            let reply = transactions::pool_reply(service, id, url, method, params).await;
+            // Boxed, as the partner's ask below: these futures are kilobytes, and every call's
+            // future (moved as each layer takes it) would otherwise be as large.
+            let reply = Box::pin(transactions::pool_reply(service, id, url, method, params)).await;
             return finish(reply, Outcome::Forwarded);
         }
         let response = self.inner.call(request).await;
@@ -305,7 +307,7 @@ where
             && method == "eth_getTransactionByHash"
             && response.json().ends_with(r#""result":null}"#)
         {
-            let reply = transactions::pool_reply(service, id, url, method, params).await;
+            let reply = Box::pin(transactions::pool_reply(service, id, url, method, params)).await;
             return finish(reply, Outcome::Forwarded);
         }
         let Some(url) = partner else {
@@ -320,7 +322,7 @@ where
             return finish(response, outcome);
         }
         let timeout = service.forward_timeout;
-        let asked = service.remotes.ask(&url, timeout, method, params).await;
+        let asked = Box::pin(service.remotes.ask(&url, timeout, method, params)).await;
         service.metrics.forward(network, method, asked.is_ok());
         let max = service.max_response_bytes as usize;
         match asked {
