@@ -81,25 +81,19 @@ impl<K: TransactionKind> StorageTx<K> {
     /// Block `number`'s value in `table`, its parts joined (borrowed from the map when it
     /// has one).
     pub(crate) fn get_chunked(&self, table: Table, number: u64) -> Result<Option<Cow<'_, [u8]>>> {
-        let key = number.to_be_bytes();
-        let Some(first) = self.get(table, &key)? else {
+        let Some(first) = self.get(table, &number.to_be_bytes())? else {
             return Ok(None);
         };
         if !may_continue(first.len()) {
             return Ok(Some(first));
         }
-        let mut cursor = self.tx.cursor(self.db(table))?;
         let mut whole: Option<Vec<u8>> = None;
-        let mut entry = cursor.set_range::<Cow<'_, [u8]>, Cow<'_, [u8]>>(&part_key(number, 1))?;
-        while let Some((key, part)) = entry {
-            if !continues(&key, number) {
-                break;
-            }
+        self.visit_later_parts(table, number, |part| {
             whole
                 .get_or_insert_with(|| first.to_vec())
-                .extend_from_slice(&part);
-            entry = cursor.next()?;
-        }
+                .extend_from_slice(part);
+            Ok(true)
+        })?;
         Ok(Some(whole.map_or(first, Cow::Owned)))
     }
 
@@ -119,17 +113,32 @@ impl<K: TransactionKind> StorageTx<K> {
         if !visit(0, &first)? || !may_continue(first.len()) {
             return Ok(true);
         }
-        let mut cursor = self.tx.cursor(self.db(table))?;
         let mut offset = first.len();
+        self.visit_later_parts(table, number, |part| {
+            let more = visit(offset, part)?;
+            offset += part.len();
+            Ok(more)
+        })?;
+        Ok(true)
+    }
+
+    /// Runs `visit` over the parts after the first of block `number`'s value in `table`, in
+    /// order, until it returns `false`.
+    fn visit_later_parts(
+        &self,
+        table: Table,
+        number: u64,
+        mut visit: impl FnMut(&[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let mut cursor = self.tx.cursor(self.db(table))?;
         let mut entry = cursor.set_range::<Cow<'_, [u8]>, Cow<'_, [u8]>>(&part_key(number, 1))?;
         while let Some((key, part)) = entry {
-            if !continues(&key, number) || !visit(offset, &part)? {
+            if !continues(&key, number) || !visit(&part)? {
                 break;
             }
-            offset += part.len();
             entry = cursor.next()?;
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Bytes `start..start + len` of block `number`'s value in `table`, read from the one
