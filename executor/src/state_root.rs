@@ -509,6 +509,9 @@ struct Walk<'a, 'tx, K: Access> {
     /// Whether a lone leaf under a branch's child may be given to the hash builder as its hash
     /// (not in proofs, which need the leaf nodes on their paths).
     leaf_hashes: bool,
+    /// Whether the outcome keeps what a write needs (`touched`, `fed`, the hash builder's
+    /// updates); not in a walk whose root and proofs are all it answers.
+    record: bool,
     /// The leaves fed whole, in key order, to complete the nodes built with their hashes.
     fed: Vec<(Nibbles, Vec<u8>)>,
     hb: HashBuilder,
@@ -569,6 +572,7 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             changed,
             deleted,
             leaf_hashes,
+            record: true,
             fed: Vec::new(),
             hb,
             touched: Vec::new(),
@@ -577,6 +581,15 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             kept_storage_roots: Vec::new(),
             stored_storage_roots: Vec::new(),
         }
+    }
+
+    /// A walk for an answer (a proof, an older storage root): the nodes it builds and passes
+    /// are dropped as it goes instead of kept for a write, so an older state's proof, which
+    /// walks every reverted account's storage, holds only the paths it is on.
+    fn answer_only(mut self) -> Self {
+        self.record = false;
+        self.hb.updated_branch_nodes = None;
+        self
     }
 
     /// Gives the accounts of `kept` (keys of the leaf overlay) their stored storage root.
@@ -661,7 +674,9 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
                 self.feed_leaves(&child, &child, None, lone_leaf_at)?;
             }
         }
-        self.touched.push((path, node));
+        if self.record {
+            self.touched.push((path, node));
+        }
         // Keys under `prefix` after the node's subtree.
         if let Some(after) = path.increment().filter(|after| after.starts_with(&prefix)) {
             self.feed_leaves(&prefix, &after, None, None)?;
@@ -680,11 +695,15 @@ impl<'a, 'tx, K: Access> Walk<'a, 'tx, K> {
             }
             Lone::One(first, first_value) => {
                 self.hb.add_leaf(first, &first_value);
-                self.fed.push((first, first_value));
+                if self.record {
+                    self.fed.push((first, first_value));
+                }
             }
         }
         self.hb.add_leaf(key, &value);
-        self.fed.push((key, value));
+        if self.record {
+            self.fed.push((key, value));
+        }
     }
 
     /// The first node (stored, or in the overlay) whose path starts with `prefix`.
@@ -1024,7 +1043,8 @@ pub fn account_proof<K: Access>(
         &leaves,
         &changed,
         Some(vec![target]),
-    );
+    )
+    .answer_only();
     let outcome = walk.run()?;
     let account_proof = path_proof(&outcome.proof, &target);
 
@@ -1141,7 +1161,8 @@ fn storage_proof<K: Access>(
         &leaves,
         &changed,
         prove.then(|| targets.clone()),
-    );
+    )
+    .answer_only();
     let outcome = walk.run()?;
     let mut proofs = Vec::new();
     // An empty storage trie proves nothing: geth returns no nodes for it.
