@@ -162,35 +162,98 @@ fn push_varint(out: &mut Vec<u8>, mut value: u32) {
     out.push(value as u8);
 }
 
-/// The blocks of a [`DELTA_LIST`] encoding (after its first byte); `None` when it is cut
-/// short, overflows or is not ascending.
-fn decode_deltas(mut bytes: &[u8]) -> Option<RoaringBitmap> {
-    let mut blocks = Vec::new();
-    let mut previous: Option<u32> = None;
-    while !bytes.is_empty() {
+/// The blocks of a [`DELTA_LIST`] encoding (after its first byte), in order: each `None` where
+/// the encoding is cut short, overflows or does not ascend (and nothing after it).
+struct Deltas<'v> {
+    bytes: &'v [u8],
+    previous: Option<u32>,
+}
+
+impl<'v> Deltas<'v> {
+    fn new(bytes: &'v [u8]) -> Self {
+        Self {
+            bytes,
+            previous: None,
+        }
+    }
+
+    /// The next varint, or `None` when it is cut short or overflows.
+    fn varint(&mut self) -> Option<u32> {
         let (mut value, mut shift) = (0u32, 0u32);
         loop {
-            let (&byte, rest) = bytes.split_first()?;
-            bytes = rest;
+            let (&byte, rest) = self.bytes.split_first()?;
+            self.bytes = rest;
             let bits = u32::from(byte & 0x7f);
             if shift > 28 || (shift == 28 && bits > 0xf) {
                 return None;
             }
             value |= bits << shift;
             if byte & 0x80 == 0 {
-                break;
+                return Some(value);
             }
             shift += 7;
         }
-        let block = match previous {
-            None => value,
-            Some(_) if value == 0 => return None,
-            Some(previous) => previous.checked_add(value)?,
-        };
-        blocks.push(block);
-        previous = Some(block);
     }
-    RoaringBitmap::from_sorted_iter(blocks).ok()
+}
+
+impl Iterator for Deltas<'_> {
+    type Item = Option<u32>;
+
+    fn next(&mut self) -> Option<Option<u32>> {
+        if self.bytes.is_empty() {
+            return None;
+        }
+        let block = self.varint().and_then(|value| match self.previous {
+            None => Some(value),
+            Some(_) if value == 0 => None,
+            Some(previous) => previous.checked_add(value),
+        });
+        match block {
+            Some(block) => self.previous = Some(block),
+            // Nothing after a malformed varint can be read.
+            None => self.bytes = &[],
+        }
+        Some(block)
+    }
+}
+
+/// The blocks of a [`DELTA_LIST`] encoding (after its first byte); `None` when it is cut
+/// short, overflows or is not ascending.
+fn decode_deltas(bytes: &[u8]) -> Option<RoaringBitmap> {
+    let blocks: Option<Vec<u32>> = Deltas::new(bytes).collect();
+    RoaringBitmap::from_sorted_iter(blocks?).ok()
+}
+
+/// A shard's blocks as stored, in one of [`encode_shard`]'s two encodings.
+enum ShardBlocks<'v> {
+    /// [`DELTA_LIST`]'s varints (after that byte).
+    Deltas(&'v [u8]),
+    /// A serialized roaring bitmap.
+    Bitmap(&'v [u8]),
+}
+
+/// The error for a malformed shard of `lists` at `key`.
+fn corrupt_shard(lists: Lists, key: &[u8], what: &str) -> Error {
+    Error::Corrupt(format!(
+        "{} shard {}: {what}",
+        lists.table().name(),
+        alloy_primitives::hex::encode(key)
+    ))
+}
+
+/// A shard's plain key and its blocks as stored; `key` names it in errors.
+fn split_shard<'v>(
+    lists: Lists,
+    key: &[u8],
+    value: &'v [u8],
+) -> Result<(&'v [u8], ShardBlocks<'v>)> {
+    let (plain, blocks) = value
+        .split_at_checked(lists.plain_len())
+        .ok_or_else(|| corrupt_shard(lists, key, "shorter than its plain key"))?;
+    Ok(match blocks.split_first() {
+        Some((&DELTA_LIST, deltas)) => (plain, ShardBlocks::Deltas(deltas)),
+        _ => (plain, ShardBlocks::Bitmap(blocks)),
+    })
 }
 
 /// A shard's plain key and blocks; `key` names it in errors.
@@ -199,23 +262,42 @@ fn decode_shard<'v>(
     key: &[u8],
     value: &'v [u8],
 ) -> Result<(&'v [u8], RoaringBitmap)> {
-    let corrupt = |what: &str| {
-        Error::Corrupt(format!(
-            "{} shard {}: {what}",
-            lists.table().name(),
-            alloy_primitives::hex::encode(key)
-        ))
-    };
-    let (plain, blocks) = value
-        .split_at_checked(lists.plain_len())
-        .ok_or_else(|| corrupt("shorter than its plain key"))?;
-    let blocks = match blocks.split_first() {
-        Some((&DELTA_LIST, deltas)) => {
-            decode_deltas(deltas).ok_or_else(|| corrupt("a malformed list of block deltas"))?
-        }
-        _ => RoaringBitmap::deserialize_from(blocks).map_err(|e| corrupt(&e.to_string()))?,
+    let (plain, blocks) = split_shard(lists, key, value)?;
+    let blocks = match blocks {
+        ShardBlocks::Deltas(deltas) => decode_deltas(deltas)
+            .ok_or_else(|| corrupt_shard(lists, key, "a malformed list of block deltas"))?,
+        ShardBlocks::Bitmap(bitmap) => RoaringBitmap::deserialize_from(bitmap)
+            .map_err(|e| corrupt_shard(lists, key, &e.to_string()))?,
     };
     Ok((plain, blocks))
+}
+
+/// A shard's plain key and its first block after `block`. A delta list (most keys' shards)
+/// is read only up to that block, without building its bitmap: a historical read asks one
+/// block of a list, and building the whole list was most of the read's own work.
+fn shard_first_after<'v>(
+    lists: Lists,
+    key: &[u8],
+    value: &'v [u8],
+    block: u64,
+) -> Result<(&'v [u8], Option<u64>)> {
+    let (plain, blocks) = split_shard(lists, key, value)?;
+    let first = match blocks {
+        ShardBlocks::Deltas(deltas) => {
+            let mut first = None;
+            for listed in Deltas::new(deltas) {
+                let listed = listed
+                    .ok_or_else(|| corrupt_shard(lists, key, "a malformed list of block deltas"))?;
+                if u64::from(listed) > block {
+                    first = Some(u64::from(listed));
+                    break;
+                }
+            }
+            first
+        }
+        ShardBlocks::Bitmap(_) => first_after(&decode_shard(lists, key, value)?.1, block),
+    };
+    Ok((plain, first))
 }
 
 /// The first block in `blocks` after `block`.
@@ -314,8 +396,8 @@ impl<K: TransactionKind> StorageTx<K> {
         if key.len() != seek.len() || !key.starts_with(hashed) {
             return Ok(None);
         }
-        let (plain, blocks) = decode_shard(lists, &key, &value)?;
-        Ok(first_after(&blocks, block).map(|first| (first, plain.to_vec())))
+        let (plain, first) = shard_first_after(lists, &key, &value, block)?;
+        Ok(first.map(|first| (first, plain.to_vec())))
     }
 
     /// An account after `block` from the lists: `None` when no later block changed it (the
@@ -767,6 +849,22 @@ mod tests {
             bitmap.serialize_into(&mut serialized).unwrap();
             let (_, old) = decode_shard(Lists::Storages, b"k", &serialized).unwrap();
             assert_eq!(old, read);
+            // The first block after any block, read from either encoding without decoding the
+            // whole list, is the decoded list's.
+            let mut asked: Vec<u64> = vec![0, u64::from(u32::MAX), u64::MAX];
+            for block in blocks.iter().take(50).chain(blocks.iter().rev().take(50)) {
+                let block = u64::from(*block);
+                asked.extend([block.saturating_sub(1), block, block + 1]);
+            }
+            for block in asked {
+                let expected = first_after(&read, block);
+                for stored in [&value, &serialized] {
+                    let (read_plain, first) =
+                        shard_first_after(Lists::Storages, b"k", stored, block).unwrap();
+                    assert_eq!(read_plain, &plain);
+                    assert_eq!(first, expected, "after {block} in {} blocks", blocks.len());
+                }
+            }
         }
         let one = encode_shard(&[], &mut RoaringBitmap::from_iter([20_000u32])).unwrap();
         assert_eq!(one, [DELTA_LIST, 0xa0, 0x9c, 0x01]);
@@ -778,7 +876,13 @@ mod tests {
         ] {
             let error = decode_shard(Lists::Topics, b"k", &malformed).unwrap_err();
             assert!(error.to_string().contains("malformed"), "{error}");
+            let error = shard_first_after(Lists::Topics, b"k", &malformed, u64::MAX).unwrap_err();
+            assert!(error.to_string().contains("malformed"), "{error}");
         }
+        // A scan stops at the block it looks for: what lies after it is not read.
+        let cut = [DELTA_LIST, 5, 0x80];
+        let (_, first) = shard_first_after(Lists::Topics, b"k", &cut, 4).unwrap();
+        assert_eq!(first, Some(5));
     }
 
     fn listed(tx: &StorageTx<impl TransactionKind>, hashed: &[u8]) -> Vec<(u64, Vec<u32>)> {

@@ -382,7 +382,13 @@ impl<'tx, K: TransactionKind> AsOf<'tx, K> {
                 .filter(|(k, _)| *k == key)
                 .map(|(_, value)| value.as_slice());
             let is_current = current_value.is_some();
-            let value = self.value_after_block(trie, &key, current_value)?;
+            // A key the history does not name has not changed since the history began: its
+            // value is the current one, with no lookup.
+            let value = if changed.as_ref() == Some(&key) {
+                self.value_after_block(trie, &key, current_value)?
+            } else {
+                current_value.map(<[u8]>::to_vec)
+            };
             if let Some(value) = value {
                 self.last = Some(key.clone());
                 return Ok(Some((key, value)));
