@@ -256,6 +256,20 @@ fn split_shard<'v>(
     })
 }
 
+/// What a malformed [`DELTA_LIST`] encoding is reported as.
+const MALFORMED_DELTAS: &str = "a malformed list of block deltas";
+
+/// The blocks of a shard, split by [`split_shard`]; `key` names it in errors.
+fn decode_blocks(lists: Lists, key: &[u8], blocks: ShardBlocks<'_>) -> Result<RoaringBitmap> {
+    match blocks {
+        ShardBlocks::Deltas(deltas) => {
+            decode_deltas(deltas).ok_or_else(|| corrupt_shard(lists, key, MALFORMED_DELTAS))
+        }
+        ShardBlocks::Bitmap(bitmap) => RoaringBitmap::deserialize_from(bitmap)
+            .map_err(|e| corrupt_shard(lists, key, &e.to_string())),
+    }
+}
+
 /// A shard's plain key and blocks; `key` names it in errors.
 fn decode_shard<'v>(
     lists: Lists,
@@ -263,13 +277,7 @@ fn decode_shard<'v>(
     value: &'v [u8],
 ) -> Result<(&'v [u8], RoaringBitmap)> {
     let (plain, blocks) = split_shard(lists, key, value)?;
-    let blocks = match blocks {
-        ShardBlocks::Deltas(deltas) => decode_deltas(deltas)
-            .ok_or_else(|| corrupt_shard(lists, key, "a malformed list of block deltas"))?,
-        ShardBlocks::Bitmap(bitmap) => RoaringBitmap::deserialize_from(bitmap)
-            .map_err(|e| corrupt_shard(lists, key, &e.to_string()))?,
-    };
-    Ok((plain, blocks))
+    Ok((plain, decode_blocks(lists, key, blocks)?))
 }
 
 /// A shard's plain key and its first block after `block`. A delta list (most keys' shards)
@@ -282,22 +290,19 @@ fn shard_first_after<'v>(
     block: u64,
 ) -> Result<(&'v [u8], Option<u64>)> {
     let (plain, blocks) = split_shard(lists, key, value)?;
-    let first = match blocks {
-        ShardBlocks::Deltas(deltas) => {
-            let mut first = None;
-            for listed in Deltas::new(deltas) {
-                let listed = listed
-                    .ok_or_else(|| corrupt_shard(lists, key, "a malformed list of block deltas"))?;
-                if u64::from(listed) > block {
-                    first = Some(u64::from(listed));
-                    break;
-                }
-            }
-            first
-        }
-        ShardBlocks::Bitmap(_) => first_after(&decode_shard(lists, key, value)?.1, block),
+    let ShardBlocks::Deltas(deltas) = blocks else {
+        return Ok((
+            plain,
+            first_after(&decode_blocks(lists, key, blocks)?, block),
+        ));
     };
-    Ok((plain, first))
+    for listed in Deltas::new(deltas) {
+        let listed = listed.ok_or_else(|| corrupt_shard(lists, key, MALFORMED_DELTAS))?;
+        if u64::from(listed) > block {
+            return Ok((plain, Some(u64::from(listed))));
+        }
+    }
+    Ok((plain, None))
 }
 
 /// The first block in `blocks` after `block`.
