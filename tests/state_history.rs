@@ -1,5 +1,5 @@
 //! The state history's block lists, differentially: on the bundled dev chain (every key at
-//! every block) and on a 1,200-block dev chain taken through a deep reorganisation and an
+//! every block) and on a 2,000-block dev chain taken through a deep reorganisation and an
 //! unwind (every key at every block that changed it, the block before, and every 200th block),
 //! every account and slot the changesets name, read through the lists (`account_at`,
 //! `storage_at`), equals the state the changesets give when replayed down from the latest one;
@@ -196,8 +196,8 @@ fn the_bundled_dev_chain_reads_every_block_through_the_lists() {
     assert_eq!(check(&datadir, 1, 5, "dev chain"), 0);
 }
 
-/// A 1,200-block chain, then a branch that replaces its last 300 blocks (and adds 50), then an
-/// unwind of 550 more: each time the lists answer as the changesets do (see `compare_blocks`),
+/// A 2,000-block chain, then a branch that replaces its last 300 blocks (and adds 50), then an
+/// unwind of 850 more: each time the lists answer as the changesets do (see `compare_blocks`),
 /// and unwound blocks are gone from them (a list naming one would read a changeset entry that
 /// is gone, an error).
 #[test]
@@ -206,8 +206,8 @@ fn deep_reorganisations_and_unwinds_keep_the_lists_equal_to_the_changesets() {
     let common = ["--txs-per-block", "3", "--seed", "5"];
     let stored = dir.path().join("stored");
     let branch = dir.path().join("branch");
-    devchain(&stored, &[&["--blocks", "1200"][..], &common].concat());
-    let fork = ["--blocks", "1250", "--fork-at", "900", "--fork-seed", "7"];
+    devchain(&stored, &[&["--blocks", "2000"][..], &common].concat());
+    let fork = ["--blocks", "2050", "--fork-at", "1700", "--fork-seed", "7"];
     devchain(&branch, &[&fork[..], &common].concat());
     let genesis = stored.join("genesis.json");
     let datadir = dir.path().join("data");
@@ -236,12 +236,12 @@ fn deep_reorganisations_and_unwinds_keep_the_lists_equal_to_the_changesets() {
         "--genesis",
         genesis.to_str().unwrap(),
         "--to",
-        "700",
+        "1200",
     ];
     run_quarry(unwind.map(std::ffi::OsStr::new));
     // Blocks taken one by one record every storage root.
     assert_eq!(
-        check(&datadir, 200, 300, "after an unwind of 550 blocks"),
+        check(&datadir, 200, 300, "after an unwind of 850 blocks"),
         0
     );
 }
