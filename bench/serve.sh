@@ -65,6 +65,7 @@ HEAVY=0x620094705b600190038060045700
 # name|method|params
 cases=(
   "web3_clientVersion (ceiling)|web3_clientVersion|[]"
+  "eth_blockNumber|eth_blockNumber|[]"
   "eth_getStorageAt latest|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"0x0\",\"latest\"]"
   "eth_getStorageAt block 10|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"0x0\",\"0xa\"]"
   "eth_getStorageAt latest, new slot each time|eth_getStorageAt|[\"0x7dcd17433742f4c0ca53122ab541d0ba67fc27df\",\"NEWSLOT\",\"latest\"]"

@@ -703,8 +703,8 @@ fn parity_traces() -> Vec<MethodSpec> {
 fn chain() -> Vec<MethodSpec> {
     const FEES: &[&str] = &["blockCount", "newestBlock", "rewardPercentiles"];
     vec![
-        snapshot("eth_blockNumber", &[], 0, |node, tx, _| {
-            node.block_number(tx)
+        cached("eth_blockNumber", &[], 0, |node, reads, _| {
+            node.block_number(reads)
         }),
         snapshot("eth_feeHistory", FEES, 2, |node, tx, args| {
             let params::BlockCount(count) = args.required(0)?;

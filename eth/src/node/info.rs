@@ -2,7 +2,7 @@
 //! rollup_getInfo; eth_config, eth_capabilities, eth_baseFee and eth_getStorageValues, as the
 //! execution-apis specification (and geth) define them.
 
-use super::{Node, Snapshot, process_alive};
+use super::{Node, Reads, Snapshot, process_alive};
 use crate::{
     params::{BlockId, BlockTag},
     rpc_error::{Result, RpcError},
@@ -150,8 +150,14 @@ impl Node {
         ))
     }
 
-    pub fn block_number(&self, tx: &Snapshot) -> Result<U64> {
-        Ok(U64::from(Self::head(tx)?))
+    /// eth_blockNumber: from memory when a snapshot of the newest commit has read the head
+    /// (`None` otherwise), else from `tx`, whose head memory then keeps.
+    pub fn block_number(&self, reads: &Reads<'_>) -> Result<Option<U64>> {
+        let head = match reads {
+            Reads::Cache => self.in_memory(|memory| memory.head)?,
+            Reads::Snapshot(tx) => Some(self.snapshot_head(tx)?.unwrap_or(0)),
+        };
+        Ok(head.map(U64::from))
     }
 
     /// net_peerCount: the upstream's, as `quarry follow` last recorded it; 0 for a datadir
