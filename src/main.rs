@@ -1,5 +1,9 @@
 //! The `quarry` command line.
 
+mod chain;
+mod export_era;
+
+use chain::ChainArgs;
 use clap::{Parser, Subcommand};
 use eyre::{Context, Result, bail};
 use quarry_ingest::{ImportStats, Importer, Progress, blocktest};
@@ -237,12 +241,17 @@ enum Command {
         /// Database directory (created if missing).
         #[arg(long)]
         datadir: PathBuf,
-        /// The chain's genesis.json.
-        #[arg(long)]
-        genesis: PathBuf,
-        /// Block files, imported in order.
-        #[arg(required = true)]
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// Block files, imported in order: files of RLP blocks, era1 files, and folders of era1
+        /// files (imported in name order, checked against the folder's checksums.txt if it has
+        /// one). Era files are known by their content. None: write the genesis and stop.
         files: Vec<PathBuf>,
+        /// A list of era files' sha256 sums (`<sha256>  <file name>` a line, as go-ethereum
+        /// publishes them) to check files of those names against before importing them; the
+        /// published mainnet and Sepolia lists are built in. Repeatable.
+        #[arg(long, value_name = "FILE")]
+        era_checksums: Vec<PathBuf>,
         /// Record the block that the `safe` tag names (default: the head).
         #[arg(long)]
         safe: Option<u64>,
@@ -295,9 +304,8 @@ enum Command {
         /// Database directory (created if missing).
         #[arg(long)]
         datadir: PathBuf,
-        /// The chain's genesis.json.
-        #[arg(long)]
-        genesis: PathBuf,
+        #[command(flatten)]
+        chain: ChainArgs,
         /// The upstream's JSON-RPC URL: http(s):// or ws(s):// (a WebSocket upstream that
         /// offers eth_subscribe pushes new heads; otherwise quarry polls).
         #[arg(long)]
@@ -349,13 +357,15 @@ enum Command {
         listen: Option<std::net::SocketAddr>,
     },
     /// Ingest the bundled dev chain (testdata/devnet) if it is not stored yet, then serve it on
-    /// 127.0.0.1:8545 with the dev API key: the one command to try quarry.
+    /// 127.0.0.1:8545 with the dev API key: the one command to try quarry. `--chain mainnet`
+    /// serves mainnet's first 8,192 blocks from the bundled era1 file instead.
     Dev {
-        /// The chain to run: a directory with genesis.json and chain.rlp.
+        /// The chain to run: a directory with genesis.json and chain.rlp, or `mainnet`.
         #[arg(long, default_value = "testdata/devnet")]
         chain: PathBuf,
-        #[arg(long, default_value = "data/devnet")]
-        datadir: PathBuf,
+        /// Default: data/devnet, or data/<network> for a network.
+        #[arg(long)]
+        datadir: Option<PathBuf>,
         #[arg(long, default_value = "config/dev.toml")]
         config: PathBuf,
         #[arg(long)]
@@ -421,9 +431,8 @@ enum Command {
     Unwind {
         #[arg(long)]
         datadir: PathBuf,
-        /// The chain's genesis.json.
-        #[arg(long)]
-        genesis: PathBuf,
+        #[command(flatten)]
+        chain: ChainArgs,
         /// The block to keep as the new head.
         #[arg(long)]
         to: u64,
@@ -472,6 +481,9 @@ enum Command {
         #[arg(long, default_value_t = 200_000)]
         batch: u64,
     },
+    /// Write the stored history as era1 files, 8,192 blocks a file (era N holds blocks
+    /// N*8192 to N*8192+8191), named as the format names them, with a checksums.txt.
+    ExportEra(export_era::ExportEraArgs),
     /// Run Ethereum BlockchainTests JSON files (or folders of them) through quarry's import path.
     Blocktest {
         #[arg(required = true)]
@@ -536,8 +548,9 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Ingest {
             datadir,
-            genesis,
+            chain,
             files,
+            era_checksums,
             safe,
             finalized,
             reorg,
@@ -556,11 +569,12 @@ fn main() -> Result<()> {
                 max_db_size,
                 root_per_window: !state_root_every_block,
             };
-            ingest(datadir, genesis, files, safe, finalized, reorgs, history)
+            let inputs = quarry_ingest::era::era_files(&files, &era_checksums)?;
+            ingest(datadir, &chain, &inputs, safe, finalized, reorgs, history)
         }
         Command::Follow {
             datadir,
-            genesis,
+            chain,
             upstream,
             poll_ms,
             max_reorg_depth,
@@ -571,7 +585,7 @@ fn main() -> Result<()> {
             max_db_size,
         } => follow(
             &datadir,
-            &genesis,
+            &chain,
             History {
                 trie: true,
                 proofs: proof_history,
@@ -627,11 +641,7 @@ fn main() -> Result<()> {
             proof_history,
             max_db_size,
         } => migrate(datadir, proof_history, max_db_size),
-        Command::Unwind {
-            datadir,
-            genesis,
-            to,
-        } => unwind(&datadir, &genesis, to),
+        Command::Unwind { datadir, chain, to } => unwind(&datadir, &chain, to),
         Command::Backup {
             datadir,
             out,
@@ -643,33 +653,9 @@ fn main() -> Result<()> {
             batch,
         } => prune(&datadir, state_history, batch),
         Command::Keys { store, action } => keys(&store, action),
+        Command::ExportEra(args) => export_era::run(&args),
         Command::Blocktest { paths } => run_blocktests(paths),
     }
-}
-
-/// Opens (or creates) the database in `datadir` for the chain of the genesis file.
-fn open_importer(datadir: &Path, genesis: &Path) -> Result<Importer> {
-    open_importer_with(datadir, genesis, quarry_storage::DatabaseOptions::default())
-}
-
-/// [`open_importer`] with the database's options (its size bound).
-fn open_importer_with(
-    datadir: &Path,
-    genesis: &Path,
-    options: quarry_storage::DatabaseOptions,
-) -> Result<Importer> {
-    let text = std::fs::read_to_string(genesis)
-        .wrap_err_with(|| format!("cannot read {}", genesis.display()))?;
-    let genesis: alloy_genesis::Genesis = serde_json::from_str(&text)
-        .wrap_err_with(|| format!("{} is not a valid genesis.json", genesis.display()))?;
-    // A bad benchmark setting is refused before the datadir is created.
-    quarry_ingest::commit_interval()?;
-    let db = Database::open_with(datadir, options)
-        .wrap_err_with(|| format!("cannot open database in {}", datadir.display()))?;
-    Importer::open(db.clone(), &genesis).map_err(|e| match e {
-        quarry_ingest::Error::Storage(e) => db.explain(e).into(),
-        other => other.into(),
-    })
 }
 
 /// What an import records of the trie's history: whether its nodes (`--no-trie-history`
@@ -745,15 +731,15 @@ fn parse_size(text: &str) -> std::result::Result<u64, String> {
 /// `files`, printing the summary.
 fn import(
     datadir: &Path,
-    genesis: &Path,
-    files: &[PathBuf],
+    chain: &ChainArgs,
+    inputs: &quarry_ingest::era::EraFiles,
     reorgs: Option<Option<u64>>,
     history: History,
 ) -> Result<Importer> {
     let options = quarry_storage::DatabaseOptions {
         max_size: history.max_db_size,
     };
-    let mut importer = open_importer_with(datadir, genesis, options)?;
+    let mut importer = chain.open_importer(datadir, options)?;
     apply_history(&mut importer, &history)?;
     // `reorgs`: `None` refuses them; `Some(depth)` follows them (`--reorg`).
     importer.set_reorgs(match reorgs {
@@ -770,11 +756,13 @@ fn import(
     let started = Instant::now();
     let mut total = ImportStats::default();
     let mut progress = Progress::auto();
-    for file in files {
-        total += importer.import_file(file, &mut progress).map_err(|e| {
-            let (number, hash) = importer.head();
-            eyre::Report::new(e).wrap_err(format!("stopped at block {number} ({hash})"))
-        })?;
+    for input in &inputs.inputs {
+        total += importer
+            .import_input(input, &inputs.checksums, &mut progress)
+            .map_err(|e| {
+                let (number, hash) = importer.head();
+                eyre::Report::new(e).wrap_err(format!("stopped at block {number} ({hash})"))
+            })?;
     }
     total.elapsed = started.elapsed();
     println!(
@@ -809,14 +797,14 @@ fn import(
 
 fn ingest(
     datadir: PathBuf,
-    genesis: PathBuf,
-    files: Vec<PathBuf>,
+    chain: &ChainArgs,
+    inputs: &quarry_ingest::era::EraFiles,
     safe: Option<u64>,
     finalized: Option<u64>,
     reorgs: Option<Option<u64>>,
     history: History,
 ) -> Result<()> {
-    let importer = import(&datadir, &genesis, &files, reorgs, history)?;
+    let importer = import(&datadir, chain, inputs, reorgs, history)?;
     if safe.is_some() || finalized.is_some() {
         let db = importer.database();
         let marked = (|| {
@@ -854,7 +842,7 @@ fn give_back_free_pages(db: &Database) -> Result<()> {
 
 fn follow(
     datadir: &Path,
-    genesis: &Path,
+    chain: &ChainArgs,
     history: History,
     max_reorg_depth: Option<u64>,
     mut options: quarry_follow::FollowOptions,
@@ -862,7 +850,7 @@ fn follow(
     let database = quarry_storage::DatabaseOptions {
         max_size: history.max_db_size,
     };
-    let mut importer = open_importer_with(datadir, genesis, database)?;
+    let mut importer = chain.open_importer(datadir, database)?;
     apply_history(&mut importer, &history).map_err(|e| importer.explain(e))?;
     options.max_reorg_depth = reorg_depth(&importer, max_reorg_depth)?;
     let (number, hash) = importer.head();
@@ -955,7 +943,7 @@ fn run_server(
 
 fn dev(
     chain: PathBuf,
-    datadir: PathBuf,
+    datadir: Option<PathBuf>,
     config_path: PathBuf,
     listen: Option<std::net::SocketAddr>,
 ) -> Result<()> {
@@ -966,10 +954,24 @@ fn dev(
     let Some(key) = config.keys.first().map(|k| k.key.clone()) else {
         bail!("{} names no API key", config_path.display());
     };
+    let network = chain.to_str().and_then(|name| name.parse().ok());
+    let (chain_args, files, datadir) = match network {
+        Some(network) => {
+            let era = chain::bundled_history(network)?;
+            let datadir = datadir.unwrap_or_else(|| Path::new("data").join(network.name()));
+            (ChainArgs::network(network), vec![era], datadir)
+        }
+        None => (
+            ChainArgs::genesis_file(chain.join("genesis.json")),
+            vec![chain.join("chain.rlp")],
+            datadir.unwrap_or_else(|| PathBuf::from("data/devnet")),
+        ),
+    };
+    let inputs = quarry_ingest::era::era_files(&files, &[])?;
     let importer = import(
         &datadir,
-        &chain.join("genesis.json"),
-        &[chain.join("chain.rlp")],
+        &chain_args,
+        &inputs,
         None,
         History {
             trie: true,
@@ -1236,11 +1238,11 @@ fn index_traces_of(db: &Database, datadir: &Path) -> Result<()> {
     }
 }
 
-fn unwind(datadir: &Path, genesis: &Path, to: u64) -> Result<()> {
+fn unwind(datadir: &Path, chain: &ChainArgs, to: u64) -> Result<()> {
     if !datadir.join("mdbx.dat").exists() {
         bail!("no quarry database in {}", datadir.display());
     }
-    let mut importer = open_importer(datadir, genesis)?;
+    let mut importer = chain.open_importer(datadir, Default::default())?;
     let (head, _) = importer.head();
     if to >= head {
         bail!("--to {to} is not below the head, block {head}: nothing to unwind");

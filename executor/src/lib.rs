@@ -12,6 +12,7 @@ mod eip1283;
 pub mod error;
 pub mod forks;
 pub mod genesis;
+pub mod networks;
 pub mod overrides;
 pub mod parity_trace;
 mod receipt_builder;
@@ -28,7 +29,9 @@ pub use block::{
 pub use call::{BlockOverrides, CallContext, CallError, CallOutcome, CallRequest};
 pub use chain_spec::ChainSpec;
 pub use error::{BlockError, Error, Invalid, Result};
+pub use networks::Network;
 pub use overrides::{AccountOverride, StateOverrides};
+pub use receipt_builder::consensus_receipt;
 pub use state_db::{StateAt, StateCache, StateSnapshot};
 pub use state_root::{
     AccountProof, OlderState, ProofState, SlotProof, StateTrie, account_proof, trie_account_after,

@@ -4,6 +4,7 @@
 //! BlockchainTests through that same path.
 
 pub mod blocktest;
+pub mod era;
 mod progress;
 pub mod reader;
 
@@ -17,8 +18,8 @@ use alloy_hardforks::EthereumHardforks;
 use alloy_primitives::{Address, B256};
 use alloy_rlp::Decodable;
 use quarry_executor::{
-    BlockTemplate, ChainSpec, ExecutedBlock, ExecutionCache, SealedBlock, StateTrie, build_block,
-    execute_block, execute_block_in_range,
+    BlockTemplate, ChainSpec, ExecutedBlock, ExecutionCache, Network, SealedBlock, StateTrie,
+    build_block, execute_block, execute_block_in_range,
     genesis::{GenesisState, genesis_body, genesis_header, genesis_state},
 };
 use quarry_storage::{BlockRecord, Database, SyncTarget, WriteTx};
@@ -119,6 +120,20 @@ pub enum Error {
         "this datadir holds a different chain: its genesis is {stored}, the given genesis is {given}"
     )]
     WrongGenesis { stored: B256, given: B256 },
+    #[error(
+        "this datadir holds {stored}, not {given}: use another --datadir, or leave out --chain to go on with {stored}"
+    )]
+    WrongNetwork { stored: String, given: String },
+    #[error(
+        "the {network} genesis built from the bundled allocation hashes to {computed}, not the published {published}"
+    )]
+    GenesisHash {
+        network: Network,
+        computed: B256,
+        published: B256,
+    },
+    #[error("{datadir} holds no chain yet: give --chain NAME or --genesis FILE")]
+    NoChain { datadir: String },
     #[error(
         "the stored state does not match head block {number}: state root {computed}, header says {expected}"
     )]
@@ -249,6 +264,15 @@ pub enum Reorgs {
     Heavier { max_depth: u64 },
 }
 
+/// The Meta key under which a datadir of a public network records its name.
+const NETWORK_KEY: &str = "network";
+
+/// The public network `db` recorded when its genesis was written, if any.
+pub fn stored_network(db: &Database) -> Result<Option<String>> {
+    let name = db.reader()?.meta(NETWORK_KEY)?;
+    Ok(name.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
+}
+
 /// The default `--max-reorg-depth`.
 pub const DEFAULT_MAX_REORG_DEPTH: u64 = 128;
 
@@ -348,7 +372,54 @@ impl Importer {
         let spec = ChainSpec::from_config(genesis.config.clone());
         let mut state = genesis_state(&genesis.alloc);
         let header = genesis_header(genesis, &spec, state.trie.root_of_changes()?);
-        Self::open_with_genesis(db, spec, header, state)
+        Self::open_with_genesis(db, spec, header, state, None)
+    }
+
+    /// Opens `db` for a public network, storing its block 0 if the database is empty. The
+    /// genesis built from the bundled allocation must hash to the published value, and a
+    /// datadir that recorded another network is refused.
+    pub fn open_network(db: Database, network: Network) -> Result<Self> {
+        let genesis = network.genesis()?;
+        let spec = ChainSpec::from_config(genesis.config.clone());
+        let mut state = genesis_state(&genesis.alloc);
+        let header = genesis_header(&genesis, &spec, state.trie.root_of_changes()?);
+        let computed = header.hash_slow();
+        if computed != network.genesis_hash() {
+            return Err(Error::GenesisHash {
+                network,
+                computed,
+                published: network.genesis_hash(),
+            });
+        }
+        if let Some(stored) = stored_network(&db)?
+            && stored != network.name()
+        {
+            return Err(Error::WrongNetwork {
+                stored,
+                given: network.name().to_string(),
+            });
+        }
+        Self::open_with_genesis(db, spec, header, state, Some(network))
+    }
+
+    /// Opens a datadir that already holds a chain, with the fork schedule and genesis it
+    /// recorded: what a command that names no `--chain` or `--genesis` works on.
+    pub fn open_stored(db: Database) -> Result<Self> {
+        let reader = db.reader()?;
+        let spec = ChainSpec::stored(&reader)?.ok_or_else(|| Error::NoChain {
+            datadir: db.datadir().display().to_string(),
+        })?;
+        let header = reader
+            .header(0)?
+            .ok_or_else(|| quarry_storage::Error::Corrupt("no genesis header".into()))?;
+        drop(reader);
+        // Block 0 is stored, so the allocation is never written again.
+        let state = GenesisState {
+            accounts: Vec::new(),
+            bytecodes: Vec::new(),
+            trie: StateTrie::new(),
+        };
+        Self::open_with_genesis(db, spec, header, state, None)
     }
 
     /// Opens `db` with an explicit genesis header (BlockchainTests give one) and allocation.
@@ -367,7 +438,7 @@ impl Importer {
                 expected: header.state_root,
             });
         }
-        Self::open_with_genesis(db, spec, header, state)
+        Self::open_with_genesis(db, spec, header, state, None)
     }
 
     fn open_with_genesis(
@@ -375,6 +446,7 @@ impl Importer {
         spec: ChainSpec,
         genesis: Header,
         state: GenesisState,
+        network: Option<Network>,
     ) -> Result<Self> {
         // Checked before anything is written, so a bad setting leaves the datadir as it was.
         let commit_interval = commit_interval()?;
@@ -415,6 +487,9 @@ impl Importer {
                 let config = serde_json::to_vec(&spec.config)
                     .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
                 tx.put_meta("chain_config", &config)?;
+                if let Some(network) = network {
+                    tx.put_meta(NETWORK_KEY, network.name().as_bytes())?;
+                }
                 tx.put_schema_version()?;
                 tx.commit()?;
                 return Ok(Self {

@@ -46,6 +46,9 @@ pub struct RawBlock {
 /// files offsets are into the decompressed stream.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    /// An era file that breaks its format's rules or does not fit the stored chain.
+    #[error(transparent)]
+    Era(#[from] crate::era::EraError),
     /// The file could not be opened, or its first bytes could not be read.
     #[error("{path}: cannot open file: {source}")]
     Open {

@@ -303,7 +303,9 @@ impl Node {
                 };
                 let mut encoded = Vec::with_capacity(receipts.list.len());
                 for (receipt, bloom) in receipts.list.iter().zip(&receipts.blooms) {
-                    encoded.push(hex(consensus_receipt(receipt, *bloom)?.encoded_2718()));
+                    encoded.push(hex(quarry_executor::consensus_receipt(receipt, *bloom)
+                        .map_err(RpcError::Storage)?
+                        .encoded_2718()));
                 }
                 serde_json::Value::Array(encoded)
             }
@@ -428,32 +430,4 @@ pub enum RawPart {
     Header,
     Block,
     Receipts,
-}
-
-/// A stored receipt as the chain encodes it (what the receipts root commits to).
-fn consensus_receipt(
-    receipt: &quarry_storage::StoredReceipt,
-    bloom: alloy_primitives::Bloom,
-) -> Result<alloy_consensus::ReceiptEnvelope> {
-    let tx_type = alloy_consensus::TxType::try_from(receipt.tx_type).map_err(|_| {
-        RpcError::Storage(quarry_storage::Error::Corrupt(format!(
-            "receipt of unknown transaction type {}",
-            receipt.tx_type
-        )))
-    })?;
-    let status = match receipt.outcome {
-        quarry_storage::ReceiptOutcome::PostState(root) => {
-            alloy_consensus::Eip658Value::PostState(root)
-        }
-        quarry_storage::ReceiptOutcome::Status(ok) => alloy_consensus::Eip658Value::Eip658(ok),
-    };
-    let inner = alloy_consensus::Receipt {
-        status,
-        cumulative_gas_used: receipt.cumulative_gas_used,
-        logs: receipt.logs.clone(),
-    };
-    Ok(alloy_consensus::ReceiptEnvelope::from_typed(
-        tx_type,
-        alloy_consensus::ReceiptWithBloom::new(inner, bloom),
-    ))
 }

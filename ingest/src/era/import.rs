@@ -1,0 +1,182 @@
+//! An ingest's inputs in order (RLP files, era files, folders of era files) and an era file's
+//! way into the import pipeline: its checksum and format checked first, then its place in the
+//! stored chain (no gap, same network, total difficulty carried on), then its blocks executed
+//! and verified as any others.
+
+use super::{Checksums, EraError, era1};
+use crate::{Error, ImportStats, Importer, Progress, Result};
+use std::path::{Path, PathBuf};
+
+/// One input of an ingest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// A file of concatenated RLP blocks (plain or gzip).
+    Rlp(PathBuf),
+    /// An era file, known by its e2store version record.
+    Era(PathBuf),
+}
+
+impl Input {
+    pub fn path(&self) -> &Path {
+        match self {
+            Input::Rlp(path) | Input::Era(path) => path,
+        }
+    }
+}
+
+/// What an ingest reads, in order, and the checksums that vouch for its era files.
+#[derive(Debug, Clone)]
+pub struct EraFiles {
+    pub inputs: Vec<Input>,
+    pub checksums: Checksums,
+}
+
+/// The inputs `paths` name: a file as it is (an era file when its content says so), a folder
+/// as its era files in name order, checked against its `checksums.txt` if it has one. The
+/// bundled published lists and `lists` (`--era-checksums`) name the files they vouch for.
+pub fn era_files(paths: &[PathBuf], lists: &[PathBuf]) -> std::result::Result<EraFiles, EraError> {
+    let mut checksums = Checksums::bundled();
+    for list in lists {
+        checksums.add_file(list)?;
+    }
+    let mut inputs = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            inputs.push(if super::is_e2store(path) {
+                Input::Era(path.clone())
+            } else {
+                Input::Rlp(path.clone())
+            });
+            continue;
+        }
+        let files = folder_files(path)?;
+        let list = path.join("checksums.txt");
+        if list.is_file() {
+            checksums.add_folder_list(&list, &files)?;
+        }
+        inputs.extend(files.into_iter().map(Input::Era));
+    }
+    Ok(EraFiles { inputs, checksums })
+}
+
+/// A folder's era files (by content), sorted by name: era numbers are zero-padded, so that is
+/// their order.
+fn folder_files(dir: &Path) -> std::result::Result<Vec<PathBuf>, EraError> {
+    let open_error = |source| EraError::Open {
+        path: dir.display().to_string(),
+        source,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(open_error)? {
+        let path = entry.map_err(open_error)?.path();
+        if path.is_file() && super::is_e2store(&path) {
+            files.push(path);
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(EraError::File {
+            path: dir.display().to_string(),
+            reason: "the folder holds no era files".into(),
+        });
+    }
+    Ok(files)
+}
+
+impl Importer {
+    /// Imports one input: an RLP file as [`Importer::import_file`] does, an era file after
+    /// its checks.
+    pub fn import_input(
+        &mut self,
+        input: &Input,
+        checksums: &Checksums,
+        progress: &mut Progress,
+    ) -> Result<ImportStats> {
+        match input {
+            Input::Rlp(path) => self.import_file(path, progress),
+            Input::Era(path) => self.import_era1(path, checksums, progress),
+        }
+    }
+
+    /// Imports an era1 file: its published checksum (if a list names it) and every rule of
+    /// the format are checked before its first block is read for import, then it must
+    /// continue the stored chain; every block is then executed and verified, and the blocks
+    /// before a bad one are kept.
+    pub fn import_era1(
+        &mut self,
+        path: &Path,
+        checksums: &Checksums,
+        progress: &mut Progress,
+    ) -> Result<ImportStats> {
+        checksums.verify(path)?;
+        let summary = era1::check(path)?;
+        self.check_continues(path, &summary)?;
+        let name = path.display().to_string();
+        let mut blocks = era1::Era1Blocks::open(path, &summary)?;
+        progress.start_range(&name, summary.first, summary.last());
+        self.import_blocks(&name, &mut blocks, progress)
+    }
+
+    /// An era file's first block must come next after the stored head or among the stored
+    /// blocks, be this network's, and carry the stored total difficulty on.
+    fn check_continues(&self, path: &Path, summary: &era1::Era1Summary) -> Result<()> {
+        let (head, _) = self.head();
+        let first = summary.first;
+        if first > head + 1 {
+            return Err(EraError::Gap {
+                path: path.display().to_string(),
+                head,
+                expected: head + 1,
+                found: first,
+            }
+            .into());
+        }
+        let reader = self.database().reader()?;
+        let (first_hash, first_td) = summary.records[0];
+        let (anchor, found, parent_td) = match first.checked_sub(1) {
+            // Block 0 itself: it must be this datadir's genesis.
+            None => (0, first_hash, Some(alloy_primitives::U256::ZERO)),
+            Some(parent) => (
+                parent,
+                summary.first_parent,
+                reader.total_difficulty(parent)?,
+            ),
+        };
+        let stored = reader
+            .canonical_hash(anchor)?
+            .ok_or_else(|| quarry_storage::Error::Corrupt(format!("no block {anchor}")))?;
+        if stored != found {
+            let network = crate::stored_network(self.database())?
+                .map(|name| format!(" (this datadir holds {name})"))
+                .unwrap_or_default();
+            return Err(EraError::OtherNetwork {
+                path: path.display().to_string(),
+                block: anchor,
+                found,
+                stored,
+                network,
+            }
+            .into());
+        }
+        let parent_td = parent_td.ok_or_else(|| {
+            quarry_storage::Error::Corrupt(format!("no total difficulty {anchor}"))
+        })?;
+        let computed = parent_td + summary.first_difficulty;
+        if computed != first_td {
+            return Err(EraError::TotalDifficulty {
+                path: path.display().to_string(),
+                block: first,
+                found: first_td,
+                computed,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+impl From<EraError> for Error {
+    fn from(err: EraError) -> Self {
+        Error::Read(err.into())
+    }
+}

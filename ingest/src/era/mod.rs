@@ -1,0 +1,206 @@
+//! History files in and out: era1 (pre-merge) files read into the import pipeline and written
+//! from a datadir, the e2store container they share, and the published checksum lists that
+//! vouch for them. A file is known by its content (the e2store version record), not its name.
+
+pub mod checksums;
+pub mod e2store;
+pub mod era1;
+pub mod export;
+mod import;
+
+pub use checksums::Checksums;
+pub use import::{EraFiles, Input, era_files};
+
+use alloy_primitives::B256;
+use std::{io::Read, path::Path};
+
+/// Why an era file was refused. Every message names the file, and the block where there is one.
+#[derive(Debug, thiserror::Error)]
+pub enum EraError {
+    #[error("{path}: cannot open: {source}")]
+    Open {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: cannot write: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0}: not an era1 file (it does not open with the e2store version record 65 32)")]
+    NotEra(String),
+    #[error("{path}: block {block}: {reason}")]
+    Block {
+        path: String,
+        block: u64,
+        reason: String,
+    },
+    #[error("{path}: {reason}")]
+    File { path: String, reason: String },
+    #[error(
+        "{path}: sha256 {found}, but {list} lists {expected} for {name}: the file is damaged or not the published one"
+    )]
+    Checksum {
+        path: String,
+        name: String,
+        list: String,
+        expected: String,
+        found: String,
+    },
+    #[error(
+        "{path}: starts at block {found}, but the datadir's head is block {head}: expected block {expected} next (a gap, or era files out of order)"
+    )]
+    Gap {
+        path: String,
+        head: u64,
+        expected: u64,
+        found: u64,
+    },
+    #[error(
+        "{path}: block {block} ({found}) is not this datadir's block {block} ({stored}): the file is of another network{network}"
+    )]
+    OtherNetwork {
+        path: String,
+        block: u64,
+        found: B256,
+        stored: B256,
+        network: String,
+    },
+    #[error(
+        "{path}: block {block}'s total difficulty in the file is {found}, the stored chain gives {computed}"
+    )]
+    TotalDifficulty {
+        path: String,
+        block: u64,
+        found: alloy_primitives::U256,
+        computed: alloy_primitives::U256,
+    },
+}
+
+impl EraError {
+    pub fn invalid(path: &Path, block: Option<u64>, reason: impl Into<String>) -> Self {
+        let path = path.display().to_string();
+        let reason = reason.into();
+        match block {
+            Some(block) => EraError::Block {
+                path,
+                block,
+                reason,
+            },
+            None => EraError::File { path, reason },
+        }
+    }
+}
+
+/// Whether the file at `path` is an e2store file (era1 or ere): it opens with the version
+/// record. Unreadable files are not, and are then reported by whoever reads them next.
+pub fn is_e2store(path: &Path) -> bool {
+    let mut head = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut head))
+        .is_ok_and(|()| head == e2store::VERSION_HEADER)
+}
+
+/// The receipts root of a receipts record's RLP list as geth writes it: a legacy receipt is
+/// an RLP list, a typed one an RLP string holding its type byte and payload (EIP-2718), and
+/// the trie commits to each one's consensus encoding.
+pub fn receipts_root(list: &[u8]) -> Result<B256, String> {
+    let mut rest = list;
+    let header = alloy_rlp::Header::decode(&mut rest).map_err(|e| format!("receipts: {e}"))?;
+    if !header.list || rest.len() != header.payload_length {
+        return Err("receipts: not one RLP list".into());
+    }
+    let mut items = Vec::new();
+    while !rest.is_empty() {
+        let start = rest;
+        let item = alloy_rlp::Header::decode(&mut rest).map_err(|e| format!("receipts: {e}"))?;
+        let header_len = start.len() - rest.len();
+        let (payload, after) = rest
+            .split_at_checked(item.payload_length)
+            .ok_or("receipts: an item runs past the list")?;
+        items.push(if item.list {
+            &start[..header_len + item.payload_length]
+        } else {
+            payload
+        });
+        rest = after;
+    }
+    Ok(alloy_trie::root::ordered_trie_root_with_encoder(
+        &items,
+        |item, out| out.extend_from_slice(item),
+    ))
+}
+
+/// A whole block's RLP from its header's RLP and its body's (`[transactions, uncles, ...]`):
+/// the block list holds the header, then the body's fields.
+pub fn join_block(header: &[u8], body: &[u8]) -> Result<Vec<u8>, String> {
+    let mut rest = body;
+    let list = alloy_rlp::Header::decode(&mut rest).map_err(|e| format!("body: {e}"))?;
+    if !list.list || rest.len() != list.payload_length {
+        return Err("body: not one RLP list".into());
+    }
+    let block = alloy_rlp::Header {
+        list: true,
+        payload_length: header.len() + rest.len(),
+    };
+    let mut out = Vec::with_capacity(block.length_with_payload());
+    block.encode(&mut out);
+    out.extend_from_slice(header);
+    out.extend_from_slice(rest);
+    Ok(out)
+}
+
+/// The body's RLP (`[transactions, uncles, ...]`) of a whole block's RLP: what follows the
+/// header in the block list.
+pub fn split_block(block: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let mut rest = block;
+    let list = alloy_rlp::Header::decode(&mut rest).map_err(|e| format!("block: {e}"))?;
+    if !list.list || rest.len() != list.payload_length {
+        return Err("block: not one RLP list".into());
+    }
+    let start = rest;
+    let header = alloy_rlp::Header::decode(&mut rest).map_err(|e| format!("header: {e}"))?;
+    let header_len = start.len() - rest.len() + header.payload_length;
+    let (header_rlp, fields) = start
+        .split_at_checked(header_len)
+        .ok_or("block: header runs past the block")?;
+    let body = alloy_rlp::Header {
+        list: true,
+        payload_length: fields.len(),
+    };
+    let mut body_rlp = Vec::with_capacity(body.length_with_payload());
+    body.encode(&mut body_rlp);
+    body_rlp.extend_from_slice(fields);
+    Ok((header_rlp.to_vec(), body_rlp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_splits_and_joins_back() {
+        let header = alloy_consensus::Header {
+            number: 7,
+            ..Default::default()
+        };
+        let block = alloy_consensus::Block::<alloy_consensus::TxEnvelope>::new(
+            header.clone(),
+            alloy_consensus::BlockBody {
+                transactions: vec![],
+                ommers: vec![header],
+                withdrawals: None,
+            },
+        );
+        let rlp = alloy_rlp::encode(&block);
+        let (header_rlp, body_rlp) = split_block(&rlp).unwrap();
+        assert_eq!(join_block(&header_rlp, &body_rlp).unwrap(), rlp);
+        assert!(join_block(&header_rlp, &[0x80]).is_err());
+    }
+
+    #[test]
+    fn an_empty_receipts_list_has_the_empty_root() {
+        assert_eq!(receipts_root(&[0xc0]).unwrap(), alloy_trie::EMPTY_ROOT_HASH);
+        assert!(receipts_root(&[0xc2, 0x01]).is_err());
+    }
+}
