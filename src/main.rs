@@ -386,8 +386,10 @@ enum Command {
         #[arg(long, default_value_t = quarry_devchain::GenerateOptions::default().seed)]
         seed: u64,
         /// Fork schedule: `staged` (proof of work with uncles, the merge at block 12, then
-        /// Shanghai, Cancun, Prague and Osaka every 4 blocks) or `genesis` (every fork through
-        /// Osaka active at block 0, as geth --dev and reth --dev start).
+        /// Shanghai, Cancun, Prague and Osaka every 4 blocks), `genesis` (every fork through
+        /// Osaka active at block 0, as geth --dev and reth --dev start) or `pow` (every fork
+        /// through Gray Glacier at block 0 and never the merge: every block proof of work,
+        /// with uncles, for era1 export; no --fork-at).
         #[arg(long, default_value = "staged")]
         forks: quarry_devchain::Forks,
         /// Write a competing branch of the chain the other options describe: blocks 1..=N

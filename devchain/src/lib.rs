@@ -5,10 +5,12 @@
 //! `GenerateOptions::fork` writes a competing branch of a chain instead (the same blocks up to a fork
 //! point after the merge, different ones after it), for testing `quarry ingest --reorg`.
 //!
-//! Two fork schedules: `Forks::Staged` (the bundled devnet; see the `*_BLOCK` constants), proof of
-//! work with uncles up to block 11, the merge at block 12, Shanghai at 16, Cancun at 20, Prague at
-//! 24 and Osaka at 28; and `Forks::Genesis`, every fork through Osaka active from block 0, as
-//! `geth --dev`, `reth --dev` and anvil start their chains.
+//! Three fork schedules: `Forks::Staged` (the bundled devnet; see the `*_BLOCK` constants), proof
+//! of work with uncles up to block 11, the merge at block 12, Shanghai at 16, Cancun at 20, Prague
+//! at 24 and Osaka at 28; `Forks::Genesis`, every fork through Osaka active from block 0, as
+//! `geth --dev`, `reth --dev` and anvil start their chains; and `Forks::Pow`, every fork through
+//! Gray Glacier from block 0 and no merge ever, so that every block is proof of work: the chain
+//! to export as era1 files, which hold pre-merge blocks only.
 
 pub mod accounts;
 pub mod contracts;
@@ -93,6 +95,9 @@ pub enum Forks {
     Staged,
     /// Every fork through Osaka active at genesis: no proof of work, no uncles.
     Genesis,
+    /// Every fork through Gray Glacier active at genesis and no terminal total difficulty:
+    /// proof of work with uncles for ever, no withdrawals, no blob or EIP-7702 transactions.
+    Pow,
 }
 
 impl std::str::FromStr for Forks {
@@ -101,8 +106,9 @@ impl std::str::FromStr for Forks {
         match name {
             "staged" => Ok(Self::Staged),
             "genesis" => Ok(Self::Genesis),
+            "pow" => Ok(Self::Pow),
             other => Err(format!(
-                "unknown fork schedule {other:?}: expected \"staged\" or \"genesis\""
+                "unknown fork schedule {other:?}: expected \"staged\", \"genesis\" or \"pow\""
             )),
         }
     }
@@ -167,6 +173,12 @@ impl GenerateOptions {
                     fork.at
                 )));
             }
+            Forks::Pow => {
+                return Err(Error::GenerateOptions(format!(
+                    "--fork-at {} cannot be used with --forks pow: every block of that chain is proof of work, and a proof-of-work branch would have to be heavier than the chain it replaces",
+                    fork.at
+                )));
+            }
             Forks::Genesis if fork.at == 0 => {
                 return Err(Error::GenerateOptions(
                     "--fork-at must be at least 1: block 0 is the genesis both branches share"
@@ -210,17 +222,9 @@ pub fn account_count(txs_per_block: usize) -> usize {
 /// The genesis.json of a dev chain with `accounts` funded dev accounts and the fork schedule
 /// `forks`.
 pub fn genesis_json(accounts: &DevAccounts, forks: Forks) -> serde_json::Value {
-    let time = |block: u64| match forks {
-        Forks::Staged => GENESIS_TIMESTAMP + BLOCK_TIME * block,
-        Forks::Genesis => GENESIS_TIMESTAMP,
-    };
-    let (terminal_total_difficulty, difficulty, merge_block) = match forks {
-        Forks::Staged => (
-            MERGE_BLOCK * GENESIS_DIFFICULTY,
-            GENESIS_DIFFICULTY,
-            MERGE_BLOCK,
-        ),
-        Forks::Genesis => (0, 0, 0),
+    let difficulty = match forks {
+        Forks::Staged | Forks::Pow => GENESIS_DIFFICULTY,
+        Forks::Genesis => 0,
     };
     let mut alloc = serde_json::Map::new();
     for address in accounts.addresses() {
@@ -229,8 +233,9 @@ pub fn genesis_json(accounts: &DevAccounts, forks: Forks) -> serde_json::Value {
             serde_json::json!({ "balance": format!("{:#x}", DEV_BALANCE) }),
         );
     }
-    // The system contracts of EIP-4788, 2935, 7002 and 7251, as mainnet has them.
-    for (address, code) in [
+    // The system contracts of EIP-4788, 2935, 7002 and 7251, as mainnet has them; a chain that
+    // never reaches Cancun has no use for them (and their code needs PUSH0).
+    let system_contracts = [
         (eip4788::BEACON_ROOTS_ADDRESS, &eip4788::BEACON_ROOTS_CODE),
         (
             eip2935::HISTORY_STORAGE_ADDRESS,
@@ -244,13 +249,15 @@ pub fn genesis_json(accounts: &DevAccounts, forks: Forks) -> serde_json::Value {
             eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS,
             &eip7251::CONSOLIDATION_REQUEST_PREDEPLOY_CODE,
         ),
-    ] {
-        alloc.insert(
-            address.to_string(),
-            serde_json::json!({ "balance": "0x0", "nonce": "0x1", "code": code.to_string() }),
-        );
+    ];
+    if forks != Forks::Pow {
+        for (address, code) in system_contracts {
+            alloc.insert(
+                address.to_string(),
+                serde_json::json!({ "balance": "0x0", "nonce": "0x1", "code": code.to_string() }),
+            );
+        }
     }
-    let blob = |target: u64, max: u64, fraction: u64| serde_json::json!({ "target": target, "max": max, "baseFeeUpdateFraction": fraction });
     let mut genesis = serde_json::json!({
         "config": {
             "chainId": CHAIN_ID,
@@ -267,19 +274,6 @@ pub fn genesis_json(accounts: &DevAccounts, forks: Forks) -> serde_json::Value {
             "londonBlock": 0,
             "arrowGlacierBlock": 0,
             "grayGlacierBlock": 0,
-            // geth and reth name the merge by block as well as by total difficulty (without
-            // mergeNetsplitBlock reth takes every block for proof of work).
-            "mergeNetsplitBlock": merge_block,
-            "terminalTotalDifficulty": terminal_total_difficulty,
-            "shanghaiTime": time(SHANGHAI_BLOCK),
-            "cancunTime": time(CANCUN_BLOCK),
-            "pragueTime": time(PRAGUE_BLOCK),
-            "osakaTime": time(OSAKA_BLOCK),
-            "blobSchedule": {
-                "cancun": blob(3, 6, 3_338_477),
-                "prague": blob(6, 9, 5_007_716),
-                "osaka": blob(6, 9, 5_007_716),
-            },
         },
         "nonce": "0x0",
         "timestamp": format!("{GENESIS_TIMESTAMP:#x}"),
@@ -290,11 +284,47 @@ pub fn genesis_json(accounts: &DevAccounts, forks: Forks) -> serde_json::Value {
         "coinbase": Address::ZERO.to_string(),
         "alloc": alloc,
     });
-    if forks == Forks::Staged {
+    for (key, value) in merge_and_later_forks(forks) {
+        genesis["config"][key] = value;
+    }
+    if forks != Forks::Genesis {
         // Proof of work before the merge, named as geth and reth expect it.
         genesis["config"]["ethash"] = serde_json::json!({});
     }
     genesis
+}
+
+/// The config entries of `forks` after Gray Glacier: the merge and the forks by timestamp.
+/// Nothing for `Forks::Pow`: without a terminal total difficulty the chain never merges.
+fn merge_and_later_forks(forks: Forks) -> Vec<(&'static str, serde_json::Value)> {
+    let (time, terminal_total_difficulty, merge_block): (fn(u64) -> u64, u64, u64) = match forks {
+        Forks::Staged => (
+            |block| GENESIS_TIMESTAMP + BLOCK_TIME * block,
+            MERGE_BLOCK * GENESIS_DIFFICULTY,
+            MERGE_BLOCK,
+        ),
+        Forks::Genesis => (|_| GENESIS_TIMESTAMP, 0, 0),
+        Forks::Pow => return Vec::new(),
+    };
+    let blob = |target: u64, max: u64, fraction: u64| serde_json::json!({ "target": target, "max": max, "baseFeeUpdateFraction": fraction });
+    vec![
+        // geth and reth name the merge by block as well as by total difficulty (without
+        // mergeNetsplitBlock reth takes every block for proof of work).
+        ("mergeNetsplitBlock", merge_block.into()),
+        ("terminalTotalDifficulty", terminal_total_difficulty.into()),
+        ("shanghaiTime", time(SHANGHAI_BLOCK).into()),
+        ("cancunTime", time(CANCUN_BLOCK).into()),
+        ("pragueTime", time(PRAGUE_BLOCK).into()),
+        ("osakaTime", time(OSAKA_BLOCK).into()),
+        (
+            "blobSchedule",
+            serde_json::json!({
+                "cancun": blob(3, 6, 3_338_477),
+                "prague": blob(6, 9, 5_007_716),
+                "osaka": blob(6, 9, 5_007_716),
+            }),
+        ),
+    ]
 }
 
 /// Writes `out/genesis.json` and `out/chain.rlp` for `options`. `on_block` sees the running
@@ -351,6 +381,7 @@ pub fn generate(
             let fees = Fees {
                 base_fee: verify::expected_base_fee(&spec, &parent).unwrap_or_default(),
                 cancun: spec.is_cancun_active_at_timestamp(timestamp),
+                prague: spec.is_prague_active_at_timestamp(timestamp),
             };
             let (transactions, senders) = planner.block(number, fees)?;
             let ommers = if merged {
@@ -358,18 +389,15 @@ pub fn generate(
             } else {
                 uncles(&spec, &tx, number)?
             };
-            let withdrawals = (0..WITHDRAWALS_PER_BLOCK)
-                .map(|k| {
-                    withdrawal_index += 1;
-                    Withdrawal {
-                        index: withdrawal_index,
-                        validator_index: (number * WITHDRAWALS_PER_BLOCK + k) % 64,
-                        address: accounts
-                            .address(planner.rng().below(accounts.len() as u64) as usize),
-                        amount: 1 + planner.rng().below(32_000_000_000),
-                    }
-                })
-                .collect();
+            let withdrawals = match options.forks {
+                // Drawn even before Shanghai, where build_block leaves them out, so that the
+                // staged chain's later blocks stay what they have always been.
+                Forks::Staged | Forks::Genesis => {
+                    withdrawals(&mut planner, &accounts, number, &mut withdrawal_index)
+                }
+                // Never Shanghai: nothing to draw.
+                Forks::Pow => Vec::new(),
+            };
             let template = BlockTemplate {
                 timestamp,
                 beneficiary: MINER,
@@ -418,6 +446,27 @@ pub fn generate(
     std::fs::rename(&partial_path, &chain_path).map_err(io(&chain_path))?;
     summary.elapsed = started.elapsed();
     Ok(summary)
+}
+
+/// The withdrawals of block `number`, drawn from the plan's random stream; `index` is the last
+/// withdrawal index used so far.
+fn withdrawals(
+    planner: &mut Planner<'_>,
+    accounts: &DevAccounts,
+    number: u64,
+    index: &mut u64,
+) -> Vec<Withdrawal> {
+    (0..WITHDRAWALS_PER_BLOCK)
+        .map(|k| {
+            *index += 1;
+            Withdrawal {
+                index: *index,
+                validator_index: (number * WITHDRAWALS_PER_BLOCK + k) % 64,
+                address: accounts.address(planner.rng().below(accounts.len() as u64) as usize),
+                amount: 1 + planner.rng().below(32_000_000_000),
+            }
+        })
+        .collect()
 }
 
 /// The uncles of proof-of-work block `number`: one in blocks 3, 7, 11…, two in blocks 5, 9…

@@ -63,11 +63,14 @@ pub struct Planner<'a> {
     next_sender: usize,
 }
 
-/// The fee context of the block being planned.
+/// The fee context of the block being planned, and the forks that allow its scripted
+/// transaction types: blob transactions from Cancun on, EIP-7702 ones from Prague on (a
+/// `Forks::Pow` chain reaches neither).
 #[derive(Debug, Clone, Copy)]
 pub struct Fees {
     pub base_fee: u64,
     pub cancun: bool,
+    pub prague: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -112,7 +115,7 @@ impl<'a> Planner<'a> {
             2 => self.first_uses(&mut unsigned, fees),
             _ => {}
         }
-        if number == PRAGUE_BLOCK {
+        if number == PRAGUE_BLOCK && fees.prague {
             self.delegation(&mut unsigned, fees)?;
         }
         if fees.cancun {
@@ -135,7 +138,8 @@ impl<'a> Planner<'a> {
     }
 
     /// Block 1: the contracts, each deployed with a different transaction type, and a legacy
-    /// transfer without replay protection.
+    /// transfer without replay protection. The contracts are compiled for London (no PUSH0),
+    /// so a chain that never leaves proof of work deploys them too.
     fn deployments(&mut self, out: &mut Vec<Unsigned>, fees: Fees) {
         let supply = U256::from(AIRDROP) * U256::from(1_000_000u64);
         let token = token_creation(supply);

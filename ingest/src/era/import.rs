@@ -42,11 +42,7 @@ pub fn era_files(paths: &[PathBuf], lists: &[PathBuf]) -> std::result::Result<Er
     let mut inputs = Vec::new();
     for path in paths {
         if !path.is_dir() {
-            inputs.push(if super::is_e2store(path) {
-                Input::Era(path.clone())
-            } else {
-                Input::Rlp(path.clone())
-            });
+            inputs.push(classify(path)?);
             continue;
         }
         let files = folder_files(path)?;
@@ -57,6 +53,30 @@ pub fn era_files(paths: &[PathBuf], lists: &[PathBuf]) -> std::result::Result<Er
         inputs.extend(files.into_iter().map(Input::Era));
     }
     Ok(EraFiles { inputs, checksums })
+}
+
+/// A file by its first bytes: an era file opens with the e2store version record, a file of RLP
+/// blocks with a list header (or gzip's magic). An empty or unreadable file is left to the RLP
+/// reader, which imports nothing from the one and names the other.
+fn classify(path: &Path) -> std::result::Result<Input, EraError> {
+    if super::is_e2store(path) {
+        return Ok(Input::Era(path.to_path_buf()));
+    }
+    let mut first = [0u8; 2];
+    let read = std::fs::File::open(path).and_then(|mut file| {
+        use std::io::Read;
+        file.read(&mut first)
+    });
+    match read {
+        Ok(n) if n > 0 && first[0] < 0xc0 && first != [0x1f, 0x8b] => Err(EraError::File {
+            path: path.display().to_string(),
+            reason: format!(
+                "neither an era file (it does not open with the e2store version record 65 32) nor a file of RLP blocks (its first byte is 0x{:02x}, not a list)",
+                first[0]
+            ),
+        }),
+        _ => Ok(Input::Rlp(path.to_path_buf())),
+    }
 }
 
 /// A folder's era files (by content), sorted by name: era numbers are zero-padded, so that is

@@ -1,0 +1,542 @@
+//! Public networks by name and era1 history files, end to end with the real binary, on mainnet's
+//! real era 0 (testdata/era1, blocks 0–8191): import, serve, export and import again, and every
+//! kind of bad input. Expected values come from outside quarry: the published block 8191 hash
+//! and total difficulty, the published genesis hashes, and a miner's balance summed here from
+//! the file's own headers and uncles by the Frontier reward rules.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use alloy_consensus::Header;
+use alloy_primitives::{Address, B256, U256, b256};
+use alloy_rlp::Decodable;
+use serde_json::json;
+use std::{
+    ffi::OsStr,
+    io::Read,
+    path::{Path, PathBuf},
+    sync::OnceLock,
+};
+use support::{Server, quarry_fails, run_quarry, stored_head};
+
+const ERA0_NAME: &str = "mainnet-00000-5ec1ffb8.era1";
+const BLOCK_8191: B256 =
+    b256!("0xa6860fefa339c963e1bb622526cc8dd4344eedd2a9b969e74de5cccc445fbed4");
+const TD_8191: &str = "0x4c6ed9b5e35a8";
+
+fn era0() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/era1")
+        .join(ERA0_NAME)
+}
+
+fn quarry<'a>(args: &'a [&'a OsStr]) -> (String, String) {
+    run_quarry(args.iter().copied())
+}
+
+fn fails(args: &[&OsStr]) -> String {
+    quarry_fails(args.iter().copied())
+}
+
+fn os(text: &str) -> &OsStr {
+    OsStr::new(text)
+}
+
+/// A datadir holding mainnet's era 0, imported once per test binary run.
+fn mainnet_era0() -> &'static Path {
+    static DATADIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, datadir) = DATADIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let datadir = dir.path().join("mainnet");
+        let (stdout, _) = quarry(&[
+            os("ingest"),
+            os("--chain"),
+            os("mainnet"),
+            os("--datadir"),
+            datadir.as_os_str(),
+            era0().as_os_str(),
+        ]);
+        assert!(
+            stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
+            "{stdout}"
+        );
+        (dir, datadir)
+    });
+    datadir
+}
+
+/// One e2store record: its type and data.
+type Record = (u16, Vec<u8>);
+
+/// An e2store file's records, read here by the format's definition (not quarry's reader).
+fn records(path: &Path) -> Vec<Record> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let kind = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+        let len = u32::from_le_bytes(bytes[at + 2..at + 6].try_into().unwrap()) as usize;
+        out.push((kind, bytes[at + 8..at + 8 + len].to_vec()));
+        at += 8 + len;
+    }
+    out
+}
+
+/// A record's data, decompressed when it is snappy-framed (header, body, receipts).
+fn plain((kind, data): &Record) -> Vec<u8> {
+    if matches!(kind, 3..=5) {
+        let mut out = Vec::new();
+        snap::read::FrameDecoder::new(data.as_slice())
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    } else {
+        data.clone()
+    }
+}
+
+/// Frontier's rewards (no transactions in era 0, so no fees): the miner of a block gets 5 ether
+/// plus 1/32 of that per uncle, an uncle's miner (8 + uncle - block) / 8 of 5 ether.
+fn balance_from_rewards(path: &Path, who: Address, genesis_balance: U256) -> U256 {
+    let ether = U256::from(10).pow(U256::from(18));
+    let reward = ether * U256::from(5);
+    let mut balance = genesis_balance;
+    let all = records(path);
+    let headers: Vec<&Record> = all.iter().filter(|r| r.0 == 3).collect();
+    let bodies: Vec<&Record> = all.iter().filter(|r| r.0 == 4).collect();
+    for (header, body) in headers.iter().zip(&bodies) {
+        let header = Header::decode(&mut plain(header).as_slice()).unwrap();
+        let body = plain(body);
+        let mut rest = body.as_slice();
+        alloy_rlp::Header::decode(&mut rest).unwrap();
+        let _transactions = alloy_rlp::Header::decode_bytes(&mut rest, true).unwrap();
+        let uncles: Vec<Header> = Vec::decode(&mut rest).unwrap();
+        if header.number == 0 {
+            continue;
+        }
+        if header.beneficiary == who {
+            balance += reward + reward / U256::from(32) * U256::from(uncles.len());
+        }
+        for uncle in uncles.iter().filter(|u| u.beneficiary == who) {
+            balance += reward * U256::from(8 + uncle.number - header.number) / U256::from(8);
+        }
+    }
+    balance
+}
+
+#[test]
+fn mainnet_era0_imports_verified_and_answers_for_mainnet() {
+    let datadir = mainnet_era0();
+    let server = Server::start(datadir, "");
+    let block = server.result("eth_getBlockByNumber", json!(["0x1fff", false]));
+    assert_eq!(block["hash"], json!(BLOCK_8191.to_string()));
+    assert_eq!(block["totalDifficulty"], json!(TD_8191));
+    assert_eq!(server.result("eth_chainId", json!([])), json!("0x1"));
+    assert_eq!(server.result("net_version", json!([])), json!("1"));
+
+    // Block 8191's miner, its balance summed from the file's headers and uncles.
+    let miner: Address = serde_json::from_value(block["miner"].clone()).unwrap();
+    let genesis: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("executor/res/genesis/mainnet.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let allocated = genesis["alloc"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(address, _)| address.parse::<Address>().unwrap() == miner)
+        .map_or(U256::ZERO, |(_, account)| {
+            account["balance"].as_str().unwrap().parse().unwrap()
+        });
+    let expected = balance_from_rewards(&era0(), miner, allocated);
+    let balance = server.result("eth_getBalance", json!([miner, "0x1fff"]));
+    assert_eq!(balance, json!(format!("{expected:#x}")), "miner {miner}");
+
+    // The 1,410 uncles of era 0 are all served where the file has them.
+    let all = records(&era0());
+    let mut uncles = 0;
+    let mut calls = Vec::new();
+    for (number, body) in all.iter().filter(|r| r.0 == 4).enumerate() {
+        let body = plain(body);
+        let mut rest = body.as_slice();
+        alloy_rlp::Header::decode(&mut rest).unwrap();
+        alloy_rlp::Header::decode_bytes(&mut rest, true).unwrap();
+        let count = Vec::<Header>::decode(&mut rest).unwrap().len();
+        uncles += count;
+        if count > 0 && calls.len() < 100 {
+            calls.push((number, count));
+        }
+    }
+    assert_eq!(uncles, 1410);
+    let answers = server.batch(
+        &calls
+            .iter()
+            .map(|(n, _)| ("eth_getUncleCountByBlockNumber", json!([format!("{n:#x}")])))
+            .collect::<Vec<_>>(),
+    );
+    for ((number, count), answer) in calls.iter().zip(answers) {
+        assert_eq!(
+            answer["result"],
+            json!(format!("{count:#x}")),
+            "block {number}"
+        );
+    }
+}
+
+#[test]
+fn every_network_writes_its_published_genesis_and_the_datadir_remembers_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let published = [
+        (
+            "mainnet",
+            "0xd4e56740f876aef8c010b86a40d5f56745a118d0906a34e69aec8c0db1cb8fa3",
+        ),
+        (
+            "sepolia",
+            "0x25a5cc106eea7138acab33231d7160d69cb777ee0c2c553fcddf5138993e6dd9",
+        ),
+        (
+            "holesky",
+            "0xb5f7f912443c940f21fd611f12828d75b534364ed9e95ca4e307729a4661bde4",
+        ),
+        (
+            "hoodi",
+            "0xbbe312868b376a3001692a646dd2d7d1e4406380dfd86b98aa8a34d1557c971b",
+        ),
+    ];
+    for (network, hash) in published {
+        let datadir = dir.path().join(network);
+        let args = [
+            os("ingest"),
+            os("--chain"),
+            os(network),
+            os("--datadir"),
+            datadir.as_os_str(),
+        ];
+        let (stdout, _) = quarry(&args);
+        assert!(
+            stdout.contains(&format!("head: block 0 ({hash})")),
+            "{network}: {stdout}"
+        );
+    }
+    let sepolia = dir.path().join("sepolia");
+    // Later commands need no --chain; another network's is refused.
+    let (stdout, _) = quarry(&[os("ingest"), os("--datadir"), sepolia.as_os_str()]);
+    assert!(stdout.contains("head: block 0 (0x25a5cc10"), "{stdout}");
+    let err = fails(&[
+        os("ingest"),
+        os("--chain"),
+        os("mainnet"),
+        os("--datadir"),
+        sepolia.as_os_str(),
+    ]);
+    assert!(err.contains("holds sepolia, not mainnet"), "{err}");
+    let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet/genesis.json");
+    let err = fails(&[
+        os("ingest"),
+        os("--genesis"),
+        devnet.as_os_str(),
+        os("--datadir"),
+        sepolia.as_os_str(),
+    ]);
+    assert!(err.contains("different chain"), "{err}");
+    let empty = dir.path().join("empty");
+    let err = fails(&[os("ingest"), os("--datadir"), empty.as_os_str()]);
+    assert!(
+        err.contains("holds no chain yet") && err.contains("--chain"),
+        "{err}"
+    );
+    assert!(
+        !empty.exists(),
+        "a refused ingest created {}",
+        empty.display()
+    );
+    let err = fails(&[
+        os("ingest"),
+        os("--chain"),
+        os("goerli"),
+        os("--datadir"),
+        empty.as_os_str(),
+    ]);
+    assert!(err.contains("goerli"), "{err}");
+
+    let server = Server::start(&sepolia, "");
+    assert_eq!(server.result("eth_chainId", json!([])), json!("0xaa36a7"));
+    assert_eq!(server.result("net_version", json!([])), json!("11155111"));
+}
+
+#[test]
+fn export_then_import_gives_identical_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (stdout, _) = quarry(&[
+        os("export-era"),
+        os("--datadir"),
+        mainnet_era0().as_os_str(),
+        os("--out"),
+        out.as_os_str(),
+    ]);
+    assert!(stdout.contains("blocks 0 to 8191"), "{stdout}");
+    let exported = out.join(ERA0_NAME);
+    let (original, copy) = (records(&era0()), records(&exported));
+    assert_eq!(original.len(), copy.len());
+    for (i, (a, b)) in original.iter().zip(&copy).enumerate() {
+        assert_eq!(a.0, b.0, "record {i}'s type");
+        assert_eq!(plain(a), plain(b), "record {i} (type {:#x})", a.0);
+    }
+    // checksums.txt as geth and reth write it: one 0x-prefixed sha256 a line.
+    let list = std::fs::read_to_string(out.join("checksums.txt")).unwrap();
+    let sum = {
+        use sha2::Digest;
+        alloy_primitives::hex::encode(sha2::Sha256::digest(std::fs::read(&exported).unwrap()))
+    };
+    assert_eq!(list, format!("0x{sum}\n"));
+
+    // The folder imports again, checked against its checksums.txt.
+    let datadir = dir.path().join("again");
+    let (stdout, _) = quarry(&[
+        os("ingest"),
+        os("--chain"),
+        os("mainnet"),
+        os("--datadir"),
+        datadir.as_os_str(),
+        out.as_os_str(),
+    ]);
+    assert!(
+        stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
+        "{stdout}"
+    );
+
+    let err = fails(&[
+        os("export-era"),
+        os("--datadir"),
+        mainnet_era0().as_os_str(),
+        os("--out"),
+        dir.path().join("later").as_os_str(),
+        os("--from-era"),
+        os("1"),
+        os("--to-era"),
+        os("1"),
+    ]);
+    assert!(
+        err.contains("era 1 starts at block 8192") && err.contains("8191"),
+        "{err}"
+    );
+}
+
+/// A copy of era 0 with one byte of record `index`'s data changed, named `name`.
+fn damaged_copy(dir: &Path, name: &str, record: usize, at: usize) -> PathBuf {
+    let mut bytes = std::fs::read(era0()).unwrap();
+    let mut offset = 0;
+    for _ in 0..record {
+        let len = u32::from_le_bytes(bytes[offset + 2..offset + 6].try_into().unwrap()) as usize;
+        offset += 8 + len;
+    }
+    bytes[offset + 8 + at] ^= 0x55;
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn ingest_mainnet(datadir: &Path, file: &Path) -> Vec<&'static OsStr> {
+    let leak =
+        |p: &Path| -> &'static OsStr { Box::leak(p.as_os_str().to_owned().into_boxed_os_str()) };
+    vec![
+        os("ingest"),
+        os("--chain"),
+        os("mainnet"),
+        os("--datadir"),
+        leak(datadir),
+        leak(file),
+    ]
+}
+
+#[test]
+fn a_damaged_record_keeps_the_blocks_before_it_and_a_good_file_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    // Record 1 + 4 * 5000 + 1 is block 5000's body; its last byte is inside a CRC-checked chunk.
+    let body = 1 + 4 * 5000 + 1;
+    let file = damaged_copy(dir.path(), "damaged.era1", body, 20);
+    let datadir = dir.path().join("d");
+    let err = fails(&ingest_mainnet(&datadir, &file));
+    assert!(
+        err.contains("damaged.era1") && err.contains("block 5000"),
+        "{err}"
+    );
+    assert_eq!(stored_head(&datadir).0, 4999);
+    let (stdout, _) = quarry(&ingest_mainnet(&datadir, &era0()));
+    assert!(
+        stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_damaged_file_under_its_published_name_fails_its_checksum_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = damaged_copy(dir.path(), ERA0_NAME, 1 + 4 * 100, 10);
+    let datadir = dir.path().join("d");
+    let err = fails(&ingest_mainnet(&datadir, &file));
+    assert!(
+        err.contains(ERA0_NAME) && err.contains("sha256") && err.contains("9c3f42e0"),
+        "{err}"
+    );
+    assert_eq!(stored_head(&datadir).0, 0);
+
+    // A list given with --era-checksums vouches for files of other names.
+    let renamed = dir.path().join("renamed.era1");
+    std::fs::copy(&file, &renamed).unwrap();
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, format!("{}  renamed.era1\n", "00".repeat(32))).unwrap();
+    let mut args = ingest_mainnet(&datadir, &renamed);
+    args.extend([
+        os("--era-checksums"),
+        Box::leak(list.into_os_string().into_boxed_os_str()),
+    ]);
+    let err = fails(&args);
+    assert!(
+        err.contains("renamed.era1") && err.contains("list.txt"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_damaged_header_or_accumulator_imports_nothing_of_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let datadir = dir.path().join("d");
+    // Block 3000's header record: the file's accumulator no longer holds (or its CRC fails).
+    let header = damaged_copy(dir.path(), "header.era1", 1 + 4 * 3000, 30);
+    let err = fails(&ingest_mainnet(&datadir, &header));
+    assert!(
+        err.contains("header.era1") && err.contains("block 3000"),
+        "{err}"
+    );
+    assert_eq!(stored_head(&datadir).0, 0);
+    let accumulator = damaged_copy(dir.path(), "acc.era1", 1 + 4 * 8192, 0);
+    let err = fails(&ingest_mainnet(&datadir, &accumulator));
+    assert!(
+        err.contains("acc.era1") && err.contains("accumulator"),
+        "{err}"
+    );
+    // A total difficulty that is not the sum of the difficulties.
+    let td = damaged_copy(dir.path(), "td.era1", 1 + 4 * 77 + 3, 0);
+    let err = fails(&ingest_mainnet(&datadir, &td));
+    assert!(
+        err.contains("td.era1") && err.contains("block 77") && err.contains("total difficulty"),
+        "{err}"
+    );
+    // The block index must name the header records where they stand.
+    let index = damaged_copy(dir.path(), "index.era1", 1 + 4 * 8192 + 1, 8 + 8 * 12);
+    let err = fails(&ingest_mainnet(&datadir, &index));
+    assert!(
+        err.contains("index.era1") && err.contains("block 12") && err.contains("index"),
+        "{err}"
+    );
+    assert_eq!(stored_head(&datadir).0, 0);
+}
+
+#[test]
+fn truncated_foreign_and_unreadable_files_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let datadir = dir.path().join("d");
+    let bytes = std::fs::read(era0()).unwrap();
+    let truncated = dir.path().join("truncated.era1");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let err = fails(&ingest_mainnet(&datadir, &truncated));
+    assert!(
+        err.contains("truncated.era1") && err.contains("ends"),
+        "{err}"
+    );
+    assert_eq!(stored_head(&datadir).0, 0);
+
+    // Not an era file at all: neither e2store nor RLP blocks.
+    let text = dir.path().join("notes.era1");
+    std::fs::write(&text, "these are not blocks\n").unwrap();
+    let err = fails(&ingest_mainnet(&datadir, &text));
+    assert!(err.contains("notes.era1") && err.contains("era"), "{err}");
+
+    // An e2store file of another kind (a consensus-layer era file's block record).
+    let mut other = bytes[..8].to_vec();
+    other.extend_from_slice(&[0x01, 0x00, 0x02, 0, 0, 0, 0, 0, 0xaa, 0xbb]);
+    let beacon = dir.path().join("beacon.era");
+    std::fs::write(&beacon, other).unwrap();
+    let err = fails(&ingest_mainnet(&datadir, &beacon));
+    assert!(
+        err.contains("beacon.era") && err.contains("0x0001"),
+        "{err}"
+    );
+
+    // Mainnet's history into a Sepolia datadir.
+    let sepolia = dir.path().join("sepolia");
+    let err = fails(&[
+        os("ingest"),
+        os("--chain"),
+        os("sepolia"),
+        os("--datadir"),
+        sepolia.as_os_str(),
+        era0().as_os_str(),
+    ]);
+    assert!(
+        err.contains(ERA0_NAME) && err.contains("another network") && err.contains("sepolia"),
+        "{err}"
+    );
+    assert_eq!(stored_head(&sepolia).0, 0);
+
+    let err = fails(&ingest_mainnet(&datadir, &dir.path().join("missing.era1")));
+    assert!(err.contains("missing.era1"), "{err}");
+}
+
+#[test]
+fn era1_holds_only_pre_merge_blocks() {
+    // The bundled devnet merges at block 12: by default its first 12 blocks are written, and
+    // asking for the whole era points to ere.
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
+    let datadir = dir.path().join("devnet");
+    quarry(&[
+        os("ingest"),
+        os("--genesis"),
+        devnet.join("genesis.json").as_os_str(),
+        os("--datadir"),
+        datadir.as_os_str(),
+        devnet.join("chain.rlp").as_os_str(),
+    ]);
+    let out = dir.path().join("out");
+    let (stdout, _) = quarry(&[
+        os("export-era"),
+        os("--datadir"),
+        datadir.as_os_str(),
+        os("--out"),
+        out.as_os_str(),
+    ]);
+    assert!(stdout.contains("blocks 0 to 11"), "{stdout}");
+    let err = fails(&[
+        os("export-era"),
+        os("--datadir"),
+        datadir.as_os_str(),
+        os("--out"),
+        out.as_os_str(),
+        os("--to-era"),
+        os("0"),
+    ]);
+    assert!(
+        err.contains("block 12") && err.contains("--format ere"),
+        "{err}"
+    );
+
+    // The pre-merge part, with its transactions and receipts, imports again.
+    let again = dir.path().join("again");
+    let (stdout, _) = quarry(&[
+        os("ingest"),
+        os("--genesis"),
+        devnet.join("genesis.json").as_os_str(),
+        os("--datadir"),
+        again.as_os_str(),
+        out.as_os_str(),
+    ]);
+    assert!(stdout.contains("head: block 11 "), "{stdout}");
+}
