@@ -1,7 +1,10 @@
 //! `quarry export-era`: a datadir's stored history written out as era1 files.
 
 use eyre::{Context, Result, bail};
-use quarry_ingest::era::export::{ExportOptions, export_era1};
+use quarry_ingest::era::{
+    Format,
+    export::{ExportOptions, export},
+};
 use quarry_storage::Database;
 use std::path::PathBuf;
 
@@ -27,7 +30,8 @@ pub struct ExportEraArgs {
     /// The first era to write (era N holds blocks N*8192 to N*8192+8191).
     #[arg(long, default_value_t = 0)]
     from_era: u64,
-    /// The last era to write (default: the era of the last stored pre-merge block).
+    /// The last era to write (default: the head's era; for era1, the era of the last stored
+    /// pre-merge block).
     #[arg(long)]
     to_era: Option<u64>,
 }
@@ -36,17 +40,18 @@ pub fn run(args: &ExportEraArgs) -> Result<()> {
     if !args.datadir.join("mdbx.dat").exists() {
         bail!("no quarry database in {}", args.datadir.display());
     }
-    if args.format == EraFormat::Ere {
-        bail!("--format ere is not built yet: quarry writes era1 (pre-merge history) only");
-    }
     let db = Database::open(&args.datadir)
         .wrap_err_with(|| format!("cannot open database in {}", args.datadir.display()))?;
     let options = ExportOptions {
         out: args.out.clone(),
+        format: match args.format {
+            EraFormat::Era1 => Format::Era1,
+            EraFormat::Ere => Format::Ere,
+        },
         from_era: args.from_era,
         to_era: args.to_era,
     };
-    let written = export_era1(&db, &options)?;
+    let written = export(&db, &options)?;
     for file in &written {
         println!(
             "{}: blocks {} to {}",
@@ -56,8 +61,12 @@ pub fn run(args: &ExportEraArgs) -> Result<()> {
         );
     }
     println!(
-        "wrote {} era1 files and {}",
+        "wrote {} {} files and {}",
         written.len(),
+        match args.format {
+            EraFormat::Era1 => "era1",
+            EraFormat::Ere => "ere",
+        },
         args.out.join("checksums.txt").display()
     );
     Ok(())

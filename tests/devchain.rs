@@ -15,7 +15,7 @@ use quarry_devchain::{
 };
 use serde_json::{Value, json};
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
 };
 use support::{
@@ -232,6 +232,82 @@ fn a_chain_with_every_fork_at_genesis_ingests() {
         "no delegation in block 24"
     );
     assert_eq!(server.result("eth_blockNumber", json!([])), json!("0x19"));
+}
+
+/// `--forks pow`: every fork through Gray Glacier from block 0 and no merge, so that every
+/// block is proof of work (nonzero difficulty, uncles, no withdrawals), with legacy,
+/// access-list and EIP-1559 transactions and logs in their receipts: the chain era1 files are
+/// made from. The same options give the same bytes; `--fork-at` is refused.
+#[test]
+fn a_proof_of_work_chain_never_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--forks", "pow", "--blocks", "40", "--txs-per-block", "4"];
+    let (chain, again) = (dir.path().join("chain"), dir.path().join("again"));
+    devchain(&chain, &args);
+    devchain(&again, &args);
+    for file in ["genesis.json", "chain.rlp"] {
+        assert_eq!(read(chain.join(file)), read(again.join(file)), "{file}");
+    }
+    let genesis: Value = serde_json::from_slice(&read(chain.join("genesis.json"))).unwrap();
+    let config = &genesis["config"];
+    for absent in [
+        "terminalTotalDifficulty",
+        "mergeNetsplitBlock",
+        "shanghaiTime",
+        "cancunTime",
+        "pragueTime",
+        "osakaTime",
+        "blobSchedule",
+    ] {
+        assert!(config.get(absent).is_none(), "{absent}: {config}");
+    }
+    assert_eq!(config["grayGlacierBlock"], 0);
+    assert_eq!(config["ethash"], json!({}));
+
+    let blocks = decode_blocks(&read(chain.join("chain.rlp")));
+    assert_eq!(blocks.len(), 40);
+    let datadir = ingested(&chain);
+    assert_eq!(stored_head(&datadir), (40, blocks[39].header.hash_slow()));
+    let server = Server::start(&datadir, "");
+    assert_eq!(server.result("eth_blockNumber", json!([])), json!("0x28"));
+    let (mut uncles, mut types, mut types_with_logs) = (0, BTreeSet::new(), BTreeSet::new());
+    for number in 1..=40u64 {
+        let block = server.result(
+            "eth_getBlockByNumber",
+            json!([format!("{number:#x}"), false]),
+        );
+        assert_ne!(block["difficulty"], "0x0", "block {number}");
+        assert!(block["withdrawals"].is_null(), "block {number}");
+        assert!(block["blobGasUsed"].is_null(), "block {number}");
+        uncles += block["uncles"].as_array().unwrap().len();
+        let receipts = server.result("eth_getBlockReceipts", json!([format!("{number:#x}")]));
+        for receipt in receipts.as_array().unwrap() {
+            let kind = receipt["type"].as_str().unwrap().to_string();
+            if !receipt["logs"].as_array().unwrap().is_empty() {
+                types_with_logs.insert(kind.clone());
+            }
+            types.insert(kind);
+        }
+    }
+    assert!(uncles > 0);
+    assert_eq!(types.into_iter().collect::<Vec<_>>(), ["0x0", "0x1", "0x2"]);
+    // The legacy deployment of Token logs its mint; the EIP-1559 calls log transfers and notes.
+    assert_eq!(
+        types_with_logs.into_iter().collect::<Vec<_>>(),
+        ["0x0", "0x2"]
+    );
+
+    let out = dir.path().join("refused");
+    let command = ["devchain".as_ref(), "--out".as_ref(), out.as_os_str()];
+    let refused = quarry_fails(
+        command
+            .into_iter()
+            .chain(args.iter().chain(&["--fork-at", "20"]).map(|a| a.as_ref())),
+    );
+    assert!(
+        refused.contains("--fork-at 20 cannot be used with --forks pow"),
+        "{refused}"
+    );
 }
 
 /// Runs `quarry ingest` on `datadir` with `folder`'s genesis and `file`, which must fail: its

@@ -540,3 +540,150 @@ fn era1_holds_only_pre_merge_blocks() {
     ]);
     assert!(stdout.contains("head: block 11 "), "{stdout}");
 }
+
+/// Every record of an e2store file, decompressed, by type.
+fn plain_records(path: &Path) -> Vec<(u16, Vec<u8>)> {
+    records(path)
+        .iter()
+        .map(|record| {
+            let kind = record.0;
+            let data = if matches!(kind, 3 | 4 | 5 | 0x0a) {
+                let mut out = Vec::new();
+                snap::read::FrameDecoder::new(record.1.as_slice())
+                    .read_to_end(&mut out)
+                    .unwrap();
+                out
+            } else {
+                record.1.clone()
+            };
+            (kind, data)
+        })
+        .collect()
+}
+
+fn export(datadir: &Path, out: &Path, format: &str) -> String {
+    quarry(&[
+        os("export-era"),
+        os("--datadir"),
+        datadir.as_os_str(),
+        os("--out"),
+        out.as_os_str(),
+        os("--format"),
+        os(format),
+    ])
+    .0
+}
+
+fn only_file(dir: &Path, extension: &str) -> PathBuf {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files.pop().unwrap()
+}
+
+#[test]
+fn a_post_merge_chain_exports_as_ere_and_imports_again_with_identical_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
+    let genesis = devnet.join("genesis.json");
+    let datadir = dir.path().join("devnet");
+    let (stdout, _) = quarry(&[
+        os("ingest"),
+        os("--genesis"),
+        genesis.as_os_str(),
+        os("--datadir"),
+        datadir.as_os_str(),
+        devnet.join("chain.rlp").as_os_str(),
+    ]);
+    let head = stdout.lines().last().unwrap().to_string();
+    let out = dir.path().join("ere");
+    let stdout = export(&datadir, &out, "ere");
+    assert!(stdout.contains("blocks 0 to 64"), "{stdout}");
+    let file = only_file(&out, "ere");
+    // reth's name: the network (the chain id of an unnamed one), the era, the first 4 bytes of
+    // the last block's hash.
+    let hash = head.split('(').nth(1).unwrap();
+    let name = file.file_name().unwrap().to_str().unwrap();
+    assert_eq!(name, format!("1337-00000-{}-noproofs.ere", &hash[2..10]));
+    // Sectioned by type: 65 headers, 65 bodies, 65 slim receipts, total difficulties (the file
+    // starts before the merge), the accumulator of the 12 pre-merge blocks, the index.
+    let kinds: Vec<u16> = plain_records(&file).iter().map(|r| r.0).collect();
+    let count = |kind| kinds.iter().filter(|&&k| k == kind).count();
+    assert_eq!(
+        (count(3), count(4), count(0x0a), count(6)),
+        (65, 65, 65, 65)
+    );
+    assert_eq!(kinds[1..66], [3; 65]);
+    assert_eq!(kinds.last(), Some(&0x3267));
+
+    let again = dir.path().join("again");
+    let (stdout, _) = quarry(&[
+        os("ingest"),
+        os("--genesis"),
+        genesis.as_os_str(),
+        os("--datadir"),
+        again.as_os_str(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(stdout.lines().last().unwrap(), head);
+    let out2 = dir.path().join("ere2");
+    export(&again, &out2, "ere");
+    assert_eq!(
+        plain_records(&file),
+        plain_records(&only_file(&out2, "ere"))
+    );
+    // Blocks from an ere file serve their (executed) receipts.
+    let served = Server::start(&again, "");
+    let receipts = served.result("eth_getBlockReceipts", json!(["0x20"]));
+    assert!(!receipts.as_array().unwrap().is_empty());
+
+    // Mainnet's era 0 as ere too: named by block 8191's hash, as published.
+    let out3 = dir.path().join("mainnet-ere");
+    export(mainnet_era0(), &out3, "ere");
+    let file = only_file(&out3, "ere");
+    assert!(
+        file.ends_with("mainnet-00000-a6860fef-noproofs.ere"),
+        "{file:?}"
+    );
+    let mainnet = dir.path().join("mainnet");
+    let (stdout, _) = quarry(
+        &ingest_mainnet(&mainnet, &out3)
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    assert!(
+        stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_damaged_ere_file_is_named_with_its_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ere");
+    export(mainnet_era0(), &out, "ere");
+    let file = only_file(&out, "ere");
+    let mut bytes = std::fs::read(&file).unwrap();
+    // Block 6000's body record: the 1 + 8192 + 6000th record.
+    let mut offset = 0;
+    for _ in 0..1 + 8192 + 6000 {
+        let len = u32::from_le_bytes(bytes[offset + 2..offset + 6].try_into().unwrap()) as usize;
+        offset += 8 + len;
+    }
+    assert_eq!(bytes[offset], 4);
+    let len = u32::from_le_bytes(bytes[offset + 2..offset + 6].try_into().unwrap()) as usize;
+    bytes[offset + 8 + len - 1] ^= 0x55;
+    let damaged = dir.path().join("damaged.ere");
+    std::fs::write(&damaged, bytes).unwrap();
+    let datadir = dir.path().join("d");
+    let err = fails(&ingest_mainnet(&datadir, &damaged));
+    assert!(
+        err.contains("damaged.ere") && err.contains("block 6000"),
+        "{err}"
+    );
+    assert_eq!(stored_head(&datadir).0, 5999);
+}

@@ -113,6 +113,13 @@ impl<R: Read> RecordReader<R> {
 }
 
 impl<R: Read + Seek> RecordReader<R> {
+    /// Moves to the record at `offset`.
+    pub fn seek_to(&mut self, offset: u64) -> io::Result<()> {
+        self.inner.seek(SeekFrom::Start(offset))?;
+        self.position = offset;
+        Ok(())
+    }
+
     /// Passes over the data of the record whose header was just read, checking that the
     /// stream holds all of it.
     pub fn skip_data(&mut self, header: &RecordHeader, file_len: u64) -> Result<(), RecordError> {

@@ -4,21 +4,18 @@
 //! first block is handed on; writing produces the same records from the stored chain.
 
 use super::{
-    EraError,
-    e2store::{self, RecordHeader, RecordReader, RecordWriter},
+    BLOCKS_PER_ERA, Checker, EraError, Summary, accumulator_root, check_link, decode_header,
+    e2store::{self, RecordWriter},
+    expect_version, read_header,
 };
 use crate::reader::RawBlock;
 use alloy_consensus::Header;
 use alloy_primitives::{B256, U256, keccak256};
-use alloy_rlp::Decodable;
 use std::{
     fs::File,
-    io::{BufReader, BufWriter, Write},
+    io::{BufWriter, Write},
     path::Path,
 };
-
-/// Blocks in one era1 file (and one era).
-pub const BLOCKS_PER_ERA: u64 = 8192;
 
 pub const HEADER: u16 = 0x03;
 pub const BODY: u16 = 0x04;
@@ -27,237 +24,51 @@ pub const TOTAL_DIFFICULTY: u16 = 0x06;
 pub const ACCUMULATOR: u16 = 0x07;
 pub const BLOCK_INDEX: u16 = 0x3266;
 
-/// What the checking pass learned of an era1 file: its blocks' hashes and total
-/// difficulties (all the accumulator covers), their first header's difficulty and the root.
-#[derive(Debug, Clone)]
-pub struct Era1Summary {
-    pub first: u64,
-    /// (block hash, total difficulty) of each block, in order.
-    pub records: Vec<(B256, U256)>,
-    pub first_difficulty: U256,
-    pub first_parent: B256,
-    pub root: B256,
-}
-
-impl Era1Summary {
-    pub fn last(&self) -> u64 {
-        self.first + self.records.len() as u64 - 1
-    }
-}
-
-/// The SSZ hash tree root of the epoch's `List[HeaderRecord, 8192]`, where a `HeaderRecord`
-/// is the container (block_hash: Bytes32, total_difficulty: uint256): sigp's tree_hash
-/// merkleizes it (the record root is the hash of its two chunks, the total difficulty's
-/// little-endian).
-pub fn accumulator_root(records: &[(B256, U256)]) -> Result<B256, String> {
-    let mut list = tree_hash::MerkleHasher::with_leaves(BLOCKS_PER_ERA as usize);
-    for (hash, total_difficulty) in records {
-        let mut chunks = [0u8; 64];
-        chunks[..32].copy_from_slice(hash.as_slice());
-        chunks[32..].copy_from_slice(&total_difficulty.to_le_bytes::<32>());
-        let record = tree_hash::merkle_root(&chunks, 2);
-        list.write(record.as_slice())
-            .map_err(|e| format!("accumulator: {e:?}"))?;
-    }
-    let root = list.finish().map_err(|e| format!("accumulator: {e:?}"))?;
-    Ok(tree_hash::mix_in_length(&root, records.len()))
-}
-
-/// One open era1 file and where the problems it finds are reported.
-struct Checker<'a> {
-    path: &'a Path,
-    reader: RecordReader<BufReader<File>>,
-    file_len: u64,
-}
-
-impl Checker<'_> {
-    fn invalid(&self, block: Option<u64>, reason: impl Into<String>) -> EraError {
-        EraError::invalid(self.path, block, reason)
-    }
-
-    fn header(&mut self, block: Option<u64>) -> Result<Option<RecordHeader>, EraError> {
-        self.reader
-            .next_header()
-            .map_err(|e| self.invalid(block, e.to_string()))
-    }
-
-    fn data(&mut self, record: &RecordHeader, block: Option<u64>) -> Result<Vec<u8>, EraError> {
-        self.reader
-            .read_data(record)
-            .map_err(|e| self.invalid(block, e.to_string()))
-    }
-
-    fn expect(
-        &mut self,
-        kind: u16,
-        what: &str,
-        block: Option<u64>,
-    ) -> Result<RecordHeader, EraError> {
-        let at = self.reader.position();
-        match self.header(block)? {
-            Some(record) if record.kind == kind => Ok(record),
-            Some(record) => Err(self.invalid(
-                block,
-                format!(
-                    "expected the {what} record (type 0x{kind:04x}) at byte offset {at}, found type 0x{:04x}",
-                    record.kind
-                ),
-            )),
-            None => Err(self.invalid(
-                block,
-                format!("the file ends at byte offset {at}, where the {what} record belongs"),
-            )),
-        }
-    }
-}
-
-fn open(path: &Path) -> Result<(RecordReader<BufReader<File>>, u64), EraError> {
-    let file = File::open(path).map_err(|source| EraError::Open {
-        path: path.display().to_string(),
-        source,
-    })?;
-    let file_len = file
-        .metadata()
-        .map_err(|source| EraError::Open {
-            path: path.display().to_string(),
-            source,
-        })?
-        .len();
-    Ok((
-        RecordReader::new(BufReader::with_capacity(256 * 1024, file)),
-        file_len,
-    ))
-}
-
-fn decode_header(checker: &Checker<'_>, rlp: &[u8], block: u64) -> Result<Header, EraError> {
-    let mut slice = rlp;
-    let header = Header::decode(&mut slice)
-        .map_err(|e| checker.invalid(Some(block), format!("header: {e}")))?;
-    if !slice.is_empty() {
-        return Err(checker.invalid(Some(block), "header: bytes after its RLP"));
-    }
-    Ok(header)
-}
-
 /// Reads every header and total difficulty of an era1 file (bodies and receipts are passed
 /// over), and checks the format's rules: consecutive blocks linked by parent hash, each
 /// total difficulty the one before plus the block's difficulty, the accumulator root, and the
 /// block index against the records' offsets.
-pub fn check(path: &Path) -> Result<Era1Summary, EraError> {
-    let (reader, file_len) = open(path)?;
-    let mut c = Checker {
-        path,
-        reader,
-        file_len,
-    };
-    match c.header(None)? {
-        Some(record) if record.kind == e2store::VERSION && record.len == 0 => {}
-        _ => return Err(EraError::NotEra(path.display().to_string())),
-    }
+pub fn check(path: &Path) -> Result<Summary, EraError> {
+    let mut c = Checker::open(path)?;
+    expect_version(&mut c)?;
     let mut records: Vec<(B256, U256)> = Vec::new();
     let mut offsets = Vec::new();
-    let (mut first, mut first_difficulty, mut first_parent) = (0, U256::ZERO, B256::ZERO);
+    let mut first: Option<Header> = None;
     let accumulator = loop {
-        let expected = first + records.len() as u64;
-        let block = (!records.is_empty()).then_some(expected);
-        let Some(record) = c.header(block)? else {
-            return Err(c.invalid(block, "the file ends before its accumulator record"));
+        let expected = first.as_ref().map(|h| h.number + records.len() as u64);
+        let Some(record) = c.header(expected)? else {
+            return Err(c.invalid(expected, "the file ends before its accumulator record"));
         };
         if record.kind == ACCUMULATOR {
-            break c.data(&record, block)?;
-        }
-        if record.kind != HEADER {
-            return Err(c.invalid(
-                block,
-                format!(
-                    "expected a header record (type 0x0003) at byte offset {}, found type 0x{:04x}",
-                    record.offset, record.kind
-                ),
-            ));
+            break c.data(&record, expected)?;
         }
         if records.len() as u64 == BLOCKS_PER_ERA {
-            return Err(c.invalid(block, "more than 8,192 blocks in one file"));
+            return Err(c.invalid(expected, "more than 8,192 blocks in one file"));
         }
-        let compressed = c.data(&record, block)?;
-        let rlp = e2store::snappy_unframe(&compressed)
-            .map_err(|e| c.invalid(block, format!("header record: {e}")))?;
-        let header = decode_header(&c, &rlp, expected)?;
-        if records.is_empty() {
-            (first, first_difficulty, first_parent) =
-                (header.number, header.difficulty, header.parent_hash);
-        } else if header.number != expected {
-            return Err(c.invalid(
-                Some(header.number),
-                format!(
-                    "expected block {expected} here, found block {}",
-                    header.number
-                ),
-            ));
-        }
+        let (header, hash) = read_header(&mut c, &record, expected)?;
         let number = header.number;
-        if let Some((parent, _)) = records.last()
-            && header.parent_hash != *parent
-        {
-            return Err(c.invalid(
-                Some(number),
-                format!(
-                    "its parent hash {} is not block {}'s hash {parent}",
-                    header.parent_hash,
-                    number - 1
-                ),
-            ));
-        }
         offsets.push(record.offset);
         for (kind, what) in [(BODY, "body"), (RECEIPTS, "receipts")] {
             let record = c.expect(kind, what, Some(number))?;
-            let file_len = c.file_len;
-            c.reader
-                .skip_data(&record, file_len)
-                .map_err(|e| c.invalid(Some(number), e.to_string()))?;
+            c.skip(&record, Some(number))?;
         }
         let record = c.expect(TOTAL_DIFFICULTY, "total difficulty", Some(number))?;
-        let td = c.data(&record, Some(number))?;
-        if td.len() != 32 {
-            return Err(c.invalid(
-                Some(number),
-                format!("a total difficulty of {} bytes, not 32", td.len()),
-            ));
-        }
-        let td = U256::from_le_slice(&td);
-        if let Some((_, parent_td)) = records.last()
-            && parent_td.checked_add(header.difficulty) != Some(td)
-        {
-            return Err(c.invalid(
-                Some(number),
-                format!(
-                    "total difficulty {td} is not block {}'s {parent_td} plus the block's difficulty {}",
-                    number - 1,
-                    header.difficulty
-                ),
-            ));
-        }
-        records.push((keccak256(&rlp), td));
+        let td = c.total_difficulty(&record, number)?;
+        let parent = records.last().map(|&(hash, td)| (hash, Some(td)));
+        check_link(&c, &header, parent, Some(td))?;
+        records.push((hash, td));
+        first.get_or_insert(header);
     };
-    if records.is_empty() {
-        return Err(c.invalid(None, "no blocks before the accumulator record"));
-    }
-    let root = accumulator_root(&records).map_err(|e| c.invalid(None, e))?;
-    if accumulator.as_slice() != root.as_slice() {
-        return Err(c.invalid(
-            None,
-            format!(
-                "the accumulator record is 0x{}, the root of the file's headers and total difficulties is {root}",
-                alloy_primitives::hex::encode(&accumulator)
-            ),
-        ));
-    }
-    check_index(&mut c, first, &offsets)?;
-    Ok(Era1Summary {
-        first,
-        records,
-        first_difficulty,
-        first_parent,
-        root,
+    let first = first.ok_or_else(|| c.invalid(None, "no blocks before the accumulator record"))?;
+    c.check_accumulator(&accumulator, &records)?;
+    check_index(&mut c, first.number, &offsets)?;
+    let (hashes, total_difficulties) = records.into_iter().unzip();
+    Ok(Summary {
+        first: first.number,
+        hashes,
+        total_difficulties: Some(total_difficulties),
+        first_difficulty: first.difficulty,
+        first_parent: first.parent_hash,
     })
 }
 
@@ -320,22 +131,16 @@ fn check_index(c: &mut Checker<'_>, first: u64, offsets: &[u64]) -> Result<(), E
 /// then compares that root with the receipts it produces.
 pub struct Era1Blocks<'a> {
     checker: Option<Checker<'a>>,
-    summary: &'a Era1Summary,
+    summary: &'a Summary,
     next: usize,
 }
 
 impl<'a> Era1Blocks<'a> {
-    pub fn open(path: &'a Path, summary: &'a Era1Summary) -> Result<Self, EraError> {
-        let (mut reader, file_len) = open(path)?;
-        reader
-            .next_header()
-            .map_err(|e| EraError::invalid(path, None, e.to_string()))?;
+    pub fn open(path: &'a Path, summary: &'a Summary) -> Result<Self, EraError> {
+        let mut checker = Checker::open(path)?;
+        checker.header(None)?;
         Ok(Self {
-            checker: Some(Checker {
-                path,
-                reader,
-                file_len,
-            }),
+            checker: Some(checker),
             summary,
             next: 0,
         })
@@ -365,15 +170,7 @@ fn read_one(c: &mut Checker<'_>, number: u64, expected_hash: B256) -> Result<Raw
     let receipts = receipts.map_err(|e| c.invalid(block, format!("receipts record: {e}")))?;
     let decoded = decode_header(c, &header, number)?;
     let root = super::receipts_root(&receipts).map_err(|e| c.invalid(block, e))?;
-    if root != decoded.receipts_root {
-        return Err(c.invalid(
-            block,
-            format!(
-                "its receipts record has root {root}, the header's receipts root is {}",
-                decoded.receipts_root
-            ),
-        ));
-    }
+    c.check_receipts_root(number, root, decoded.receipts_root)?;
     let bytes = super::join_block(&header, &body).map_err(|e| c.invalid(block, e))?;
     Ok(RawBlock {
         offset: header_record.offset,
@@ -385,11 +182,8 @@ impl Iterator for Era1Blocks<'_> {
     type Item = Result<RawBlock, crate::reader::ReadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.next >= self.summary.records.len() {
-            return None;
-        }
+        let hash = *self.summary.hashes.get(self.next)?;
         let number = self.summary.first + self.next as u64;
-        let (hash, _) = self.summary.records[self.next];
         let checker = self.checker.as_mut()?;
         let result = read_one(checker, number, hash);
         self.next += 1;

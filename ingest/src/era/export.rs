@@ -1,8 +1,9 @@
-//! `quarry export-era`: the stored history written as era1 files, one era (8,192 blocks) a
-//! file, from one read snapshot, each file written under a temporary name and renamed once
-//! whole, then a `checksums.txt` of the files written.
+//! `quarry export-era`: the stored history written as era1 or ere files, one era (8,192
+//! blocks) a file, from one read snapshot, each file written under a temporary name and
+//! renamed once whole, then a `checksums.txt` of the files written.
 
-use super::{EraError, checksums, era1, split_block};
+use super::{BLOCKS_PER_ERA, EraError, Format, checksums, era1, ere, split_block};
+use alloy_consensus::Eip658Value;
 use alloy_primitives::{U256, logs_bloom};
 use quarry_storage::{Database, ReadTx};
 use std::path::{Path, PathBuf};
@@ -11,8 +12,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct ExportOptions {
     pub out: PathBuf,
+    pub format: Format,
     pub from_era: u64,
-    /// The last era to write; `None`: the era of the last stored pre-merge block.
+    /// The last era to write; `None`: the era of the head (for era1, of the last stored
+    /// pre-merge block).
     pub to_era: Option<u64>,
 }
 
@@ -47,7 +50,8 @@ pub enum ExportError {
     Range { from: u64, to: u64 },
 }
 
-/// The name the chain's files start with: the public network's name, else `chain<id>`.
+/// The name the chain's files start with: the public network's name, else its chain id (as
+/// reth names an unnamed chain).
 pub fn network_name(db: &Database, reader: &ReadTx) -> Result<String, ExportError> {
     if let Some(name) = crate::stored_network(db).map_err(|e| match e {
         crate::Error::Storage(e) => ExportError::Storage(e),
@@ -57,21 +61,22 @@ pub fn network_name(db: &Database, reader: &ReadTx) -> Result<String, ExportErro
     }
     let spec = quarry_executor::ChainSpec::stored(reader)
         .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
-    Ok(format!("chain{}", spec.map_or(0, |spec| spec.chain_id)))
+    Ok(spec.map_or(0, |spec| spec.chain_id).to_string())
 }
 
-/// Writes eras `from_era..=to_era` of the stored chain as era1 files in `options.out`.
-pub fn export_era1(db: &Database, options: &ExportOptions) -> Result<Vec<Exported>, ExportError> {
+/// Writes eras `from_era..=to_era` of the stored chain in `options.out`.
+pub fn export(db: &Database, options: &ExportOptions) -> Result<Vec<Exported>, ExportError> {
     let reader = db.reader()?;
     let (head, _) = reader
         .head()?
         .ok_or_else(|| quarry_storage::Error::Corrupt("no head".into()))?;
     let network = network_name(db, &reader)?;
-    let last_pre_merge = last_pre_merge(&reader, head)?;
-    let to_era = match options.to_era {
-        Some(era) => era,
-        None => last_pre_merge.ok_or(ExportError::NothingPreMerge)? / era1::BLOCKS_PER_ERA,
+    // era1 holds pre-merge blocks only: by default it ends with the last of them.
+    let end = match options.format {
+        Format::Era1 => last_pre_merge(&reader, head)?.ok_or(ExportError::NothingPreMerge)?,
+        Format::Ere => head,
     };
+    let to_era = options.to_era.unwrap_or(end / BLOCKS_PER_ERA);
     if options.from_era > to_era {
         return Err(ExportError::Range {
             from: options.from_era,
@@ -84,24 +89,28 @@ pub fn export_era1(db: &Database, options: &ExportOptions) -> Result<Vec<Exporte
     })?;
     let mut written = Vec::new();
     for era in options.from_era..=to_era {
-        let first = era * era1::BLOCKS_PER_ERA;
+        let first = era * BLOCKS_PER_ERA;
         if first > head {
             return Err(ExportError::NotStored { era, first, head });
         }
-        let last = (first + era1::BLOCKS_PER_ERA - 1).min(head);
+        let last = (first + BLOCKS_PER_ERA - 1).min(head);
         // Only the default range stops at the merge; a range asked for must be all pre-merge.
-        let last = match (options.to_era, last_pre_merge) {
-            (None, Some(pre)) => last.min(pre),
-            _ => last,
+        let last = if options.to_era.is_none() {
+            last.min(end)
+        } else {
+            last
         };
-        written.push(write_era(
-            &reader,
-            &network,
+        let file = EraFile {
+            network: &network,
             era,
             first,
             last,
-            &options.out,
-        )?);
+            out: &options.out,
+        };
+        written.push(match options.format {
+            Format::Era1 => write_era1(&reader, &file)?,
+            Format::Ere => write_ere(&reader, &file)?,
+        });
     }
     let files: Vec<PathBuf> = written.iter().map(|e| e.path.clone()).collect();
     let list = checksums::folder_list(&files)?;
@@ -133,41 +142,138 @@ fn last_pre_merge(reader: &ReadTx, head: u64) -> Result<Option<u64>, ExportError
     Ok(Some(low))
 }
 
-fn write_era(
-    reader: &ReadTx,
-    network: &str,
+/// One file to write: its era and blocks, and where.
+struct EraFile<'a> {
+    network: &'a str,
     era: u64,
     first: u64,
     last: u64,
-    out: &Path,
-) -> Result<Exported, ExportError> {
-    let partial = out.join(format!(".{network}-{era:05}.era1.partial"));
+    out: &'a Path,
+}
+
+impl EraFile<'_> {
+    fn partial(&self, extension: &str) -> PathBuf {
+        self.out.join(format!(
+            ".{}-{:05}.{extension}.partial",
+            self.network, self.era
+        ))
+    }
+
+    /// Moves the whole file under its name, or removes what was written of it.
+    fn finish(
+        &self,
+        partial: &Path,
+        name: Result<String, ExportError>,
+    ) -> Result<Exported, ExportError> {
+        let name = name.inspect_err(|_| {
+            let _ = std::fs::remove_file(partial);
+        })?;
+        let path = self.out.join(name);
+        std::fs::rename(partial, &path).map_err(|source| EraError::Write {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Ok(Exported {
+            path,
+            first: self.first,
+            last: self.last,
+        })
+    }
+}
+
+/// `<network>-<era>-<first 4 bytes of the accumulator root>.era1`.
+fn write_era1(reader: &ReadTx, file: &EraFile<'_>) -> Result<Exported, ExportError> {
+    let partial = file.partial("era1");
     let mut failure = None;
-    let blocks = (first..=last).map_while(|number| match block_records(reader, number) {
+    let blocks = (file.first..=file.last).map_while(|number| match block_records(reader, number) {
         Ok(records) => Some(Ok(records)),
         Err(err) => {
             failure = Some(err);
             None
         }
     });
-    let root = era1::write(&partial, first, blocks);
-    if let Some(err) = failure {
-        let _ = std::fs::remove_file(&partial);
-        return Err(err);
+    let written = era1::write(&partial, file.first, blocks);
+    let name = match (failure, written) {
+        (Some(err), _) => Err(err),
+        (None, Err(err)) => Err(err.into()),
+        (None, Ok(root)) => Ok(format!(
+            "{}-{:05}-{}.era1",
+            file.network,
+            file.era,
+            alloy_primitives::hex::encode(&root[..4])
+        )),
+    };
+    file.finish(&partial, name)
+}
+
+/// reth's name: `<network>-<era>-<first 4 bytes of the last block's hash>-noproofs.ere`.
+fn write_ere(reader: &ReadTx, file: &EraFile<'_>) -> Result<Exported, ExportError> {
+    let partial = file.partial("ere");
+    let mut failure = None;
+    let written = ere::write(&partial, file.first, file.last, |number| {
+        ere_block(reader, number).map_err(|err| {
+            let message = err.to_string();
+            failure = Some(err);
+            EraError::invalid(&partial, Some(number), message)
+        })
+    });
+    let name = match (failure, written) {
+        (Some(err), _) => Err(err),
+        (None, Err(err)) => Err(err.into()),
+        (None, Ok(last_hash)) => Ok(format!(
+            "{}-{:05}-{}-noproofs.ere",
+            file.network,
+            file.era,
+            alloy_primitives::hex::encode(&last_hash[..4])
+        )),
+    };
+    file.finish(&partial, name)
+}
+
+/// One block's ere records, uncompressed.
+fn ere_block(reader: &ReadTx, number: u64) -> Result<ere::EreBlock, ExportError> {
+    let missing =
+        |what: &str| quarry_storage::Error::Corrupt(format!("no {what} for block {number}"));
+    let header = reader.header(number)?.ok_or_else(|| missing("header"))?;
+    let difficulty = header.difficulty;
+    let body = reader.body(number)?.ok_or_else(|| missing("body"))?;
+    let receipts = reader
+        .receipts(number)?
+        .ok_or_else(|| missing("receipts"))?;
+    let total_difficulty = reader
+        .total_difficulty(number)?
+        .ok_or_else(|| missing("total difficulty"))?;
+    let block = alloy_rlp::encode(alloy_consensus::Block::new(header, body));
+    let (header, body) =
+        split_block(&block).map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
+    let mut items = Vec::new();
+    for receipt in &receipts {
+        let status = match receipt.outcome {
+            quarry_storage::ReceiptOutcome::PostState(root) => Eip658Value::PostState(root),
+            quarry_storage::ReceiptOutcome::Status(ok) => Eip658Value::Eip658(ok),
+        };
+        ere::encode_slim(
+            receipt.tx_type,
+            status,
+            receipt.cumulative_gas_used,
+            &receipt.logs,
+            &mut items,
+        );
     }
-    let root = root.inspect_err(|_| {
-        let _ = std::fs::remove_file(&partial);
-    })?;
-    let name = format!(
-        "{network}-{era:05}-{}.era1",
-        alloy_primitives::hex::encode(&root[..4])
-    );
-    let path = out.join(name);
-    std::fs::rename(&partial, &path).map_err(|source| EraError::Write {
-        path: path.display().to_string(),
-        source,
-    })?;
-    Ok(Exported { path, first, last })
+    let mut slim_receipts = Vec::with_capacity(items.len() + 9);
+    alloy_rlp::Header {
+        list: true,
+        payload_length: items.len(),
+    }
+    .encode(&mut slim_receipts);
+    slim_receipts.extend_from_slice(&items);
+    Ok(ere::EreBlock {
+        header,
+        body,
+        slim_receipts,
+        difficulty,
+        total_difficulty,
+    })
 }
 
 type Records = (Vec<u8>, Vec<u8>, Vec<u8>, U256);

@@ -3,7 +3,7 @@
 //! stored chain (no gap, same network, total difficulty carried on), then its blocks executed
 //! and verified as any others.
 
-use super::{Checksums, EraError, era1};
+use super::{Checksums, EraError, Format, Summary, era1, ere};
 use crate::{Error, ImportStats, Importer, Progress, Result};
 use std::path::{Path, PathBuf};
 
@@ -114,32 +114,43 @@ impl Importer {
     ) -> Result<ImportStats> {
         match input {
             Input::Rlp(path) => self.import_file(path, progress),
-            Input::Era(path) => self.import_era1(path, checksums, progress),
+            Input::Era(path) => self.import_era(path, checksums, progress),
         }
     }
 
-    /// Imports an era1 file: its published checksum (if a list names it) and every rule of
-    /// the format are checked before its first block is read for import, then it must
-    /// continue the stored chain; every block is then executed and verified, and the blocks
-    /// before a bad one are kept.
-    pub fn import_era1(
+    /// Imports an era1 or ere file: its published checksum (if a list names it) and every
+    /// rule of its format are checked before its first block is read for import, then it
+    /// must continue the stored chain; every block is then executed and verified, and the
+    /// blocks before a bad one are kept.
+    pub fn import_era(
         &mut self,
         path: &Path,
         checksums: &Checksums,
         progress: &mut Progress,
     ) -> Result<ImportStats> {
         checksums.verify(path)?;
-        let summary = era1::check(path)?;
-        self.check_continues(path, &summary)?;
         let name = path.display().to_string();
-        let mut blocks = era1::Era1Blocks::open(path, &summary)?;
-        progress.start_range(&name, summary.first, summary.last());
-        self.import_blocks(&name, &mut blocks, progress)
+        match super::format_of(path)? {
+            Format::Era1 => {
+                let summary = era1::check(path)?;
+                self.check_continues(path, &summary)?;
+                let mut blocks = era1::Era1Blocks::open(path, &summary)?;
+                progress.start_range(&name, summary.first, summary.last());
+                self.import_blocks(&name, &mut blocks, progress)
+            }
+            Format::Ere => {
+                let (summary, layout) = ere::check(path)?;
+                self.check_continues(path, &summary)?;
+                let mut blocks = ere::EreBlocks::open(path, &summary, &layout)?;
+                progress.start_range(&name, summary.first, summary.last());
+                self.import_blocks(&name, &mut blocks, progress)
+            }
+        }
     }
 
     /// An era file's first block must come next after the stored head or among the stored
     /// blocks, be this network's, and carry the stored total difficulty on.
-    fn check_continues(&self, path: &Path, summary: &era1::Era1Summary) -> Result<()> {
+    fn check_continues(&self, path: &Path, summary: &Summary) -> Result<()> {
         let (head, _) = self.head();
         let first = summary.first;
         if first > head + 1 {
@@ -152,15 +163,10 @@ impl Importer {
             .into());
         }
         let reader = self.database().reader()?;
-        let (first_hash, first_td) = summary.records[0];
-        let (anchor, found, parent_td) = match first.checked_sub(1) {
-            // Block 0 itself: it must be this datadir's genesis.
-            None => (0, first_hash, Some(alloy_primitives::U256::ZERO)),
-            Some(parent) => (
-                parent,
-                summary.first_parent,
-                reader.total_difficulty(parent)?,
-            ),
+        // Block 0 itself must be this datadir's genesis; a later file's parent its block.
+        let (anchor, found) = match first.checked_sub(1) {
+            None => (0, summary.hashes[0]),
+            Some(parent) => (parent, summary.first_parent),
         };
         let stored = reader
             .canonical_hash(anchor)?
@@ -178,9 +184,15 @@ impl Importer {
             }
             .into());
         }
-        let parent_td = parent_td.ok_or_else(|| {
-            quarry_storage::Error::Corrupt(format!("no total difficulty {anchor}"))
-        })?;
+        let Some(first_td) = summary.total_difficulties.as_ref().map(|tds| tds[0]) else {
+            return Ok(());
+        };
+        let parent_td = match first.checked_sub(1) {
+            None => alloy_primitives::U256::ZERO,
+            Some(parent) => reader.total_difficulty(parent)?.ok_or_else(|| {
+                quarry_storage::Error::Corrupt(format!("no total difficulty {parent}"))
+            })?,
+        };
         let computed = parent_td + summary.first_difficulty;
         if computed != first_td {
             return Err(EraError::TotalDifficulty {

@@ -2,13 +2,18 @@
 //! from a datadir, the e2store container they share, and the published checksum lists that
 //! vouch for them. A file is known by its content (the e2store version record), not its name.
 
+mod checker;
 pub mod checksums;
 pub mod e2store;
 pub mod era1;
+pub mod ere;
 pub mod export;
 mod import;
 
+pub use checker::{BLOCKS_PER_ERA, Summary, accumulator_root};
 pub use checksums::Checksums;
+
+use checker::{Checker, check_link, decode_header, expect_version, read_header};
 pub use import::{EraFiles, Input, era_files};
 
 use alloy_primitives::B256;
@@ -27,7 +32,9 @@ pub enum EraError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{0}: not an era1 file (it does not open with the e2store version record 65 32)")]
+    #[error(
+        "{0}: not an era1 or ere file (it does not open with the e2store version record 65 32)"
+    )]
     NotEra(String),
     #[error("{path}: block {block}: {reason}")]
     Block {
@@ -99,6 +106,58 @@ pub fn is_e2store(path: &Path) -> bool {
     std::fs::File::open(path)
         .and_then(|mut file| file.read_exact(&mut head))
         .is_ok_and(|()| head == e2store::VERSION_HEADER)
+}
+
+/// The two formats of execution history files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Pre-merge blocks, records interleaved block by block, full receipts.
+    Era1,
+    /// Any blocks, records sectioned by type, slim receipts (reth's `.ere`).
+    Ere,
+}
+
+/// Tells era1 from ere by the records after the version: era1's first header is followed by
+/// its body and full receipts, ere's headers by more headers (or, for one block, its body and
+/// slim receipts or the dynamic index).
+pub fn format_of(path: &Path) -> Result<Format, EraError> {
+    let mut c = Checker::open(path)?;
+    expect_version(&mut c)?;
+    let mut kinds = Vec::new();
+    while kinds.len() < 4 {
+        let Some(record) = c.header(None)? else {
+            break;
+        };
+        kinds.push(record.kind);
+        c.skip(&record, None)?;
+        match kinds.as_slice() {
+            [_, _, era1::RECEIPTS] | [_, _, _, era1::TOTAL_DIFFICULTY] => return Ok(Format::Era1),
+            [era1::HEADER, era1::HEADER]
+            | [_, _, ere::SLIM_RECEIPTS | ere::DYNAMIC_INDEX | ere::PROOF] => {
+                return Ok(Format::Ere);
+            }
+            _ => {}
+        }
+    }
+    match kinds.first() {
+        Some(&era1::HEADER) => Err(EraError::invalid(
+            path,
+            None,
+            "neither era1's nor ere's records follow its first header",
+        )),
+        Some(&kind) => Err(EraError::invalid(
+            path,
+            None,
+            format!(
+                "expected a header record (type 0x0003) after the version record, found type 0x{kind:04x}: not an execution history file"
+            ),
+        )),
+        None => Err(EraError::invalid(
+            path,
+            None,
+            "no records after the version record",
+        )),
+    }
 }
 
 /// The receipts root of a receipts record's RLP list as geth writes it: a legacy receipt is
