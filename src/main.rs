@@ -252,6 +252,13 @@ enum Command {
         /// published mainnet and Sepolia lists are built in. Repeatable.
         #[arg(long, value_name = "FILE")]
         era_checksums: Vec<PathBuf>,
+        /// A published folder of era files (its index page, or the folder's URL): after FILES,
+        /// its files from the one holding the block after the head on are downloaded one ahead
+        /// of the import into DATADIR/era-download, each checked against the sha256 that the
+        /// folder's checksums.txt (line N for era N) or a published list gives, and removed
+        /// once imported.
+        #[arg(long, value_name = "URL")]
+        era_url: Option<String>,
         /// Record the block that the `safe` tag names (default: the head).
         #[arg(long)]
         safe: Option<u64>,
@@ -553,6 +560,7 @@ fn main() -> Result<()> {
             chain,
             files,
             era_checksums,
+            era_url,
             safe,
             finalized,
             reorg,
@@ -571,7 +579,7 @@ fn main() -> Result<()> {
                 max_db_size,
                 root_per_window: !state_root_every_block,
             };
-            let inputs = quarry_ingest::era::era_files(&files, &era_checksums)?;
+            let inputs = quarry_ingest::era::era_files(&files, &era_checksums, era_url)?;
             ingest(datadir, &chain, &inputs, safe, finalized, reorgs, history)
         }
         Command::Follow {
@@ -729,6 +737,12 @@ fn parse_size(text: &str) -> std::result::Result<u64, String> {
         .ok_or_else(|| format!("{text:?} is too large"))
 }
 
+/// An import's error with the head it left.
+fn stopped(importer: &Importer, err: quarry_ingest::Error) -> eyre::Report {
+    let (number, hash) = importer.head();
+    eyre::Report::new(err).wrap_err(format!("stopped at block {number} ({hash})"))
+}
+
 /// Opens (or creates) the database in `datadir` for the chain of the genesis file and imports
 /// `files`, printing the summary.
 fn import(
@@ -761,10 +775,13 @@ fn import(
     for input in &inputs.inputs {
         total += importer
             .import_input(input, &inputs.checksums, &mut progress)
-            .map_err(|e| {
-                let (number, hash) = importer.head();
-                eyre::Report::new(e).wrap_err(format!("stopped at block {number} ({hash})"))
-            })?;
+            .map_err(|e| stopped(&importer, e))?;
+    }
+    if let Some(url) = &inputs.url {
+        let dir = datadir.join("era-download");
+        total += importer
+            .import_remote(url, &dir, &inputs.checksums, &mut progress)
+            .map_err(|e| stopped(&importer, e))?;
     }
     total.elapsed = started.elapsed();
     println!(
@@ -969,7 +986,7 @@ fn dev(
             datadir.unwrap_or_else(|| PathBuf::from("data/devnet")),
         ),
     };
-    let inputs = quarry_ingest::era::era_files(&files, &[])?;
+    let inputs = quarry_ingest::era::era_files(&files, &[], None)?;
     let importer = import(
         &datadir,
         &chain_args,

@@ -649,12 +649,7 @@ fn a_post_merge_chain_exports_as_ere_and_imports_again_with_identical_records() 
         "{file:?}"
     );
     let mainnet = dir.path().join("mainnet");
-    let (stdout, _) = quarry(
-        &ingest_mainnet(&mainnet, &out3)
-            .iter()
-            .copied()
-            .collect::<Vec<_>>(),
-    );
+    let (stdout, _) = quarry(&ingest_mainnet(&mainnet, &out3));
     assert!(
         stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
         "{stdout}"
@@ -686,4 +681,138 @@ fn a_damaged_ere_file_is_named_with_its_block() {
         "{err}"
     );
     assert_eq!(stored_head(&datadir).0, 5999);
+}
+
+/// A plain HTTP server on 127.0.0.1 serving `routes` (path to body; others 404), one request a
+/// connection, for as long as the test binary runs. Returns its base URL.
+fn serve_files(routes: Vec<(String, Vec<u8>)>) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut line = String::new();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            // The rest of the head.
+            let mut header = String::new();
+            while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+                header.clear();
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let found = routes.iter().find(|(route, _)| *route == path);
+            let (status, body) = match found {
+                Some((_, body)) => ("200 OK", body.clone()),
+                None => ("404 Not Found", b"not found".to_vec()),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn ingest_url(datadir: &Path, url: &str) -> Vec<&'static OsStr> {
+    let leak = |s: &OsStr| -> &'static OsStr { Box::leak(s.to_owned().into_boxed_os_str()) };
+    vec![
+        os("ingest"),
+        os("--chain"),
+        os("mainnet"),
+        os("--datadir"),
+        leak(datadir.as_os_str()),
+        os("--era-url"),
+        leak(OsStr::new(url)),
+    ]
+}
+
+#[test]
+fn a_published_folder_imports_over_http_and_a_lying_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = std::fs::read(era0()).unwrap();
+    let sum = {
+        use sha2::Digest;
+        alloy_primitives::hex::encode(sha2::Sha256::digest(&file))
+    };
+    let index = format!(
+        "<html><a href=\"{ERA0_NAME}\">{ERA0_NAME}</a> <a href=\"checksums.txt\">sums</a></html>"
+    );
+    let good = serve_files(vec![
+        ("/era1/index.html".into(), index.clone().into_bytes()),
+        (
+            "/era1/checksums.txt".into(),
+            format!("0x{sum}\n").into_bytes(),
+        ),
+        (format!("/era1/{ERA0_NAME}"), file.clone()),
+    ]);
+    let datadir = dir.path().join("good");
+    let (stdout, _) = quarry(&ingest_url(&datadir, &format!("{good}/era1/index.html")));
+    assert!(
+        stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
+        "{stdout}"
+    );
+    // The downloaded file is gone once imported; running again has nothing left to fetch.
+    assert_eq!(
+        std::fs::read_dir(datadir.join("era-download"))
+            .unwrap()
+            .count(),
+        0
+    );
+    let (stdout, _) = quarry(&ingest_url(&datadir, &format!("{good}/era1/")));
+    assert!(stdout.contains("imported 0 blocks"), "{stdout}");
+
+    // A server whose file is not the one its own list names.
+    let mut damaged = file.clone();
+    damaged[file.len() / 2] ^= 0x55;
+    let lying = serve_files(vec![
+        ("/index.html".into(), index.into_bytes()),
+        ("/checksums.txt".into(), format!("0x{sum}\n").into_bytes()),
+        (format!("/{ERA0_NAME}"), damaged),
+    ]);
+    let datadir = dir.path().join("lying");
+    let err = fails(&ingest_url(&datadir, &format!("{lying}/index.html")));
+    assert!(
+        err.contains(ERA0_NAME) && err.contains("sha256") && err.contains(&sum),
+        "{err}"
+    );
+    assert_eq!(stored_head(&datadir).0, 0);
+    assert_eq!(
+        std::fs::read_dir(datadir.join("era-download"))
+            .unwrap()
+            .count(),
+        0
+    );
+
+    // A file that no list vouches for is not downloaded.
+    let renamed = "other-00000-00000000.era1";
+    let unlisted = serve_files(vec![
+        (
+            "/index.html".into(),
+            format!("<a href=\"{renamed}\">").into_bytes(),
+        ),
+        (format!("/{renamed}"), file),
+    ]);
+    let err = fails(&ingest_url(
+        &dir.path().join("unlisted"),
+        &format!("{unlisted}/index.html"),
+    ));
+    assert!(
+        err.contains(renamed) && err.contains("checksums.txt"),
+        "{err}"
+    );
+
+    // Nobody listening.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let url = format!("http://{closed}/era1/");
+    let err = fails(&ingest_url(&dir.path().join("closed"), &url));
+    assert!(err.contains(&url) && err.contains("cannot read"), "{err}");
 }

@@ -67,6 +67,32 @@ pub(crate) fn fill_blooms(receipts: &mut [ReceiptEnvelope]) {
     }
 }
 
+/// A stored receipt as the chain encodes it (what the receipts root commits to).
+pub fn consensus_receipt(
+    receipt: &quarry_storage::StoredReceipt,
+    bloom: Bloom,
+) -> Result<ReceiptEnvelope, quarry_storage::Error> {
+    let tx_type = TxType::try_from(receipt.tx_type).map_err(|_| {
+        quarry_storage::Error::Corrupt(format!(
+            "receipt of unknown transaction type {}",
+            receipt.tx_type
+        ))
+    })?;
+    let status = match receipt.outcome {
+        quarry_storage::ReceiptOutcome::PostState(root) => Eip658Value::PostState(root),
+        quarry_storage::ReceiptOutcome::Status(ok) => Eip658Value::Eip658(ok),
+    };
+    let inner = Receipt {
+        status,
+        cumulative_gas_used: receipt.cumulative_gas_used,
+        logs: receipt.logs.clone(),
+    };
+    Ok(ReceiptEnvelope::from_typed(
+        tx_type,
+        ReceiptWithBloom::new(inner, bloom),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,30 +137,4 @@ mod tests {
         }
         assert_ne!(receipts[2].bloom(), Bloom::ZERO);
     }
-}
-
-/// A stored receipt as the chain encodes it (what the receipts root commits to).
-pub fn consensus_receipt(
-    receipt: &quarry_storage::StoredReceipt,
-    bloom: Bloom,
-) -> Result<ReceiptEnvelope, quarry_storage::Error> {
-    let tx_type = TxType::try_from(receipt.tx_type).map_err(|_| {
-        quarry_storage::Error::Corrupt(format!(
-            "receipt of unknown transaction type {}",
-            receipt.tx_type
-        ))
-    })?;
-    let status = match receipt.outcome {
-        quarry_storage::ReceiptOutcome::PostState(root) => Eip658Value::PostState(root),
-        quarry_storage::ReceiptOutcome::Status(ok) => Eip658Value::Eip658(ok),
-    };
-    let inner = Receipt {
-        status,
-        cumulative_gas_used: receipt.cumulative_gas_used,
-        logs: receipt.logs.clone(),
-    };
-    Ok(ReceiptEnvelope::from_typed(
-        tx_type,
-        ReceiptWithBloom::new(inner, bloom),
-    ))
 }

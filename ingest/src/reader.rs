@@ -48,7 +48,7 @@ pub struct RawBlock {
 pub enum ReadError {
     /// An era file that breaks its format's rules or does not fit the stored chain.
     #[error(transparent)]
-    Era(#[from] crate::era::EraError),
+    Era(Box<crate::era::EraError>),
     /// The file could not be opened, or its first bytes could not be read.
     #[error("{path}: cannot open file: {source}")]
     Open {
@@ -136,6 +136,12 @@ pub enum ReadError {
         /// The limit, [`MAX_BLOCK_BYTES`].
         limit: u64,
     },
+}
+
+impl From<crate::era::EraError> for ReadError {
+    fn from(err: crate::era::EraError) -> Self {
+        ReadError::Era(Box::new(err))
+    }
 }
 
 /// Streaming iterator over the blocks of a file of concatenated RLP-encoded blocks.

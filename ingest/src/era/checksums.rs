@@ -115,6 +115,13 @@ impl Checksums {
         Ok(())
     }
 
+    /// The sha256 a list gives for a file of this name, and the list.
+    pub fn expected(&self, name: &str) -> Option<([u8; 32], &str)> {
+        self.by_name
+            .get(name)
+            .map(|(sum, list)| (*sum, list.as_str()))
+    }
+
     pub fn len(&self) -> usize {
         self.by_name.len()
     }

@@ -31,7 +31,7 @@ pub struct Exported {
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     #[error(transparent)]
-    Era(#[from] EraError),
+    Era(Box<EraError>),
     #[error(transparent)]
     Storage(#[from] quarry_storage::Error),
     #[error(
@@ -48,6 +48,12 @@ pub enum ExportError {
     NothingPreMerge,
     #[error("--from-era {from} is after --to-era {to}")]
     Range { from: u64, to: u64 },
+}
+
+impl From<EraError> for ExportError {
+    fn from(err: EraError) -> Self {
+        ExportError::Era(Box::new(err))
+    }
 }
 
 /// The name the chain's files start with: the public network's name, else its chain id (as

@@ -29,12 +29,18 @@ impl Input {
 pub struct EraFiles {
     pub inputs: Vec<Input>,
     pub checksums: Checksums,
+    /// A published folder to import after `inputs` (`--era-url`).
+    pub url: Option<String>,
 }
 
 /// The inputs `paths` name: a file as it is (an era file when its content says so), a folder
 /// as its era files in name order, checked against its `checksums.txt` if it has one. The
 /// bundled published lists and `lists` (`--era-checksums`) name the files they vouch for.
-pub fn era_files(paths: &[PathBuf], lists: &[PathBuf]) -> std::result::Result<EraFiles, EraError> {
+pub fn era_files(
+    paths: &[PathBuf],
+    lists: &[PathBuf],
+    url: Option<String>,
+) -> std::result::Result<EraFiles, EraError> {
     let mut checksums = Checksums::bundled();
     for list in lists {
         checksums.add_file(list)?;
@@ -52,7 +58,11 @@ pub fn era_files(paths: &[PathBuf], lists: &[PathBuf]) -> std::result::Result<Er
         }
         inputs.extend(files.into_iter().map(Input::Era));
     }
-    Ok(EraFiles { inputs, checksums })
+    Ok(EraFiles {
+        inputs,
+        checksums,
+        url,
+    })
 }
 
 /// A file by its first bytes: an era file opens with the e2store version record, a file of RLP
@@ -146,6 +156,45 @@ impl Importer {
                 self.import_blocks(&name, &mut blocks, progress)
             }
         }
+    }
+
+    /// Imports the era files a published folder offers (`--era-url`), from the one holding
+    /// the block after the head on: each downloaded into `dir` while the one before it is
+    /// imported, checked against its listed sha256, and removed once imported.
+    pub fn import_remote(
+        &mut self,
+        url: &str,
+        dir: &Path,
+        checksums: &Checksums,
+        progress: &mut Progress,
+    ) -> Result<ImportStats> {
+        let remote = super::download::list(url)?;
+        std::fs::create_dir_all(dir).map_err(|source| EraError::Write {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let (files, fetcher) = super::download::fetch_ahead(
+            remote,
+            self.head().0 + 1,
+            dir.to_path_buf(),
+            checksums.clone(),
+        );
+        let mut total = ImportStats::default();
+        // Each file was checked as it arrived; no list is read again.
+        let checked = Checksums::default();
+        let result = (|| {
+            for file in files.iter() {
+                let file = file?;
+                let imported = self.import_era(&file, &checked, progress);
+                let _ = std::fs::remove_file(&file);
+                total += imported?;
+            }
+            Ok(total)
+        })();
+        // Dropping the receiver first ends a download that would wait to hand its file over.
+        drop(files);
+        let _ = fetcher.join();
+        result
     }
 
     /// An era file's first block must come next after the stored head or among the stored

@@ -4,6 +4,7 @@
 
 mod checker;
 pub mod checksums;
+pub mod download;
 pub mod e2store;
 pub mod era1;
 pub mod ere;
