@@ -816,3 +816,110 @@ fn a_published_folder_imports_over_http_and_a_lying_one_is_refused() {
     let err = fails(&ingest_url(&dir.path().join("closed"), &url));
     assert!(err.contains(&url) && err.contains("cannot read"), "{err}");
 }
+
+/// A proof-of-work chain of two eras (8,200 blocks, legacy, access-list and EIP-1559
+/// transactions with logs, uncles), ingested once per test binary run.
+fn pow_chain() -> &'static (tempfile::TempDir, PathBuf, String) {
+    static CHAIN: OnceLock<(tempfile::TempDir, PathBuf, String)> = OnceLock::new();
+    CHAIN.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let chain = dir.path().join("chain");
+        support::devchain(
+            &chain,
+            &["--forks", "pow", "--blocks", "8200", "--txs-per-block", "2"],
+        );
+        let datadir = dir.path().join("datadir");
+        let (stdout, _) = quarry(&[
+            os("ingest"),
+            os("--genesis"),
+            chain.join("genesis.json").as_os_str(),
+            os("--datadir"),
+            datadir.as_os_str(),
+            chain.join("chain.rlp").as_os_str(),
+        ]);
+        let head = stdout.lines().last().unwrap().to_string();
+        assert!(head.starts_with("head: block 8200 "), "{head}");
+        (dir, datadir, head)
+    })
+}
+
+#[test]
+fn a_transaction_heavy_pre_merge_chain_round_trips_through_era1_and_ere() {
+    let (chain_dir, datadir, head) = pow_chain();
+    let genesis = chain_dir.path().join("chain/genesis.json");
+    let dir = tempfile::tempdir().unwrap();
+    for format in ["era1", "ere"] {
+        let out = dir.path().join(format);
+        let stdout = export(datadir, &out, format);
+        assert!(
+            stdout.contains("blocks 0 to 8191") && stdout.contains("blocks 8192 to 8200"),
+            "{stdout}"
+        );
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == format))
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 2, "{files:?}");
+
+        // Era 1 before era 0: the message names the expected and the found block.
+        let fresh = dir.path().join(format!("{format}-fresh"));
+        let err = fails(&[
+            os("ingest"),
+            os("--genesis"),
+            genesis.as_os_str(),
+            os("--datadir"),
+            fresh.as_os_str(),
+            files[1].as_os_str(),
+            files[0].as_os_str(),
+        ]);
+        assert!(
+            err.contains("expected block 1 next") && err.contains("starts at block 8192"),
+            "{err}"
+        );
+        assert_eq!(stored_head(&fresh).0, 0);
+
+        // The folder, in order, checked against its checksums.txt: the same chain again.
+        let (stdout, _) = quarry(&[
+            os("ingest"),
+            os("--datadir"),
+            fresh.as_os_str(),
+            out.as_os_str(),
+        ]);
+        assert_eq!(stdout.lines().last().unwrap(), head);
+        let again = dir.path().join(format!("{format}-again"));
+        export(&fresh, &again, format);
+        for file in &files {
+            let copy = again.join(file.file_name().unwrap());
+            assert_eq!(plain_records(file), plain_records(&copy), "{copy:?}");
+        }
+    }
+}
+
+#[test]
+fn a_folder_whose_checksums_txt_disagrees_is_refused_before_any_block() {
+    let (chain_dir, datadir, _) = pow_chain();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("era1");
+    export(datadir, &out, "era1");
+    let list = out.join("checksums.txt");
+    let text = std::fs::read_to_string(&list).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[0] = format!("0x{}", "11".repeat(32));
+    std::fs::write(&list, lines.join("\n")).unwrap();
+    let fresh = dir.path().join("fresh");
+    let err = fails(&[
+        os("ingest"),
+        os("--genesis"),
+        chain_dir.path().join("chain/genesis.json").as_os_str(),
+        os("--datadir"),
+        fresh.as_os_str(),
+        out.as_os_str(),
+    ]);
+    assert!(
+        err.contains("checksums.txt") && err.contains(&"11".repeat(32)),
+        "{err}"
+    );
+    assert_eq!(stored_head(&fresh).0, 0);
+}
