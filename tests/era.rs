@@ -923,3 +923,120 @@ fn a_folder_whose_checksums_txt_disagrees_is_refused_before_any_block() {
     );
     assert_eq!(stored_head(&fresh).0, 0);
 }
+
+/// A datadir filled from era files goes on with an RLP file or with `quarry follow`, naming no
+/// chain: the datadir knows it.
+#[test]
+fn a_datadir_filled_from_era_files_goes_on_with_rlp_or_follow() {
+    let (chain_dir, datadir, head) = pow_chain();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("era1");
+    export(datadir, &out, "era1");
+    let era0 = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("-00000-"))
+        .unwrap();
+    let genesis = chain_dir.path().join("chain/genesis.json");
+    let from_era = |name: &str| {
+        let target = dir.path().join(name);
+        quarry(&[
+            os("ingest"),
+            os("--genesis"),
+            genesis.as_os_str(),
+            os("--datadir"),
+            target.as_os_str(),
+            era0.as_os_str(),
+        ]);
+        assert_eq!(stored_head(&target).0, 8191);
+        target
+    };
+
+    let rlp = from_era("rlp");
+    let (stdout, _) = quarry(&[
+        os("ingest"),
+        os("--datadir"),
+        rlp.as_os_str(),
+        chain_dir.path().join("chain/chain.rlp").as_os_str(),
+    ]);
+    assert_eq!(stdout.lines().last().unwrap(), head);
+
+    let followed = from_era("follow");
+    let upstream = Server::start(datadir, "");
+    let mut child = std::process::Command::new(support::QUARRY)
+        .args(["follow", "--datadir"])
+        .arg(&followed)
+        .args([
+            "--upstream",
+            &upstream.http_url(support::KEY),
+            "--poll-ms",
+            "20",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let wanted: B256 = head.split(['(', ')']).nth(1).unwrap().parse().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while stored_head(&followed).1 != wanted {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!(
+                "follow did not reach {wanted}: {:?}",
+                stored_head(&followed)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `quarry dev --chain mainnet` serves mainnet's era 0 from the copy in testdata.
+#[test]
+fn dev_serves_mainnet_era0() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(support::QUARRY)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "dev",
+            "--chain",
+            "mainnet",
+            "--listen",
+            "127.0.0.1:0",
+            "--datadir",
+        ])
+        .arg(dir.path().join("mainnet"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The import's summary comes first.
+    let line = std::io::BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(Result::unwrap)
+        .find(|line| line.starts_with("listening on"))
+        .unwrap();
+    let addr = line
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_string();
+    let body =
+        r#"{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}"#;
+    let mut response = ureq::post(format!("http://{addr}/v3/dev-key"))
+        .header("Content-Type", "application/json")
+        .send(body)
+        .unwrap();
+    let answer: serde_json::Value =
+        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        answer["result"]["hash"],
+        json!(BLOCK_8191.to_string()),
+        "{answer}"
+    );
+    assert_eq!(answer["result"]["number"], json!("0x1fff"));
+}
