@@ -36,7 +36,7 @@ pub struct ExportEraArgs {
     to_era: Option<u64>,
 }
 
-pub fn run(args: &ExportEraArgs) -> Result<()> {
+pub fn run(args: ExportEraArgs) -> Result<()> {
     if !args.datadir.join("mdbx.dat").exists() {
         bail!("no quarry database in {}", args.datadir.display());
     }
