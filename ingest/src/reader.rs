@@ -48,7 +48,7 @@ pub struct RawBlock {
 pub enum ReadError {
     /// An era file that breaks its format's rules or does not fit the stored chain.
     #[error(transparent)]
-    Era(Box<crate::era::EraError>),
+    Era(Box<crate::era::error::EraError>),
     /// The file could not be opened, or its first bytes could not be read.
     #[error("{path}: cannot open file: {source}")]
     Open {
@@ -138,8 +138,8 @@ pub enum ReadError {
     },
 }
 
-impl From<crate::era::EraError> for ReadError {
-    fn from(err: crate::era::EraError) -> Self {
+impl From<crate::era::error::EraError> for ReadError {
+    fn from(err: crate::era::error::EraError) -> Self {
         ReadError::Era(Box::new(err))
     }
 }

@@ -61,6 +61,7 @@ pub struct Checker<'a> {
     pub path: &'a Path,
     pub reader: RecordReader<BufReader<File>>,
     pub file_len: u64,
+    unframer: super::e2store::Unframer,
 }
 
 impl<'a> Checker<'a> {
@@ -75,7 +76,20 @@ impl<'a> Checker<'a> {
             path,
             reader: RecordReader::new(BufReader::with_capacity(256 * 1024, file)),
             file_len,
+            unframer: Default::default(),
         })
+    }
+
+    /// A snappy-framed record's data, decompressed; `what` names the record in an error.
+    pub fn unframe(
+        &mut self,
+        data: &[u8],
+        what: &str,
+        block: Option<u64>,
+    ) -> Result<Vec<u8>, EraError> {
+        self.unframer
+            .unframe(data)
+            .map_err(|e| self.invalid(block, format!("{what} record: {e}")))
     }
 
     pub fn invalid(&self, block: Option<u64>, reason: impl Into<String>) -> EraError {
@@ -243,7 +257,7 @@ pub fn read_header(
     record: &RecordHeader,
     expected: Option<u64>,
 ) -> Result<(Header, B256), EraError> {
-    if record.kind != super::era1::HEADER {
+    if record.kind != super::kinds::HEADER {
         return Err(checker.invalid(
             expected,
             format!(
@@ -253,8 +267,7 @@ pub fn read_header(
         ));
     }
     let compressed = checker.data(record, expected)?;
-    let rlp = super::e2store::snappy_unframe(&compressed)
-        .map_err(|e| checker.invalid(expected, format!("header record: {e}")))?;
+    let rlp = checker.unframe(&compressed, "header", expected)?;
     let header = decode_header(checker, &rlp, expected.unwrap_or_default())?;
     if let Some(expected) = expected
         && header.number != expected

@@ -3,6 +3,7 @@
 //! difficulty) list and a block index. Reading checks every rule of the format before the
 //! first block is handed on; writing produces the same records from the stored chain.
 
+use super::kinds::{ACCUMULATOR, BLOCK_INDEX, BODY, HEADER, RECEIPTS, TOTAL_DIFFICULTY};
 use super::{
     BLOCKS_PER_ERA, Checker, EraError, Summary, accumulator_root, check_link, decode_header,
     e2store::{self, RecordWriter},
@@ -16,13 +17,6 @@ use std::{
     io::{BufWriter, Write},
     path::Path,
 };
-
-pub const HEADER: u16 = 0x03;
-pub const BODY: u16 = 0x04;
-pub const RECEIPTS: u16 = 0x05;
-pub const TOTAL_DIFFICULTY: u16 = 0x06;
-pub const ACCUMULATOR: u16 = 0x07;
-pub const BLOCK_INDEX: u16 = 0x3266;
 
 /// Reads every header and total difficulty of an era1 file (bodies and receipts are passed
 /// over), and checks the format's rules: consecutive blocks linked by parent hash, each
@@ -161,13 +155,13 @@ fn read_one(c: &mut Checker<'_>, number: u64, expected_hash: B256) -> Result<Raw
     }
     let record = c.expect(TOTAL_DIFFICULTY, "total difficulty", block)?;
     c.data(&record, block)?;
-    let [header, body, receipts] = parts.map(|p| e2store::snappy_unframe(&p));
-    let header = header.map_err(|e| c.invalid(block, format!("header record: {e}")))?;
+    let [header, body, receipts] = parts;
+    let header = c.unframe(&header, "header", block)?;
     if keccak256(&header) != expected_hash {
         return Err(c.invalid(block, "its header changed since the file was checked"));
     }
-    let body = body.map_err(|e| c.invalid(block, format!("body record: {e}")))?;
-    let receipts = receipts.map_err(|e| c.invalid(block, format!("receipts record: {e}")))?;
+    let body = c.unframe(&body, "body", block)?;
+    let receipts = c.unframe(&receipts, "receipts", block)?;
     let decoded = decode_header(c, &header, number)?;
     let root = super::receipts_root(&receipts).map_err(|e| c.invalid(block, e))?;
     c.check_receipts_root(number, root, decoded.receipts_root)?;

@@ -6,8 +6,9 @@
 use super::{
     BLOCKS_PER_ERA, Checker, EraError, Summary, accumulator_root, check_link,
     e2store::{self, RecordWriter},
-    era1::{ACCUMULATOR, BODY, HEADER, TOTAL_DIFFICULTY},
-    expect_version, read_header,
+    expect_version,
+    kinds::{ACCUMULATOR, BODY, DYNAMIC_INDEX, HEADER, PROOF, SLIM_RECEIPTS, TOTAL_DIFFICULTY},
+    read_header,
 };
 use crate::reader::RawBlock;
 use alloy_consensus::{Eip658Value, Receipt, ReceiptEnvelope, ReceiptWithBloom, TxType};
@@ -19,10 +20,6 @@ use std::{
     io::{BufWriter, Write},
     path::Path,
 };
-
-pub const SLIM_RECEIPTS: u16 = 0x0a;
-pub const PROOF: u16 = 0x0b;
-pub const DYNAMIC_INDEX: u16 = 0x3267;
 
 /// Where an ere file's sections start, for reading its blocks in step.
 #[derive(Debug, Clone)]
@@ -294,8 +291,7 @@ fn next_part(
 ) -> Result<(u64, Vec<u8>), EraError> {
     let record = c.expect(kind, what, Some(number))?;
     let data = c.data(&record, Some(number))?;
-    let plain = e2store::snappy_unframe(&data)
-        .map_err(|e| c.invalid(Some(number), format!("{what} record: {e}")))?;
+    let plain = c.unframe(&data, what, Some(number))?;
     Ok((record.offset, plain))
 }
 

@@ -166,12 +166,21 @@ impl EraFile<'_> {
     }
 
     /// Moves the whole file under its name, or removes what was written of it.
-    fn finish(
+    /// Moves the whole file under its name (from what the writer returned), or removes what
+    /// was written of it when reading the datadir (`failure`) or writing failed.
+    fn finish<T>(
         &self,
         partial: &Path,
-        name: Result<String, ExportError>,
+        failure: Option<ExportError>,
+        written: Result<T, EraError>,
+        name: impl FnOnce(T) -> String,
     ) -> Result<Exported, ExportError> {
-        let name = name.inspect_err(|_| {
+        let named = match (failure, written) {
+            (Some(err), _) => Err(err),
+            (None, Err(err)) => Err(err.into()),
+            (None, Ok(written)) => Ok(name(written)),
+        };
+        let name = named.inspect_err(|_| {
             let _ = std::fs::remove_file(partial);
         })?;
         let path = self.out.join(name);
@@ -191,25 +200,20 @@ impl EraFile<'_> {
 fn write_era1(reader: &ReadTx, file: &EraFile<'_>) -> Result<Exported, ExportError> {
     let partial = file.partial("era1");
     let mut failure = None;
-    let blocks = (file.first..=file.last).map_while(|number| match block_records(reader, number) {
-        Ok(records) => Some(Ok(records)),
-        Err(err) => {
-            failure = Some(err);
-            None
+    let blocks = (file.first..=file.last).map_while(|number| {
+        match stored_block(reader, number).and_then(StoredBlock::era1_records) {
+            Ok(records) => Some(Ok(records)),
+            Err(err) => {
+                failure = Some(err);
+                None
+            }
         }
     });
     let written = era1::write(&partial, file.first, blocks);
-    let name = match (failure, written) {
-        (Some(err), _) => Err(err),
-        (None, Err(err)) => Err(err.into()),
-        (None, Ok(root)) => Ok(format!(
-            "{}-{:05}-{}.era1",
-            file.network,
-            file.era,
-            alloy_primitives::hex::encode(&root[..4])
-        )),
-    };
-    file.finish(&partial, name)
+    file.finish(&partial, failure, written, |root| {
+        let hash = alloy_primitives::hex::encode(&root[..4]);
+        format!("{}-{:05}-{hash}.era1", file.network, file.era)
+    })
 }
 
 /// reth's name: `<network>-<era>-<first 4 bytes of the last block's hash>-noproofs.ere`.
@@ -217,27 +221,31 @@ fn write_ere(reader: &ReadTx, file: &EraFile<'_>) -> Result<Exported, ExportErro
     let partial = file.partial("ere");
     let mut failure = None;
     let written = ere::write(&partial, file.first, file.last, |number| {
-        ere_block(reader, number).map_err(|err| {
-            let message = err.to_string();
-            failure = Some(err);
-            EraError::invalid(&partial, Some(number), message)
-        })
+        stored_block(reader, number)
+            .map(StoredBlock::ere_block)
+            .map_err(|err| {
+                let message = err.to_string();
+                failure = Some(err);
+                EraError::invalid(&partial, Some(number), message)
+            })
     });
-    let name = match (failure, written) {
-        (Some(err), _) => Err(err),
-        (None, Err(err)) => Err(err.into()),
-        (None, Ok(last_hash)) => Ok(format!(
-            "{}-{:05}-{}-noproofs.ere",
-            file.network,
-            file.era,
-            alloy_primitives::hex::encode(&last_hash[..4])
-        )),
-    };
-    file.finish(&partial, name)
+    file.finish(&partial, failure, written, |last_hash| {
+        let hash = alloy_primitives::hex::encode(&last_hash[..4]);
+        format!("{}-{:05}-{hash}-noproofs.ere", file.network, file.era)
+    })
 }
 
-/// One block's ere records, uncompressed.
-fn ere_block(reader: &ReadTx, number: u64) -> Result<ere::EreBlock, ExportError> {
+/// One stored block as history files take it: header and body RLP, receipts, difficulties.
+struct StoredBlock {
+    number: u64,
+    header: Vec<u8>,
+    body: Vec<u8>,
+    receipts: Vec<quarry_storage::StoredReceipt>,
+    difficulty: U256,
+    total_difficulty: U256,
+}
+
+fn stored_block(reader: &ReadTx, number: u64) -> Result<StoredBlock, ExportError> {
     let missing =
         |what: &str| quarry_storage::Error::Corrupt(format!("no {what} for block {number}"));
     let header = reader.header(number)?.ok_or_else(|| missing("header"))?;
@@ -252,62 +260,65 @@ fn ere_block(reader: &ReadTx, number: u64) -> Result<ere::EreBlock, ExportError>
     let block = alloy_rlp::encode(alloy_consensus::Block::new(header, body));
     let (header, body) =
         split_block(&block).map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
-    let mut items = Vec::new();
-    for receipt in &receipts {
-        let status = match receipt.outcome {
-            quarry_storage::ReceiptOutcome::PostState(root) => Eip658Value::PostState(root),
-            quarry_storage::ReceiptOutcome::Status(ok) => Eip658Value::Eip658(ok),
-        };
-        ere::encode_slim(
-            receipt.tx_type,
-            status,
-            receipt.cumulative_gas_used,
-            &receipt.logs,
-            &mut items,
-        );
-    }
-    let mut slim_receipts = Vec::with_capacity(items.len() + 9);
-    alloy_rlp::Header {
-        list: true,
-        payload_length: items.len(),
-    }
-    .encode(&mut slim_receipts);
-    slim_receipts.extend_from_slice(&items);
-    Ok(ere::EreBlock {
+    Ok(StoredBlock {
+        number,
         header,
         body,
-        slim_receipts,
+        receipts,
         difficulty,
         total_difficulty,
     })
 }
 
-type Records = (Vec<u8>, Vec<u8>, Vec<u8>, U256);
-
 /// One block's era1 records, uncompressed: header RLP, body RLP, receipts RLP (geth's
 /// network encoding, with blooms), total difficulty.
-fn block_records(reader: &ReadTx, number: u64) -> Result<Records, ExportError> {
-    let missing =
-        |what: &str| quarry_storage::Error::Corrupt(format!("no {what} for block {number}"));
-    let header = reader.header(number)?.ok_or_else(|| missing("header"))?;
-    if header.difficulty.is_zero() && number > 0 {
-        return Err(ExportError::PostMerge { block: number });
+type Records = (Vec<u8>, Vec<u8>, Vec<u8>, U256);
+
+impl StoredBlock {
+    fn era1_records(self) -> Result<Records, ExportError> {
+        if self.difficulty.is_zero() && self.number > 0 {
+            return Err(ExportError::PostMerge { block: self.number });
+        }
+        let receipts = self
+            .receipts
+            .iter()
+            .map(|receipt| quarry_executor::consensus_receipt(receipt, logs_bloom(&receipt.logs)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let receipts = alloy_rlp::encode(&receipts);
+        Ok((self.header, self.body, receipts, self.total_difficulty))
     }
-    let body = reader.body(number)?.ok_or_else(|| missing("body"))?;
-    let receipts = reader
-        .receipts(number)?
-        .ok_or_else(|| missing("receipts"))?;
-    let total_difficulty = reader
-        .total_difficulty(number)?
-        .ok_or_else(|| missing("total difficulty"))?;
-    let block = alloy_rlp::encode(alloy_consensus::Block::new(header, body));
-    let (header, body) =
-        split_block(&block).map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
-    let receipts = receipts
-        .iter()
-        .map(|receipt| quarry_executor::consensus_receipt(receipt, logs_bloom(&receipt.logs)))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((header, body, alloy_rlp::encode(&receipts), total_difficulty))
+
+    /// The slim receipts: `[type, status or post-state, cumulative gas, logs]` each, no bloom.
+    fn ere_block(self) -> ere::EreBlock {
+        let mut items = Vec::new();
+        for receipt in &self.receipts {
+            let status = match receipt.outcome {
+                quarry_storage::ReceiptOutcome::PostState(root) => Eip658Value::PostState(root),
+                quarry_storage::ReceiptOutcome::Status(ok) => Eip658Value::Eip658(ok),
+            };
+            ere::encode_slim(
+                receipt.tx_type,
+                status,
+                receipt.cumulative_gas_used,
+                &receipt.logs,
+                &mut items,
+            );
+        }
+        let mut slim_receipts = Vec::with_capacity(items.len() + 9);
+        alloy_rlp::Header {
+            list: true,
+            payload_length: items.len(),
+        }
+        .encode(&mut slim_receipts);
+        slim_receipts.extend_from_slice(&items);
+        ere::EreBlock {
+            header: self.header,
+            body: self.body,
+            slim_receipts,
+            difficulty: self.difficulty,
+            total_difficulty: self.total_difficulty,
+        }
+    }
 }
 
 /// Writes a small file whole or not at all: a temporary name, then a rename.

@@ -1,6 +1,7 @@
-//! History files in and out: era1 (pre-merge) files read into the import pipeline and written
-//! from a datadir, the e2store container they share, and the published checksum lists that
-//! vouch for them. A file is known by its content (the e2store version record), not its name.
+//! History files in and out: era1 (pre-merge) and ere (any era) files read into the import
+//! pipeline and written from a datadir, the e2store container they share, and the checksum
+//! lists that vouch for them. A file is known by its content (the e2store version record and
+//! the records after it), not its name.
 
 mod checker;
 pub mod checksums;
@@ -8,97 +9,20 @@ pub mod download;
 pub mod e2store;
 pub mod era1;
 pub mod ere;
+pub mod error;
 pub mod export;
 mod import;
+pub mod kinds;
 
 pub use checker::{BLOCKS_PER_ERA, Summary, accumulator_root};
 pub use checksums::Checksums;
+pub use error::EraError;
 
 use checker::{Checker, check_link, decode_header, expect_version, read_header};
 pub use import::{EraFiles, Input, era_files};
 
 use alloy_primitives::B256;
 use std::{io::Read, path::Path};
-
-/// Why an era file was refused. Every message names the file, and the block where there is one.
-#[derive(Debug, thiserror::Error)]
-pub enum EraError {
-    #[error("{path}: cannot open: {source}")]
-    Open {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path}: cannot write: {source}")]
-    Write {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error(
-        "{0}: not an era1 or ere file (it does not open with the e2store version record 65 32)"
-    )]
-    NotEra(String),
-    #[error("{path}: block {block}: {reason}")]
-    Block {
-        path: String,
-        block: u64,
-        reason: String,
-    },
-    #[error("{path}: {reason}")]
-    File { path: String, reason: String },
-    #[error(
-        "{path}: sha256 {found}, but {list} lists {expected} for {name}: the file is damaged or not the published one"
-    )]
-    Checksum {
-        path: String,
-        name: String,
-        list: String,
-        expected: String,
-        found: String,
-    },
-    #[error(
-        "{path}: starts at block {found}, but the datadir's head is block {head}: expected block {expected} next (a gap, or era files out of order)"
-    )]
-    Gap {
-        path: String,
-        head: u64,
-        expected: u64,
-        found: u64,
-    },
-    #[error(
-        "{path}: block {block} ({found}) is not this datadir's block {block} ({stored}): the file is of another network{network}"
-    )]
-    OtherNetwork {
-        path: String,
-        block: u64,
-        found: B256,
-        stored: B256,
-        network: String,
-    },
-    #[error(
-        "{path}: block {block}'s total difficulty in the file is {found}, the stored chain gives {computed}"
-    )]
-    TotalDifficulty {
-        path: String,
-        block: u64,
-        found: alloy_primitives::U256,
-        computed: alloy_primitives::U256,
-    },
-}
-
-impl EraError {
-    pub fn invalid(path: &Path, block: Option<u64>, reason: impl Into<String>) -> Self {
-        let path = path.display().to_string();
-        let reason = reason.into();
-        match block {
-            Some(block) => EraError::Block {
-                path,
-                block,
-                reason,
-            },
-            None => EraError::File { path, reason },
-        }
-    }
-}
 
 /// Whether the file at `path` is an e2store file (era1 or ere): it opens with the version
 /// record. Unreadable files are not, and are then reported by whoever reads them next.
@@ -132,16 +56,22 @@ pub fn format_of(path: &Path) -> Result<Format, EraError> {
         kinds.push(record.kind);
         c.skip(&record, None)?;
         match kinds.as_slice() {
-            [_, _, era1::RECEIPTS] | [_, _, _, era1::TOTAL_DIFFICULTY] => return Ok(Format::Era1),
-            [era1::HEADER, era1::HEADER]
-            | [_, _, ere::SLIM_RECEIPTS | ere::DYNAMIC_INDEX | ere::PROOF] => {
+            [_, _, kinds::RECEIPTS] | [_, _, _, kinds::TOTAL_DIFFICULTY] => {
+                return Ok(Format::Era1);
+            }
+            [kinds::HEADER, kinds::HEADER]
+            | [
+                _,
+                _,
+                kinds::SLIM_RECEIPTS | kinds::DYNAMIC_INDEX | kinds::PROOF,
+            ] => {
                 return Ok(Format::Ere);
             }
             _ => {}
         }
     }
     match kinds.first() {
-        Some(&era1::HEADER) => Err(EraError::invalid(
+        Some(&kinds::HEADER) => Err(EraError::invalid(
             path,
             None,
             "neither era1's nor ere's records follow its first header",
