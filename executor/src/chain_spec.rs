@@ -21,7 +21,7 @@ impl ChainSpec {
     pub fn stored<K: quarry_storage::Access>(
         tx: &quarry_storage::StorageTx<K>,
     ) -> crate::Result<Option<Self>> {
-        let Some(bytes) = tx.meta("chain_config")? else {
+        let Some(bytes) = tx.meta(quarry_storage::MetaKey::ChainConfig)? else {
             return Ok(None);
         };
         let config: ChainConfig = serde_json::from_slice(&bytes)

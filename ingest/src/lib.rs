@@ -22,7 +22,7 @@ use quarry_executor::{
     build_block, execute_block, execute_block_in_range,
     genesis::{GenesisState, genesis_body, genesis_header, genesis_state},
 };
-use quarry_storage::{BlockRecord, Database, SyncTarget, WriteTx};
+use quarry_storage::{BlockRecord, Database, MetaKey, SyncTarget, WriteTx};
 use rayon::prelude::*;
 use reader::{BlockReader, RawBlock};
 use std::{
@@ -264,12 +264,9 @@ pub enum Reorgs {
     Heavier { max_depth: u64 },
 }
 
-/// The Meta key under which a datadir of a public network records its name.
-const NETWORK_KEY: &str = "network";
-
 /// The public network `db` recorded when its genesis was written, if any.
 pub fn stored_network(db: &Database) -> Result<Option<String>> {
-    let name = db.reader()?.meta(NETWORK_KEY)?;
+    let name = db.reader()?.meta(MetaKey::Network)?;
     Ok(name.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
 }
 
@@ -486,9 +483,9 @@ impl Importer {
                 tx.set_proof_history(Some(quarry_storage::DEFAULT_PROOF_HISTORY))?;
                 let config = serde_json::to_vec(&spec.config)
                     .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
-                tx.put_meta("chain_config", &config)?;
+                tx.put_meta(MetaKey::ChainConfig, &config)?;
                 if let Some(network) = network {
-                    tx.put_meta(NETWORK_KEY, network.name().as_bytes())?;
+                    tx.put_meta(MetaKey::Network, network.name().as_bytes())?;
                 }
                 tx.put_schema_version()?;
                 tx.commit()?;

@@ -97,6 +97,7 @@ pub(crate) fn allocated_bytes(path: &Path) -> std::io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::MetaKey;
 
     #[test]
     fn a_copy_holds_what_was_committed_and_refuses_an_existing_target() {
@@ -104,7 +105,7 @@ mod tests {
         let db = Database::open(&dir.path().join("live")).unwrap();
         let put = |value: &[u8]| {
             let tx = db.writer().unwrap();
-            tx.put_meta("backup-test", value).unwrap();
+            tx.put_meta(MetaKey::Scratch(0), value).unwrap();
             tx.commit().unwrap();
         };
         for compact in [false, true] {
@@ -114,7 +115,7 @@ mod tests {
             assert!(report.bytes > 0);
             put(b"after");
             let copy = Database::open(&out).unwrap();
-            let value = copy.reader().unwrap().meta("backup-test").unwrap();
+            let value = copy.reader().unwrap().meta(MetaKey::Scratch(0)).unwrap();
             assert_eq!(value.as_deref(), Some(b"before".as_slice()));
             let again = db.backup(&out, compact).unwrap_err().to_string();
             assert!(again.contains("exists"), "{again}");

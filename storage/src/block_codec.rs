@@ -22,7 +22,7 @@
 //! data; values written before it stay LZ4. See block_dictionary.rs for how it is kept.
 
 use crate::{
-    BlockRecord, Error, Result, StorageTx, Table,
+    BlockRecord, Error, MetaKey, Result, StorageTx, Table,
     block_dictionary::{Dictionary, frame_dictionary_id},
     receipts,
 };
@@ -230,10 +230,10 @@ impl BlockData {
     }
 
     /// The `Meta` key of the table's dictionary.
-    pub const fn dictionary_key(self) -> &'static str {
+    pub const fn dictionary_key(self) -> MetaKey {
         match self {
-            BlockData::Body => "zstd_dictionary_block_bodies",
-            BlockData::Receipts => "zstd_dictionary_receipts",
+            BlockData::Body => MetaKey::BlockBodiesDictionary,
+            BlockData::Receipts => MetaKey::ReceiptsDictionary,
         }
     }
 }
@@ -241,7 +241,7 @@ impl BlockData {
 impl<K: TransactionKind> StorageTx<K> {
     /// The dictionary `kind`'s values are written with (`None`: none trained yet).
     pub fn block_dictionary(&self, kind: BlockData) -> Result<Option<Arc<Dictionary>>> {
-        let Some(bytes) = self.get(Table::Meta, kind.dictionary_key().as_bytes())? else {
+        let Some(bytes) = self.meta_in_place(kind.dictionary_key())? else {
             return Ok(None);
         };
         self.dictionaries

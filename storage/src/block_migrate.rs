@@ -8,14 +8,11 @@
 //! the old one, which is what `StorageTx::block_data` reads by.
 
 use crate::{
-    BlockData, Error, Result, StorageTx, StoredBody, Table, TxLocation, decode_rlp,
+    BlockData, Error, MetaKey, Result, StorageTx, StoredBody, Table, TxLocation, decode_rlp,
     migrate::COMPRESSED_BLOCKS_LAYOUT, models::be_u64,
 };
 use alloy_primitives::B256;
 use signet_libmdbx::{RwSync, TransactionKind};
-
-/// Progress of the block data's rewrite: the next block to rewrite (u64 BE).
-const COMPRESS_PROGRESS: &str = "compress_progress";
 
 impl<K: TransactionKind> StorageTx<K> {
     /// Whether block `number`'s body and receipts values are compressed: in the
@@ -25,7 +22,7 @@ impl<K: TransactionKind> StorageTx<K> {
             return Ok(true);
         }
         Ok(self
-            .meta_u64(COMPRESS_PROGRESS)?
+            .meta_u64(MetaKey::CompressProgress)?
             .is_some_and(|next| number < next))
     }
 
@@ -48,7 +45,7 @@ impl StorageTx<RwSync> {
     /// `budget` transactions (and one per block) are done. Returns `true` once every block
     /// is, and the layout is `COMPRESSED_BLOCKS_LAYOUT`.
     pub(crate) fn compress_block_data(&self, budget: u64) -> Result<bool> {
-        let mut next = match self.meta_u64(COMPRESS_PROGRESS)? {
+        let mut next = match self.meta_u64(MetaKey::CompressProgress)? {
             Some(next) => next,
             None => {
                 // The lookups are rebuilt from the blocks' hashes: deleting the old keys one by
@@ -62,13 +59,13 @@ impl StorageTx<RwSync> {
         let mut done = 0u64;
         while last.is_some_and(|last| next <= last) {
             if done >= budget {
-                self.put_meta(COMPRESS_PROGRESS, &next.to_be_bytes())?;
+                self.put_meta(MetaKey::CompressProgress, &next.to_be_bytes())?;
                 return Ok(false);
             }
             done += 1 + self.compress_block(next)?;
             next += 1;
         }
-        self.del(Table::Meta, COMPRESS_PROGRESS.as_bytes())?;
+        self.del_meta(MetaKey::CompressProgress)?;
         self.put_schema(COMPRESSED_BLOCKS_LAYOUT)?;
         Ok(true)
     }
@@ -266,7 +263,7 @@ mod tests {
         assert_eq!(digests(&old), digests(&fresh));
         let r = old.reader().unwrap();
         assert_eq!(r.schema_version().unwrap(), SCHEMA_VERSION);
-        assert_eq!(r.meta(COMPRESS_PROGRESS).unwrap(), None);
+        assert_eq!(r.meta(MetaKey::CompressProgress).unwrap(), None);
         // The lookups, one pair sharing a prefix.
         assert_eq!(r.tx_lookup_collisions().unwrap(), (13, 1));
         for number in 0..10 {

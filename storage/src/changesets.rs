@@ -6,7 +6,7 @@
 //! write transaction: a reader sees the chain before or after, never part of an unwind.
 
 use crate::{
-    BlockMark, CHANGESETS_LAYOUT, Error, Result, StorageTx, StoredAccount, Table, b256,
+    BlockMark, CHANGESETS_LAYOUT, Error, MetaKey, Result, StorageTx, StoredAccount, Table, b256,
     history_key,
     models::{self, SlotValue, StorageRootBefore, be_u64},
     slot_key,
@@ -14,11 +14,6 @@ use crate::{
 use alloy_primitives::{Address, B256, U256};
 use signet_libmdbx::{RwSync, TransactionKind};
 use std::collections::BTreeMap;
-
-const UNWINDS: &str = "unwinds";
-/// Progress of `build_changesets`: the table being read (0 accounts, 1 storage) then the last
-/// history key done.
-const CHANGESETS_PROGRESS: &str = "changesets_progress";
 
 /// The key of an account's group of slot entries (and, in layouts before 11, of its changeset
 /// entry): the block number (u64 BE) then the address.
@@ -105,7 +100,7 @@ impl<K: TransactionKind> StorageTx<K> {
     /// How many unwinds were ever committed: a reader that remembers answers by block number
     /// drops them when this changes.
     pub fn unwind_count(&self) -> Result<u64> {
-        Ok(self.meta_u64(UNWINDS)?.unwrap_or(0))
+        Ok(self.meta_u64(MetaKey::Unwinds)?.unwrap_or(0))
     }
 
     /// The accounts block `number` changed, each as it was before the block.
@@ -366,7 +361,7 @@ impl StorageTx<RwSync> {
         }
         self.trie_history_unwound(ancestor)?;
         let count = self.unwind_count()? + 1;
-        self.put_meta(UNWINDS, &count.to_be_bytes())?;
+        self.put_meta(MetaKey::Unwinds, &count.to_be_bytes())?;
         Ok(unwound)
     }
 
@@ -534,7 +529,7 @@ impl StorageTx<RwSync> {
         if self.schema_version()? >= CHANGESETS_LAYOUT {
             return Ok(true);
         }
-        let (mut phase, mut after) = match self.meta(CHANGESETS_PROGRESS)? {
+        let (mut phase, mut after) = match self.meta(MetaKey::ChangesetsProgress)? {
             Some(value) if !value.is_empty() => (value[0], Some(value[1..].to_vec())),
             _ => (0, None),
         };
@@ -549,13 +544,13 @@ impl StorageTx<RwSync> {
             if !done {
                 let mut progress = vec![phase];
                 progress.extend_from_slice(after.as_deref().unwrap_or_default());
-                self.put_meta(CHANGESETS_PROGRESS, &progress)?;
+                self.put_meta(MetaKey::ChangesetsProgress, &progress)?;
                 return Ok(false);
             }
             phase += 1;
             after = None;
         }
-        self.del(Table::Meta, CHANGESETS_PROGRESS.as_bytes())?;
+        self.del_meta(MetaKey::ChangesetsProgress)?;
         self.put_schema(CHANGESETS_LAYOUT)?;
         Ok(true)
     }
@@ -891,7 +886,7 @@ mod tests {
         let tx = db.writer().unwrap();
         tx.put_schema(crate::migrate::TRIE_HISTORY_LAYOUT - 1)
             .unwrap();
-        tx.del(Table::Meta, b"state_history_from").unwrap();
+        tx.del_meta(MetaKey::StateHistoryFrom).unwrap();
         assert!(!tx.migrate_step(10).unwrap());
         while !tx.migrate_step(10).unwrap() {}
         tx.commit().unwrap();
@@ -921,7 +916,7 @@ mod tests {
         tx.put_schema(crate::migrate::STATE_HISTORY_LAYOUT - 1)
             .unwrap();
         tx.stop_trie_history().unwrap();
-        tx.del(Table::Meta, b"state_history_from").unwrap();
+        tx.del_meta(MetaKey::StateHistoryFrom).unwrap();
         while !tx.migrate_step(10).unwrap() {}
         tx.commit().unwrap();
         let r = db.reader().unwrap();

@@ -239,22 +239,21 @@ fn runs(mut pages: Vec<u32>) -> Vec<(u32, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::MetaKey;
 
-    const KEYS: usize = 2_000;
+    const KEYS: u32 = 2_000;
 
     fn fill(db: &Database, byte: u8) {
         let tx = db.writer().unwrap();
         for i in 0..KEYS {
-            tx.put_meta(&format!("free-pages-{i}"), &[byte; 1_000])
-                .unwrap();
+            tx.put_meta(MetaKey::Scratch(i), &[byte; 1_000]).unwrap();
         }
         tx.commit().unwrap();
     }
 
     fn holds(tx: &crate::ReadTx, byte: u8) -> bool {
-        (0..KEYS).all(|i| {
-            tx.meta(&format!("free-pages-{i}")).unwrap().as_deref() == Some(&[byte; 1_000][..])
-        })
+        (0..KEYS)
+            .all(|i| tx.meta(MetaKey::Scratch(i)).unwrap().as_deref() == Some(&[byte; 1_000][..]))
     }
 
     fn allocated(db: &Database) -> u64 {

@@ -12,6 +12,7 @@ mod env_open;
 mod free_pages;
 pub mod keccak;
 mod log_index;
+mod meta_key;
 mod migrate;
 mod models;
 mod proof_history;
@@ -33,6 +34,7 @@ pub use capacity::{DEFAULT_MAX_SIZE, DatabaseOptions, free_space};
 pub use changesets::{AccountBefore, RestoredAccount, Unwound};
 pub use free_pages::Released;
 pub use log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
+pub use meta_key::{BlockMark, MetaKey};
 pub use migrate::{
     CHANGESETS_LAYOUT, COMPRESSED_BLOCKS_LAYOUT, NARROW_CHANGESETS_LAYOUT, SCHEMA_VERSION,
     STATE_LISTS_LAYOUT, TOPIC_LISTS_LAYOUT, TRACE_LISTS_LAYOUT,
@@ -61,25 +63,6 @@ use signet_libmdbx::{
     tx::{Cursor, Tx},
 };
 use std::{borrow::Cow, path::Path, sync::Arc};
-
-const SYNC_TARGET: &str = "sync_target";
-const UPSTREAM_HEAD: &str = "upstream_head";
-
-/// A block number kept in `Meta`: the blocks that `safe` and `finalized` name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BlockMark {
-    Safe,
-    Finalized,
-}
-
-impl BlockMark {
-    const fn key(self) -> &'static str {
-        match self {
-            Self::Safe => "safe_block",
-            Self::Finalized => "finalized_block",
-        }
-    }
-}
 
 /// The block a running `quarry ingest` is importing towards, and that process's id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -562,25 +545,29 @@ impl<K: TransactionKind> StorageTx<K> {
         }))
     }
 
-    pub fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        Ok(self.get(Table::Meta, key.as_bytes())?.map(Cow::into_owned))
+    /// The value stored under a `Meta` key.
+    pub fn meta(&self, key: MetaKey) -> Result<Option<Vec<u8>>> {
+        Ok(self.meta_in_place(key)?.map(Cow::into_owned))
+    }
+
+    /// As [`StorageTx::meta`], in place in the memory map for a read snapshot.
+    fn meta_in_place(&self, key: MetaKey) -> Result<Option<Cow<'_, [u8]>>> {
+        self.get(Table::Meta, key.key().as_bytes())
     }
 
     /// A number stored under a `Meta` key (u64 BE).
-    pub(crate) fn meta_u64(&self, key: &str) -> Result<Option<u64>> {
-        self.get(Table::Meta, key.as_bytes())?
-            .map(|v| be_u64(&v))
-            .transpose()
+    pub(crate) fn meta_u64(&self, key: MetaKey) -> Result<Option<u64>> {
+        self.meta_in_place(key)?.map(|v| be_u64(&v)).transpose()
     }
 
-    /// A block number stored under a `Meta` key (`safe_block`, `finalized_block`).
-    pub fn meta_block(&self, key: BlockMark) -> Result<Option<u64>> {
-        self.meta_u64(key.key())
+    /// The block `mark` names ([`MetaKey::SafeBlock`], [`MetaKey::FinalizedBlock`]).
+    pub fn meta_block(&self, mark: BlockMark) -> Result<Option<u64>> {
+        self.meta_u64(mark.key())
     }
 
     /// The head `quarry follow` last saw its upstream at (`None`: never followed).
     pub fn upstream_head(&self) -> Result<Option<UpstreamHead>> {
-        let Some(value) = self.meta(UPSTREAM_HEAD)? else {
+        let Some(value) = self.meta(MetaKey::UpstreamHead)? else {
             return Ok(None);
         };
         if value.len() != 16 && value.len() != 24 {
@@ -602,7 +589,7 @@ impl<K: TransactionKind> StorageTx<K> {
 
     /// What a running ingest announced: the block it is importing towards, and its process.
     pub fn sync_target(&self) -> Result<Option<SyncTarget>> {
-        let Some(value) = self.meta(SYNC_TARGET)? else {
+        let Some(value) = self.meta(MetaKey::SyncTarget)? else {
             return Ok(None);
         };
         if value.len() != 12 {
@@ -952,17 +939,18 @@ impl StorageTx<RwSync> {
         Ok(())
     }
 
-    pub fn put_meta(&self, key: &str, value: &[u8]) -> Result<()> {
-        self.put(Table::Meta, key.as_bytes(), value)
+    /// Stores `value` under a `Meta` key.
+    pub fn put_meta(&self, key: MetaKey, value: &[u8]) -> Result<()> {
+        self.put(Table::Meta, key.key().as_bytes(), value)
     }
 
     /// Deletes a `Meta` entry (absent: nothing to do).
-    pub fn del_meta(&self, key: &str) -> Result<()> {
-        self.del(Table::Meta, key.as_bytes())
+    pub fn del_meta(&self, key: MetaKey) -> Result<()> {
+        self.del(Table::Meta, key.key().as_bytes())
     }
 
-    pub fn put_meta_block(&self, key: BlockMark, number: u64) -> Result<()> {
-        self.put_meta(key.key(), &number.to_be_bytes())
+    pub fn put_meta_block(&self, mark: BlockMark, number: u64) -> Result<()> {
+        self.put_meta(mark.key(), &number.to_be_bytes())
     }
 
     /// Records the head `quarry follow` saw its upstream at.
@@ -973,7 +961,7 @@ impl StorageTx<RwSync> {
         if let Some(peers) = head.peers {
             value.extend_from_slice(&peers.to_be_bytes());
         }
-        self.put_meta(UPSTREAM_HEAD, &value)
+        self.put_meta(MetaKey::UpstreamHead, &value)
     }
 
     /// Announces (or with `None` withdraws) the target of a running ingest.
@@ -983,9 +971,9 @@ impl StorageTx<RwSync> {
                 let mut value = [0u8; 12];
                 value[..8].copy_from_slice(&block.to_be_bytes());
                 value[8..].copy_from_slice(&pid.to_be_bytes());
-                self.put_meta(SYNC_TARGET, &value)
+                self.put_meta(MetaKey::SyncTarget, &value)
             }
-            None => self.del(Table::Meta, SYNC_TARGET.as_bytes()),
+            None => self.del_meta(MetaKey::SyncTarget),
         }
     }
 
@@ -1411,7 +1399,7 @@ mod tests {
         let tx = db.writer().unwrap();
         // A record from before peer counts: block, then when.
         tx.put_meta(
-            UPSTREAM_HEAD,
+            MetaKey::UpstreamHead,
             &[[0, 0, 0, 0, 0, 0, 0, 7], [0, 0, 0, 0, 0, 0, 0, 9]].concat(),
         )
         .unwrap();
@@ -1426,7 +1414,7 @@ mod tests {
             tx.put_upstream_head(head).unwrap();
             assert_eq!(tx.upstream_head().unwrap(), Some(head));
         }
-        tx.put_meta(UPSTREAM_HEAD, &[1, 2, 3]).unwrap();
+        tx.put_meta(MetaKey::UpstreamHead, &[1, 2, 3]).unwrap();
         assert!(tx.upstream_head().is_err());
     }
 

@@ -4,15 +4,13 @@
 //! match.
 
 use crate::{
-    Error, LogView, Result, StorageTx, StoredReceipt, Table, migrate::TOPIC_LISTS_LAYOUT,
+    Error, LogView, MetaKey, Result, StorageTx, StoredReceipt, Table, migrate::TOPIC_LISTS_LAYOUT,
     models::be_u64, state_lists::Lists,
 };
 use alloy_primitives::{Address, B256, Bloom, BloomInput, Log};
 use signet_libmdbx::{RwSync, TransactionKind};
 use std::{borrow::Cow, collections::BTreeMap, time::Instant};
 
-/// Meta key: the highest block through which `LogAddresses` and `LogTopicLists` are complete.
-const LOG_INDEX_HEAD: &str = "log_index_head";
 /// Topic positions a log can have (LOG0..LOG4).
 pub const MAX_TOPICS: usize = 4;
 
@@ -118,7 +116,7 @@ impl<K: TransactionKind> StorageTx<K> {
     /// The highest block through which the log index is complete; `None` in a database made
     /// before the index existed, until `build_log_index` has run.
     pub fn log_index_head(&self) -> Result<Option<u64>> {
-        self.meta_u64(LOG_INDEX_HEAD)
+        self.meta_u64(MetaKey::LogIndexHead)
     }
 
     /// The transaction hashes of a block, in order.
@@ -544,7 +542,7 @@ impl StorageTx<RwSync> {
         for key in &by_topic {
             self.list_indexed_block(Lists::Topics, key, number)?;
         }
-        self.put_meta(LOG_INDEX_HEAD, &block)
+        self.put_meta(MetaKey::LogIndexHead, &block)
     }
 
     /// Removes block `number`'s logs from the index (the block is being unwound) and, if the
@@ -568,7 +566,7 @@ impl StorageTx<RwSync> {
         if let (Some(indexed), Some(parent)) = (self.log_index_head()?, number.checked_sub(1))
             && indexed >= number
         {
-            self.put_meta(LOG_INDEX_HEAD, &parent.to_be_bytes())?;
+            self.put_meta(MetaKey::LogIndexHead, &parent.to_be_bytes())?;
         }
         Ok(())
     }
@@ -811,7 +809,8 @@ mod tests {
             let key = [topic.as_slice(), &block.to_be_bytes()].concat();
             tx.put(Table::LogTopics, &key, &[positions, 0]).unwrap();
         }
-        tx.put_meta(LOG_INDEX_HEAD, &2u64.to_be_bytes()).unwrap();
+        tx.put_meta(MetaKey::LogIndexHead, &2u64.to_be_bytes())
+            .unwrap();
         tx.put_schema(crate::TRACE_LISTS_LAYOUT).unwrap();
         tx.commit().unwrap();
         crate::migrate::migrate_in_steps(&db, 1);

@@ -1,7 +1,7 @@
 //! The database layout version, and the resumable steps (`quarry migrate`) that bring a
 //! database written by an older quarry to the current layout.
 
-use crate::{Leaf, Result, StorageTx, Table, TrieId, models::be_u64, receipts};
+use crate::{Leaf, MetaKey, Result, StorageTx, Table, TrieId, models::be_u64, receipts};
 use alloy_primitives::keccak256;
 use alloy_trie::{HashBuilder, Nibbles, TrieAccount};
 use signet_libmdbx::{DatabaseFlags, RwSync, TransactionKind};
@@ -42,12 +42,6 @@ pub const NARROW_CHANGESETS_LAYOUT: u64 = 11;
 pub const UNRECORDED_ROOTS_LAYOUT: u64 = 12;
 /// The database layout this quarry writes.
 pub const SCHEMA_VERSION: u64 = UNRECORDED_ROOTS_LAYOUT;
-const SCHEMA: &str = "schema";
-/// Progress of the receipts' re-encoding: the next block to re-encode (u64 BE).
-const RECEIPTS_PROGRESS: &str = "receipts_progress";
-/// Progress of the state trie's build: the last address whose storage trie and hashed state
-/// are written (20 bytes).
-const TRIE_PROGRESS: &str = "trie_progress";
 
 /// Refuses a database a newer quarry wrote: its layout may keep what this build reads in tables
 /// this build does not know, and answering from the ones it knows would be wrong. Runs before
@@ -58,7 +52,7 @@ pub(crate) fn refuse_newer_layout(
 ) -> Result<()> {
     let meta = tx.create_db(Some(Table::Meta.name()), DatabaseFlags::empty())?;
     let found = tx
-        .get::<Vec<u8>>(meta.dbi(), SCHEMA.as_bytes())?
+        .get::<Vec<u8>>(meta.dbi(), MetaKey::Schema.key().as_bytes())?
         .map(|value| be_u64(&value))
         .transpose()?;
     match found {
@@ -74,7 +68,7 @@ pub(crate) fn refuse_newer_layout(
 impl<K: TransactionKind> StorageTx<K> {
     /// The layout version the database says it has (1 when it names none).
     pub fn schema_version(&self) -> Result<u64> {
-        Ok(self.meta_u64(SCHEMA)?.unwrap_or(1))
+        Ok(self.meta_u64(MetaKey::Schema)?.unwrap_or(1))
     }
 }
 
@@ -85,7 +79,7 @@ impl StorageTx<RwSync> {
     }
 
     pub(crate) fn put_schema(&self, version: u64) -> Result<()> {
-        self.put_meta(SCHEMA, &version.to_be_bytes())
+        self.put_meta(MetaKey::Schema, &version.to_be_bytes())
     }
 
     /// One step of the migration to the current layout, doing about `budget` units of work
@@ -128,7 +122,7 @@ impl StorageTx<RwSync> {
     /// account done); once every account is done, the accounts trie in one pass over the
     /// hashed accounts.
     fn build_state_trie(&self, budget: u64) -> Result<bool> {
-        let progress = self.meta(TRIE_PROGRESS)?;
+        let progress = self.meta(MetaKey::TrieProgress)?;
         let mut cursor = self.tx.cursor(self.db(Table::PlainAccounts))?;
         let mut entry = match &progress {
             Some(last) => match cursor.set_range::<Vec<u8>, Vec<u8>>(last)? {
@@ -156,7 +150,7 @@ impl StorageTx<RwSync> {
                     code_hash: account.code_hash,
                 }),
             )?;
-            self.put_meta(TRIE_PROGRESS, &key)?;
+            self.put_meta(MetaKey::TrieProgress, &key)?;
             entry = cursor.next::<Vec<u8>, Vec<u8>>()?;
         }
         drop(cursor);
@@ -177,7 +171,7 @@ impl StorageTx<RwSync> {
         for (path, node) in &nodes {
             self.put_trie_node(&TrieId::Accounts, path, Some(node), None)?;
         }
-        self.del(Table::Meta, TRIE_PROGRESS.as_bytes())?;
+        self.del_meta(MetaKey::TrieProgress)?;
         self.put_schema(TRIE_LAYOUT)?;
         Ok(true)
     }
@@ -239,7 +233,7 @@ impl StorageTx<RwSync> {
     /// Rewrites layout 2's RLP receipt lists in the current encoding, block by block, until
     /// about `max_receipts` receipts are done. Returns `true` once all are.
     fn reencode_receipts(&self, max_receipts: u64) -> Result<bool> {
-        let mut next = self.meta_u64(RECEIPTS_PROGRESS)?.unwrap_or(0);
+        let mut next = self.meta_u64(MetaKey::ReceiptsProgress)?.unwrap_or(0);
         let mut done = 0u64;
         let last = {
             let mut cursor = self.tx.cursor(self.db(Table::Receipts))?;
@@ -250,7 +244,7 @@ impl StorageTx<RwSync> {
         };
         while last.is_some_and(|last| next <= last) {
             if done >= max_receipts {
-                self.put_meta(RECEIPTS_PROGRESS, &next.to_be_bytes())?;
+                self.put_meta(MetaKey::ReceiptsProgress, &next.to_be_bytes())?;
                 return Ok(false);
             }
             let key = next.to_be_bytes();
@@ -264,7 +258,7 @@ impl StorageTx<RwSync> {
             }
             next += 1;
         }
-        self.del(Table::Meta, RECEIPTS_PROGRESS.as_bytes())?;
+        self.del_meta(MetaKey::ReceiptsProgress)?;
         self.put_schema(RECEIPTS_LAYOUT)?;
         Ok(true)
     }

@@ -12,18 +12,8 @@
 //! and `trie_history_fine_from` moves past the window in the same commit. Readers of another process see the history before or after, never
 //! between, and a block before `trie_history_fine_from` is read at coarse window ends only.
 
-use crate::{Error, Result, StorageTx, Table, trie_history::tagged_history_table};
+use crate::{Error, MetaKey, Result, StorageTx, Table, trie_history::tagged_history_table};
 use signet_libmdbx::{RwSync, TransactionKind};
-
-/// Meta key: how many blocks behind the head the node history keeps its fine windows (u64 BE;
-/// absent: all of it, as datadirs from before the setting).
-const PROOF_HISTORY: &str = "proof_history";
-/// Meta key: the coarse window of the thinned node history, in blocks (u64 BE; absent:
-/// [`COARSE_NODE_WINDOW`]).
-const COARSE_WINDOW: &str = "trie_history_coarse_window";
-/// Meta key: the first block from which every fine window's records are kept (u64 BE; absent:
-/// `trie_history_from`, nothing thinned). A multiple of the coarse window.
-const FINE_FROM: &str = "trie_history_fine_from";
 
 /// The `proof_history` of a new datadir: proofs 1,000 blocks back read the fine history.
 pub const DEFAULT_PROOF_HISTORY: u64 = 1024;
@@ -37,18 +27,21 @@ pub const PRUNE_BUDGET: u64 = 4_000_000;
 impl<K: TransactionKind> StorageTx<K> {
     /// How many blocks behind the head the node history keeps its fine windows (`None`: all).
     pub fn proof_history(&self) -> Result<Option<u64>> {
-        self.meta_u64(PROOF_HISTORY)
+        self.meta_u64(MetaKey::ProofHistory)
     }
 
     /// The coarse window of the thinned node history.
     pub fn coarse_node_window(&self) -> Result<u64> {
-        Ok(self.meta_u64(COARSE_WINDOW)?.unwrap_or(COARSE_NODE_WINDOW))
+        Ok(self
+            .meta_u64(MetaKey::TrieHistoryCoarseWindow)?
+            .unwrap_or(COARSE_NODE_WINDOW))
     }
 
     /// The first block from which the node history keeps every fine window (`None`: nothing
     /// was thinned).
     pub fn trie_history_fine_from(&self) -> Result<Option<u64>> {
-        self.fine_from.get(|| self.meta_u64(FINE_FROM))
+        self.fine_from
+            .get(|| self.meta_u64(MetaKey::TrieHistoryFineFrom))
     }
 
     /// The node history window that the trie after `block` is read at: the fine window, or the
@@ -69,7 +62,7 @@ impl StorageTx<RwSync> {
     /// from now on; what was thinned stays thinned).
     pub fn set_proof_history(&self, blocks: Option<u64>) -> Result<()> {
         let Some(blocks) = blocks else {
-            return self.del(Table::Meta, PROOF_HISTORY.as_bytes());
+            return self.del_meta(MetaKey::ProofHistory);
         };
         // One-block windows hold diffs from the next record, which thinning would cut off.
         if self.trie_history_from()?.is_some() && self.node_window()? < 2 {
@@ -79,10 +72,10 @@ impl StorageTx<RwSync> {
                     .into(),
             ));
         }
-        if self.meta_u64(COARSE_WINDOW)?.is_none() {
+        if self.meta_u64(MetaKey::TrieHistoryCoarseWindow)?.is_none() {
             self.set_coarse_node_window(COARSE_NODE_WINDOW)?;
         }
-        self.put_meta(PROOF_HISTORY, &blocks.to_be_bytes())
+        self.put_meta(MetaKey::ProofHistory, &blocks.to_be_bytes())
     }
 
     /// Sets the coarse window: a multiple of the fine one, so a coarse window's end ends a fine
@@ -96,7 +89,7 @@ impl StorageTx<RwSync> {
                  ({fine}), set before any was thinned"
             )));
         }
-        self.put_meta(COARSE_WINDOW, &blocks.to_be_bytes())
+        self.put_meta(MetaKey::TrieHistoryCoarseWindow, &blocks.to_be_bytes())
     }
 
     /// Thins every whole coarse window that lies more than `proof_history` blocks behind the
@@ -178,7 +171,7 @@ impl StorageTx<RwSync> {
         for (tag, key) in records {
             self.diff_kept_record(tagged_history_table(tag, &key)?, tag, &key)?;
         }
-        self.put_meta(FINE_FROM, &end.to_be_bytes())?;
+        self.put_meta(MetaKey::TrieHistoryFineFrom, &end.to_be_bytes())?;
         self.fine_from.set(Some(end));
         Ok(())
     }
@@ -200,7 +193,7 @@ impl StorageTx<RwSync> {
             }
             let end = start - start % coarse + coarse;
             read += self.thin_node_window(start, end)?;
-            self.put_meta(FINE_FROM, &end.to_be_bytes())?;
+            self.put_meta(MetaKey::TrieHistoryFineFrom, &end.to_be_bytes())?;
             self.fine_from.set(Some(end));
             start = end;
         }
@@ -276,7 +269,7 @@ impl StorageTx<RwSync> {
         let first = ancestor + 1;
         let window_end = first.div_ceil(coarse) * coarse;
         if window_end < fine_from {
-            self.put_meta(FINE_FROM, &window_end.to_be_bytes())?;
+            self.put_meta(MetaKey::TrieHistoryFineFrom, &window_end.to_be_bytes())?;
             self.fine_from.set(Some(window_end));
         }
         Ok(())

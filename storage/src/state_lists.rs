@@ -16,8 +16,8 @@
 //! `hashed_storages_history`), and then empties those tables.
 
 use crate::{
-    Error, Result, StorageTx, StoredAccount, Table, changesets::AccountBefore, models::be_u64,
-    slot_key, trie::hashed_slot_key,
+    Error, MetaKey, Result, StorageTx, StoredAccount, Table, changesets::AccountBefore,
+    models::be_u64, slot_key, trie::hashed_slot_key,
 };
 use alloy_primitives::{Address, B256, U256, keccak256, map::HashMap};
 use roaring::RoaringBitmap;
@@ -698,16 +698,12 @@ impl StorageTx<RwSync> {
     }
 }
 
-/// Meta key: how far `quarry migrate` has built the lists: a phase byte (0: from the account
-/// changesets, 1: from the storage changesets), then the last changeset key done.
-const LISTS_PROGRESS: &str = "state_lists_progress";
-
 impl StorageTx<RwSync> {
     /// Builds the lists from the changesets, about `budget` changeset entries per call, and
     /// adds to each account changeset entry the storage root the leaf history recorded for it;
     /// once every entry is listed, empties the leaf history tables. Returns `true` when done.
     pub(crate) fn build_state_lists(&self, budget: u64) -> Result<bool> {
-        let (mut phase, mut after) = match self.meta(LISTS_PROGRESS)? {
+        let (mut phase, mut after) = match self.meta(MetaKey::StateListsProgress)? {
             Some(value) if !value.is_empty() => (value[0], Some(value[1..].to_vec())),
             _ => (0, None),
         };
@@ -720,7 +716,7 @@ impl StorageTx<RwSync> {
             };
             if !self.lists_from_changesets(lists, &mut after, &mut budget)? {
                 let progress = [&[phase][..], after.as_deref().unwrap_or_default()].concat();
-                self.put_meta(LISTS_PROGRESS, &progress)?;
+                self.put_meta(MetaKey::StateListsProgress, &progress)?;
                 return Ok(false);
             }
             phase += 1;
@@ -729,7 +725,7 @@ impl StorageTx<RwSync> {
         for table in [Table::HashedAccountsHistory, Table::HashedStoragesHistory] {
             self.tx.clear_db(self.db(table))?;
         }
-        self.del(Table::Meta, LISTS_PROGRESS.as_bytes())?;
+        self.del_meta(MetaKey::StateListsProgress)?;
         self.put_schema(crate::migrate::STATE_LISTS_LAYOUT)?;
         Ok(true)
     }

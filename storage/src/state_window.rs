@@ -12,16 +12,9 @@
 //! Pruning runs in the importer's commits, a bounded number of changeset entries per commit.
 //! The pages pruning frees go back to the file system with `Database::release_free_pages`.
 
-use crate::{Error, Result, StorageTx, Table, state_lists::Lists, trie::hashed_slot_key};
+use crate::{Error, MetaKey, Result, StorageTx, Table, state_lists::Lists, trie::hashed_slot_key};
 use alloy_primitives::{Address, B256, keccak256};
 use signet_libmdbx::{RwSync, TransactionKind};
-
-/// Meta key: how many blocks of state history the datadir keeps (u64 BE; absent: all of it,
-/// an archive).
-const STATE_WINDOW: &str = "state_history_window";
-/// Meta key: the oldest block whose state is kept (u64 BE, at least 1; absent: every block's).
-/// The changesets of blocks up to it are pruned.
-const STATE_KEPT_FROM: &str = "state_kept_from";
 
 /// Blocks an import's commit prunes beyond as many as it imported: a backlog (a window set on
 /// an archive) goes over several commits, each one's work following its own import's.
@@ -30,14 +23,14 @@ pub const STATE_PRUNE_CATCH_UP: u64 = 64;
 impl<K: TransactionKind> StorageTx<K> {
     /// How many blocks of state history the datadir keeps (`None`: all, an archive).
     pub fn state_history_window(&self) -> Result<Option<u64>> {
-        self.meta_u64(STATE_WINDOW)
+        self.meta_u64(MetaKey::StateHistoryWindow)
     }
 
     /// The oldest block whose state this datadir holds (0 in an archive).
     pub fn oldest_state(&self) -> Result<u64> {
         Ok(self
             .state_kept_from
-            .get(|| self.meta_u64(STATE_KEPT_FROM))?
+            .get(|| self.meta_u64(MetaKey::StateKeptFrom))?
             .unwrap_or(0))
     }
 
@@ -78,7 +71,7 @@ impl StorageTx<RwSync> {
                 "this datadir is in an older layout: run `quarry migrate` on it first".into(),
             ));
         }
-        self.put_meta(STATE_WINDOW, &blocks.to_be_bytes())
+        self.put_meta(MetaKey::StateHistoryWindow, &blocks.to_be_bytes())
     }
 
     /// Prunes the state history of the blocks that fell behind the window, oldest first, at
@@ -107,7 +100,7 @@ impl StorageTx<RwSync> {
             // counts with block 1, so that a call always moves `state_kept_from` on.
             if next > 0 {
                 blocks += 1;
-                self.put_meta(STATE_KEPT_FROM, &next.to_be_bytes())?;
+                self.put_meta(MetaKey::StateKeptFrom, &next.to_be_bytes())?;
                 self.state_kept_from.set(Some(next));
             }
             next += 1;

@@ -9,15 +9,13 @@
 //! the block instead.
 
 use crate::{
-    Error, Result, StorageTx, StoredBody, Table, migrate::TRACE_LISTS_LAYOUT, models::be_u64,
-    state_lists::Lists,
+    Error, MetaKey, Result, StorageTx, StoredBody, Table, migrate::TRACE_LISTS_LAYOUT,
+    models::be_u64, state_lists::Lists,
 };
 use alloy_consensus::{Header, Transaction};
 use alloy_primitives::Address;
 use signet_libmdbx::{RwSync, TransactionKind};
 
-/// Meta key: the highest block through which the trace index is complete (u64 BE).
-const TRACE_INDEX_HEAD: &str = "trace_index_head";
 /// The length of a layout 8 per-address entry's key in `TraceAddresses`: address ‖ block.
 const ENTRY_KEY_LEN: usize = 28;
 
@@ -25,7 +23,7 @@ impl<K: TransactionKind> StorageTx<K> {
     /// The highest block through which the trace index is complete; `None` in a database
     /// whose blocks were stored before the index (until `quarry index-traces`).
     pub fn trace_index_head(&self) -> Result<Option<u64>> {
-        self.meta(TRACE_INDEX_HEAD)?
+        self.meta(MetaKey::TraceIndexHead)?
             .map(|bytes| be_u64(&bytes))
             .transpose()
     }
@@ -93,7 +91,7 @@ impl StorageTx<RwSync> {
             }
         }
         self.put_chunked(Table::TraceAddresses, number, &list, true)?;
-        self.put_meta(TRACE_INDEX_HEAD, &number.to_be_bytes())
+        self.put_meta(MetaKey::TraceIndexHead, &number.to_be_bytes())
     }
 
     /// The addresses stored block `number` names itself ([`block_named_addresses`]); empty for
@@ -134,7 +132,7 @@ impl StorageTx<RwSync> {
         if let (Some(indexed), Some(parent)) = (self.trace_index_head()?, number.checked_sub(1))
             && indexed >= number
         {
-            self.put_meta(TRACE_INDEX_HEAD, &parent.to_be_bytes())?;
+            self.put_meta(MetaKey::TraceIndexHead, &parent.to_be_bytes())?;
         }
         Ok(())
     }
@@ -341,7 +339,8 @@ mod tests {
             tx.put(Table::TraceAddresses, &number.to_be_bytes(), &list)
                 .unwrap();
         }
-        tx.put_meta(TRACE_INDEX_HEAD, &40u64.to_be_bytes()).unwrap();
+        tx.put_meta(MetaKey::TraceIndexHead, &40u64.to_be_bytes())
+            .unwrap();
         tx.put_schema(crate::STATE_LISTS_LAYOUT).unwrap();
         tx.commit().unwrap();
         let steps = crate::migrate::migrate_in_steps(&db, 7);

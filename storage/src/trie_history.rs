@@ -15,7 +15,7 @@
 //! memory instead.
 
 use crate::{
-    Error, Result, StorageTx, StoredAccount, Table,
+    Error, MetaKey, Result, StorageTx, StoredAccount, Table,
     models::{SlotValue, StorageRootBefore, encode_trie_account},
     tables::{Entries, TrieId},
 };
@@ -23,17 +23,6 @@ use alloy_primitives::{Address, B256, U256};
 use alloy_trie::Nibbles;
 use signet_libmdbx::{RwSync, TransactionKind, tx::Cursor};
 
-/// Meta key: the first block whose trie node changes are recorded (u64 BE).
-const HISTORY_FROM: &str = "trie_history_from";
-/// Meta key: the first block whose trie leaf changes are recorded (u64 BE).
-const STATE_HISTORY_FROM: &str = "state_history_from";
-/// Meta key: the node history's window (u64 BE; absent: 1). Blocks are grouped in windows of
-/// this many, aligned on multiples of it, and the history records a node once per window: as
-/// it was before the window's first change to it. Nodes near the root change in nearly every
-/// block, so a window of blocks writes each of them once instead of once per block; the trie
-/// after an older block is then read at the end of its window (or of the one before), with
-/// the blocks between undone (or redone) over it.
-const NODE_WINDOW: &str = "trie_history_window";
 /// The node history window of a new datadir: proofs at an older block undo or redo at most 16
 /// blocks' changes.
 pub const NODE_HISTORY_WINDOW: u64 = 32;
@@ -500,7 +489,7 @@ impl<K: TransactionKind> AsOf<'_, K> {
 impl<K: TransactionKind> StorageTx<K> {
     /// The first block whose trie node changes are recorded, if any are.
     pub fn trie_history_from(&self) -> Result<Option<u64>> {
-        self.meta_u64(HISTORY_FROM)
+        self.meta_u64(MetaKey::TrieHistoryFrom)
     }
 
     /// The first block whose leaf changes are recorded: the state history from then on. Older
@@ -508,7 +497,7 @@ impl<K: TransactionKind> StorageTx<K> {
     pub fn state_history_from(&self) -> Result<Option<u64>> {
         // Every read at an older block asks: one `Meta` read per transaction.
         self.state_history_from
-            .get(|| self.meta_u64(STATE_HISTORY_FROM))
+            .get(|| self.meta_u64(MetaKey::StateHistoryFrom))
     }
 
     /// Whether the state after `block` reads from the leaf history (else from the plain
@@ -519,7 +508,9 @@ impl<K: TransactionKind> StorageTx<K> {
 
     /// The node history's window (see `NODE_WINDOW`).
     pub fn node_window(&self) -> Result<u64> {
-        let window = self.node_window.get(|| self.meta_u64(NODE_WINDOW))?;
+        let window = self
+            .node_window
+            .get(|| self.meta_u64(MetaKey::TrieHistoryWindow))?;
         Ok(window.unwrap_or(1).max(1))
     }
 
@@ -553,15 +544,15 @@ impl StorageTx<RwSync> {
     /// nodes once per window of `window` blocks.
     pub fn start_trie_history(&self, first: u64, window: u64) -> Result<()> {
         let window = window.max(1);
-        self.put_meta(HISTORY_FROM, &first.to_be_bytes())?;
-        self.put_meta(NODE_WINDOW, &window.to_be_bytes())?;
+        self.put_meta(MetaKey::TrieHistoryFrom, &first.to_be_bytes())?;
+        self.put_meta(MetaKey::TrieHistoryWindow, &window.to_be_bytes())?;
         self.node_window.set(Some(window));
         self.start_state_history(first)
     }
 
     /// Records the leaf history (the state history) from block `first` on.
     pub(crate) fn start_state_history(&self, first: u64) -> Result<()> {
-        self.put_meta(STATE_HISTORY_FROM, &first.to_be_bytes())?;
+        self.put_meta(MetaKey::StateHistoryFrom, &first.to_be_bytes())?;
         self.state_history_from.set(Some(first));
         Ok(())
     }
@@ -569,7 +560,7 @@ impl StorageTx<RwSync> {
     /// Stops recording trie node history: proofs at older blocks undo the changesets instead.
     /// The leaf history, which is the state history, goes on.
     pub fn stop_trie_history(&self) -> Result<()> {
-        self.del(Table::Meta, HISTORY_FROM.as_bytes())
+        self.del_meta(MetaKey::TrieHistoryFrom)
     }
 
     /// Whether this transaction knows the node history to hold a record of the node with
@@ -704,7 +695,7 @@ impl StorageTx<RwSync> {
         let first = ancestor + 1;
         self.proof_history_unwound(ancestor)?;
         if self.trie_history_from()?.is_some_and(|from| from > first) {
-            self.put_meta(HISTORY_FROM, &first.to_be_bytes())?;
+            self.put_meta(MetaKey::TrieHistoryFrom, &first.to_be_bytes())?;
         }
         if self.state_history_from()?.is_some_and(|from| from > first) {
             self.start_state_history(first)?;
