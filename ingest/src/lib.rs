@@ -615,13 +615,26 @@ impl Importer {
     /// fails ends the import with an error, after every block before it has been committed.
     pub fn import_file(&mut self, path: &Path, progress: &mut Progress) -> Result<ImportStats> {
         let name = path.display().to_string();
-        // A straight chain's coarse windows take their state roots once each; if one fails,
-        // the import goes on from the last commit with a root per block, which finds the block.
-        self.input_last = self
+        let last = self
             .ranges
             .then(|| reader::straight_chain_end(path))
             .flatten();
-        let mut result = self.import_file_once(path, &name, progress);
+        self.import_straight(last, |importer| {
+            importer.import_file_once(path, &name, progress)
+        })
+    }
+
+    /// Runs `import` over an input that is a straight chain ending at block `last` (`None`:
+    /// not known to be one): its coarse windows take their state roots once each; if one
+    /// fails, `import` runs again from the last commit with a root per block, which finds the
+    /// block.
+    pub(crate) fn import_straight(
+        &mut self,
+        last: Option<u64>,
+        mut import: impl FnMut(&mut Self) -> Result<ImportStats>,
+    ) -> Result<ImportStats> {
+        self.input_last = last.filter(|_| self.ranges);
+        let mut result = import(self);
         if let Err(Error::RangeAbandoned {
             first,
             last,
@@ -635,7 +648,7 @@ impl Importer {
                 "a range of blocks failed; importing from the last commit one block at a time"
             );
             self.input_last = None;
-            result = self.import_file_once(path, &name, progress);
+            result = import(self);
         }
         self.input_last = None;
         result

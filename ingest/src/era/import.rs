@@ -140,20 +140,26 @@ impl Importer {
     ) -> Result<ImportStats> {
         checksums.verify(path)?;
         let name = path.display().to_string();
+        // A file's blocks are a straight chain (the checking pass followed every parent link):
+        // its coarse windows may take their state roots once each, as an RLP file's do.
         match super::format_of(path)? {
             Format::Era1 => {
                 let summary = era1::check(path)?;
                 self.check_continues(path, &summary)?;
-                let mut blocks = era1::Era1Blocks::open(path, &summary)?;
-                progress.start_range(&name, summary.first, summary.last());
-                self.import_blocks(&name, &mut blocks, progress)
+                self.import_straight(Some(summary.last()), |importer| {
+                    let mut blocks = era1::Era1Blocks::open(path, &summary)?;
+                    progress.start_range(&name, summary.first, summary.last());
+                    importer.import_blocks(&name, &mut blocks, progress)
+                })
             }
             Format::Ere => {
                 let (summary, layout) = ere::check(path)?;
                 self.check_continues(path, &summary)?;
-                let mut blocks = ere::EreBlocks::open(path, &summary, &layout)?;
-                progress.start_range(&name, summary.first, summary.last());
-                self.import_blocks(&name, &mut blocks, progress)
+                self.import_straight(Some(summary.last()), |importer| {
+                    let mut blocks = ere::EreBlocks::open(path, &summary, &layout)?;
+                    progress.start_range(&name, summary.first, summary.last());
+                    importer.import_blocks(&name, &mut blocks, progress)
+                })
             }
         }
     }
