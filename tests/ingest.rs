@@ -898,3 +898,52 @@ fn storage_slot_history_at_old_blocks() {
         }
     }
 }
+
+/// A chain given as two files split at a coarse window's first block (as consecutive era
+/// files are): the second import opens that window whole, after thinning the first file's
+/// last fine windows, which hold the table's last trie changesets; deleting the last of them
+/// once left the cursor at the table's end, and the import failed. Both imports keep every
+/// block, and the datadir equals one imported from a single file.
+#[test]
+fn a_chain_split_at_a_coarse_window_imports_in_two_files() {
+    let dir = TempDir::new().unwrap();
+    let chain = dir.path().join("chain");
+    support::devchain(
+        &chain,
+        &["--forks", "pow", "--blocks", "3072", "--txs-per-block", "1"],
+    );
+    let blocks = support::decode_blocks(&std::fs::read(chain.join("chain.rlp")).unwrap());
+    let first = write_file(&dir, "first.rlp", &encode_blocks(&blocks[..1023]));
+    let second = write_file(&dir, "second.rlp", &encode_blocks(&blocks[1023..]));
+    let genesis = chain.join("genesis.json");
+    let run = |datadir: &Path, files: &[&Path]| {
+        let mut args = vec![
+            "ingest".as_ref(),
+            "--genesis".as_ref(),
+            genesis.as_os_str(),
+            "--datadir".as_ref(),
+            datadir.as_os_str(),
+        ];
+        args.extend(files.iter().map(|f| f.as_os_str()));
+        support::run_quarry(args).0
+    };
+    let split = dir.path().join("split");
+    run(&split, &[&first]);
+    assert_eq!(support::stored_head(&split).0, 1023);
+    let stdout = run(&split, &[&second]);
+    assert_eq!(support::stored_head(&split).0, 3072);
+    let whole = dir.path().join("whole");
+    let expected = run(&whole, &[&chain.join("chain.rlp")]);
+    assert_eq!(stdout.lines().last(), expected.lines().last());
+    let state = |datadir: &Path| {
+        let db = open_db(datadir);
+        let reader = db.reader().unwrap();
+        [
+            Table::PlainAccounts,
+            Table::PlainStorage,
+            Table::AccountsTrie,
+        ]
+        .map(|table| reader.table_digest(table).unwrap())
+    };
+    assert_eq!(state(&split), state(&whole));
+}

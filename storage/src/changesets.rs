@@ -513,9 +513,8 @@ impl StorageTx<RwSync> {
                 return Ok(false);
             }
             moved(&key, &value)?;
-            cursor.del()?;
             *budget -= 1;
-            entry = cursor.get_current::<Vec<u8>, Vec<u8>>()?;
+            entry = crate::delete_and_next::<Vec<u8>, Vec<u8>>(&mut cursor)?;
         }
         Ok(true)
     }

@@ -1191,6 +1191,21 @@ pub(crate) fn delete_at(cursor: &mut Cursor<'_, RwSync>, key: &[u8]) -> Result<(
     Ok(())
 }
 
+/// Deletes the entry `cursor` stands on and returns the one after it, `None` past the table's
+/// end. MDBX leaves a cursor that deleted the table's last entry at its end, where reading the
+/// current entry still answers and a second delete fails (ENODATA): its end is asked first.
+pub(crate) fn delete_and_next<'c, K, V>(cursor: &mut Cursor<'c, RwSync>) -> Result<Option<(K, V)>>
+where
+    K: signet_libmdbx::TableObject<'c>,
+    V: signet_libmdbx::TableObject<'c>,
+{
+    cursor.del()?;
+    if cursor.is_eof() {
+        return Ok(None);
+    }
+    Ok(cursor.get_current::<K, V>()?)
+}
+
 /// Sets (`Some`) or deletes (`None`) an entry in one search, and returns its value before: the
 /// search that finds it is where it is overwritten or deleted.
 fn replace_at(

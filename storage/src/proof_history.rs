@@ -237,8 +237,7 @@ impl StorageTx<RwSync> {
             if let Some((_, keys)) = doomed.iter_mut().find(|(t, _)| *t == table) {
                 keys.push(history_key);
             }
-            cursor.del()?;
-            entry = cursor.get_current::<Vec<u8>, ()>()?;
+            entry = crate::delete_and_next::<Vec<u8>, ()>(&mut cursor)?;
         }
         drop(cursor);
         // Sorted, through one cursor: consecutive deletions often share a page (one node's

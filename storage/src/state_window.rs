@@ -123,9 +123,8 @@ impl StorageTx<RwSync> {
                 .get(4..24)
                 .ok_or_else(|| Error::Corrupt("malformed account changeset key".into()))?;
             self.unlist_block(Lists::Accounts, keccak256(address).as_slice(), number)?;
-            cursor.del()?;
             read += 1;
-            entry = cursor.get_current::<Vec<u8>, ()>()?;
+            entry = crate::delete_and_next::<Vec<u8>, ()>(&mut cursor)?;
         }
         // A block's slots come account by account: hash each address once, and delete its
         // group once.

@@ -454,8 +454,7 @@ impl StorageTx<RwSync> {
                     let logical = logical_key(entries, &key[trie.prefix().len()..]);
                     self.record_node_before(&trie, &logical, block, Some(&value), None)?;
                 }
-                cursor.del()?;
-                entry = cursor.get_current::<Vec<u8>, Vec<u8>>()?;
+                entry = crate::delete_and_next::<Vec<u8>, Vec<u8>>(&mut cursor)?;
             }
         }
         Ok(())

@@ -683,8 +683,7 @@ impl StorageTx<RwSync> {
             }
             let table = tagged_history_table(key.get(8).copied().unwrap_or(u8::MAX), &key)?;
             self.del(table, &[&key[9..], &window_start.to_be_bytes()].concat())?;
-            cursor.del()?;
-            entry = cursor.get_current::<Vec<u8>, ()>()?;
+            entry = crate::delete_and_next::<Vec<u8>, ()>(&mut cursor)?;
         }
         Ok(())
     }

@@ -204,8 +204,7 @@ impl StorageTx<RwSync> {
             if key.as_ref() != number.to_be_bytes() && !continues(&key, number) {
                 break;
             }
-            cursor.del()?;
-            entry = cursor.get_current::<Cow<'_, [u8]>, ()>()?;
+            entry = crate::delete_and_next::<Cow<'_, [u8]>, ()>(&mut cursor)?;
         }
         Ok(())
     }
