@@ -31,6 +31,8 @@ echo "== inputs ($(date +%T))"
 # mainnet: the era file, and the same blocks as RLP from a served import of it.
 mkdir -p "$work/mainnet/era"
 cp testdata/era1/mainnet-00000-5ec1ffb8.era1 "$work/mainnet/era/"
+# reth's import-era reads a folder only with its checksums.txt (one 0x-prefixed sha256 a line).
+sha256sum "$work/mainnet/era/"*.era1 | awk '{print "0x"$1}' >"$work/mainnet/era/checksums.txt"
 "$quarry" ingest --chain mainnet --datadir "$work/mainnet/db" "$work/mainnet/era" >/dev/null 2>&1
 printf 'listen = "127.0.0.1:0"\n[[keys]]\nkey = "bench"\n' >"$work/serve.toml"
 "$quarry" serve --datadir "$work/mainnet/db" --config "$work/serve.toml" >"$work/serve.out" 2>/dev/null &
