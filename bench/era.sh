@@ -3,7 +3,8 @@
 # blocks as RLP, and against reth (`reth import-era`, then its pipeline executing the blocks)
 # when RETH names a reth binary, in the same run, alternating the order every round. Each
 # import starts from an empty datadir and reports wall time, blocks/s, the process's CPU time
-# (user + system), its peak RssAnon (sampled every 20 ms) and the datadir's allocated size (du).
+# (user + system, with its children's), its peak RssAnon (the largest of its process tree's,
+# sampled every 20 ms) and the datadir's allocated size (du).
 #
 # Three sets of the same blocks, each as RLP and as history files:
 # - mainnet: mainnet's era 0 (testdata/era1; 8,192 blocks, 1,410 uncles, no transactions),
@@ -71,13 +72,19 @@ measure() {
 import json, os, subprocess, sys, time
 out, label, datadir, cmd = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 def rss_anon(pid):
-    try:
-        for line in open(f"/proc/{pid}/status"):
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    """The largest RssAnon of `pid` and its descendants (reth's job runs under a shell)."""
+    best, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for line in open(f"/proc/{p}/status"):
+                if line.startswith("RssAnon:"):
+                    best = max(best, int(line.split()[1]) * 1024)
+            for task in os.listdir(f"/proc/{p}/task"):
+                todo += [int(c) for c in open(f"/proc/{p}/task/{task}/children").read().split()]
+        except OSError:
+            pass
+    return best
 start = time.monotonic()
 proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 peak = 0
