@@ -178,6 +178,15 @@ impl<W: Write> RecordWriter<W> {
     }
 }
 
+impl RecordWriter<std::io::BufWriter<std::fs::File>> {
+    /// Writes out what is buffered and syncs the file: it is whole on disk when this returns.
+    pub fn finish(self) -> io::Result<()> {
+        let mut file = self.inner.into_inner().map_err(|e| e.into_error())?;
+        file.flush()?;
+        file.sync_all()
+    }
+}
+
 /// Data compressed in snappy's framing format, as era files hold RLP (with a CRC-32C per
 /// chunk, checked when read).
 pub fn snappy_frame(data: &[u8]) -> io::Result<Vec<u8>> {

@@ -12,11 +12,7 @@ use super::{
 use crate::reader::RawBlock;
 use alloy_consensus::Header;
 use alloy_primitives::{B256, U256, keccak256};
-use std::{
-    fs::File,
-    io::{BufWriter, Write},
-    path::Path,
-};
+use std::{fs::File, io::BufWriter, path::Path};
 
 /// Reads every header and total difficulty of an era1 file (bodies and receipts are passed
 /// over), and checks the format's rules: consecutive blocks linked by parent hash, each
@@ -228,11 +224,6 @@ pub fn write(
     }
     index.extend_from_slice(&(offsets.len() as i64).to_le_bytes());
     out.write(BLOCK_INDEX, &index).map_err(fail)?;
-    let mut file = out
-        .into_inner()
-        .into_inner()
-        .map_err(|e| fail(e.into_error()))?;
-    file.flush().map_err(fail)?;
-    file.sync_all().map_err(fail)?;
+    out.finish().map_err(fail)?;
     Ok(root)
 }

@@ -15,11 +15,7 @@ use alloy_consensus::{Eip658Value, Receipt, ReceiptEnvelope, ReceiptWithBloom, T
 use alloy_eips::eip2718::Encodable2718;
 use alloy_primitives::{B256, Log, U256, keccak256, logs_bloom};
 use alloy_rlp::{Decodable, Encodable};
-use std::{
-    fs::File,
-    io::{BufWriter, Write},
-    path::Path,
-};
+use std::{fs::File, io::BufWriter, path::Path};
 
 /// Where an ere file's sections start, for reading its blocks in step.
 #[derive(Debug, Clone)]
@@ -472,12 +468,7 @@ pub fn write(
     index.extend_from_slice(&(components as u64).to_le_bytes());
     index.extend_from_slice(&(count as u64).to_le_bytes());
     out.write(DYNAMIC_INDEX, &index).map_err(fail)?;
-    let mut file = out
-        .into_inner()
-        .into_inner()
-        .map_err(|e| fail(e.into_error()))?;
-    file.flush().map_err(fail)?;
-    file.sync_all().map_err(fail)?;
+    out.finish().map_err(fail)?;
     Ok(last_hash)
 }
 
