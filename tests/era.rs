@@ -13,7 +13,7 @@ use alloy_primitives::{Address, B256, U256, b256};
 use alloy_rlp::Decodable;
 use serde_json::json;
 use std::{
-    ffi::OsStr,
+    ffi::{OsStr, OsString},
     io::Read,
     path::{Path, PathBuf},
     sync::OnceLock,
@@ -31,12 +31,20 @@ fn era0() -> PathBuf {
         .join(ERA0_NAME)
 }
 
-fn quarry<'a>(args: &'a [&'a OsStr]) -> (String, String) {
-    run_quarry(args.iter().copied())
+fn quarry<S: AsRef<OsStr>>(args: &[S]) -> (String, String) {
+    run_quarry(args.iter().map(AsRef::as_ref))
 }
 
-fn fails(args: &[&OsStr]) -> String {
-    quarry_fails(args.iter().copied())
+fn fails<S: AsRef<OsStr>>(args: &[S]) -> String {
+    quarry_fails(args.iter().map(AsRef::as_ref))
+}
+
+/// What `quarry ingest` prints last once mainnet's era 0 is stored.
+fn assert_mainnet_head(stdout: &str) {
+    assert!(
+        stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
+        "{stdout}"
+    );
 }
 
 fn os(text: &str) -> &OsStr {
@@ -57,10 +65,7 @@ fn mainnet_era0() -> &'static Path {
             datadir.as_os_str(),
             era0().as_os_str(),
         ]);
-        assert!(
-            stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
-            "{stdout}"
-        );
+        assert_mainnet_head(&stdout);
         (dir, datadir)
     });
     datadir
@@ -306,10 +311,7 @@ fn export_then_import_gives_identical_records() {
         datadir.as_os_str(),
         out.as_os_str(),
     ]);
-    assert!(
-        stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
-        "{stdout}"
-    );
+    assert_mainnet_head(&stdout);
 
     let err = fails(&[
         os("export-era"),
@@ -342,17 +344,12 @@ fn damaged_copy(dir: &Path, name: &str, record: usize, at: usize) -> PathBuf {
     path
 }
 
-fn ingest_mainnet(datadir: &Path, file: &Path) -> Vec<&'static OsStr> {
-    let leak =
-        |p: &Path| -> &'static OsStr { Box::leak(p.as_os_str().to_owned().into_boxed_os_str()) };
-    vec![
-        os("ingest"),
-        os("--chain"),
-        os("mainnet"),
-        os("--datadir"),
-        leak(datadir),
-        leak(file),
-    ]
+fn ingest_mainnet(datadir: &Path, file: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = ["ingest", "--chain", "mainnet", "--datadir"]
+        .map(OsString::from)
+        .to_vec();
+    args.extend([datadir.into(), file.into()]);
+    args
 }
 
 #[test]
@@ -369,10 +366,7 @@ fn a_damaged_record_keeps_the_blocks_before_it_and_a_good_file_goes_on() {
     );
     assert_eq!(stored_head(&datadir).0, 4999);
     let (stdout, _) = quarry(&ingest_mainnet(&datadir, &era0()));
-    assert!(
-        stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
-        "{stdout}"
-    );
+    assert_mainnet_head(&stdout);
 }
 
 #[test]
@@ -393,10 +387,7 @@ fn a_damaged_file_under_its_published_name_fails_its_checksum_first() {
     let list = dir.path().join("list.txt");
     std::fs::write(&list, format!("{}  renamed.era1\n", "00".repeat(32))).unwrap();
     let mut args = ingest_mainnet(&datadir, &renamed);
-    args.extend([
-        os("--era-checksums"),
-        Box::leak(list.into_os_string().into_boxed_os_str()),
-    ]);
+    args.extend(["--era-checksums".into(), list.into_os_string()]);
     let err = fails(&args);
     assert!(
         err.contains("renamed.era1") && err.contains("list.txt"),
@@ -650,10 +641,7 @@ fn a_post_merge_chain_exports_as_ere_and_imports_again_with_identical_records() 
     );
     let mainnet = dir.path().join("mainnet");
     let (stdout, _) = quarry(&ingest_mainnet(&mainnet, &out3));
-    assert!(
-        stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
-        "{stdout}"
-    );
+    assert_mainnet_head(&stdout);
 }
 
 #[test]
@@ -719,17 +707,12 @@ fn serve_files(routes: Vec<(String, Vec<u8>)>) -> String {
     format!("http://{addr}")
 }
 
-fn ingest_url(datadir: &Path, url: &str) -> Vec<&'static OsStr> {
-    let leak = |s: &OsStr| -> &'static OsStr { Box::leak(s.to_owned().into_boxed_os_str()) };
-    vec![
-        os("ingest"),
-        os("--chain"),
-        os("mainnet"),
-        os("--datadir"),
-        leak(datadir.as_os_str()),
-        os("--era-url"),
-        leak(OsStr::new(url)),
-    ]
+fn ingest_url(datadir: &Path, url: &str) -> Vec<OsString> {
+    let mut args: Vec<OsString> = ["ingest", "--chain", "mainnet", "--era-url", url]
+        .map(OsString::from)
+        .to_vec();
+    args.extend(["--datadir".into(), datadir.into()]);
+    args
 }
 
 #[test]
@@ -753,10 +736,7 @@ fn a_published_folder_imports_over_http_and_a_lying_one_is_refused() {
     ]);
     let datadir = dir.path().join("good");
     let (stdout, _) = quarry(&ingest_url(&datadir, &format!("{good}/era1/index.html")));
-    assert!(
-        stdout.contains(&format!("head: block 8191 ({BLOCK_8191})")),
-        "{stdout}"
-    );
+    assert_mainnet_head(&stdout);
     // The downloaded file is gone once imported; running again has nothing left to fetch.
     assert_eq!(
         std::fs::read_dir(datadir.join("era-download"))

@@ -264,9 +264,11 @@ pub enum Reorgs {
     Heavier { max_depth: u64 },
 }
 
-/// The public network `db` recorded when its genesis was written, if any.
-pub fn stored_network(db: &Database) -> Result<Option<String>> {
-    let name = db.reader()?.meta(MetaKey::Network)?;
+/// The public network a datadir recorded when its genesis was written, if any.
+pub fn stored_network<K: quarry_storage::Access>(
+    tx: &quarry_storage::StorageTx<K>,
+) -> std::result::Result<Option<String>, quarry_storage::Error> {
+    let name = tx.meta(MetaKey::Network)?;
     Ok(name.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
 }
 
@@ -388,7 +390,7 @@ impl Importer {
                 published: network.genesis_hash(),
             });
         }
-        if let Some(stored) = stored_network(&db)?
+        if let Some(stored) = stored_network(&db.reader()?)?
             && stored != network.name()
         {
             return Err(Error::WrongNetwork {

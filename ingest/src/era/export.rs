@@ -58,11 +58,8 @@ impl From<EraError> for ExportError {
 
 /// The name the chain's files start with: the public network's name, else its chain id (as
 /// reth names an unnamed chain).
-pub fn network_name(db: &Database, reader: &ReadTx) -> Result<String, ExportError> {
-    if let Some(name) = crate::stored_network(db).map_err(|e| match e {
-        crate::Error::Storage(e) => ExportError::Storage(e),
-        other => ExportError::Storage(quarry_storage::Error::Corrupt(other.to_string())),
-    })? {
+pub fn network_name(reader: &ReadTx) -> Result<String, ExportError> {
+    if let Some(name) = crate::stored_network(reader)? {
         return Ok(name);
     }
     let spec = quarry_executor::ChainSpec::stored(reader)
@@ -76,7 +73,7 @@ pub fn export(db: &Database, options: &ExportOptions) -> Result<Vec<Exported>, E
     let (head, _) = reader
         .head()?
         .ok_or_else(|| quarry_storage::Error::Corrupt("no head".into()))?;
-    let network = network_name(db, &reader)?;
+    let network = network_name(&reader)?;
     // era1 holds pre-merge blocks only: by default it ends with the last of them.
     let end = match options.format {
         Format::Era1 => last_pre_merge(&reader, head)?.ok_or(ExportError::NothingPreMerge)?,

@@ -4,7 +4,7 @@
 //! and verified as any others.
 
 use super::{Checksums, EraError, Format, Summary, era1, ere};
-use crate::{Error, ImportStats, Importer, Progress, Result};
+use crate::{Error, ImportStats, Importer, Progress, RawBlocks, Result};
 use std::path::{Path, PathBuf};
 
 /// One input of an ingest.
@@ -14,14 +14,6 @@ pub enum Input {
     Rlp(PathBuf),
     /// An era file, known by its e2store version record.
     Era(PathBuf),
-}
-
-impl Input {
-    pub fn path(&self) -> &Path {
-        match self {
-            Input::Rlp(path) | Input::Era(path) => path,
-        }
-    }
 }
 
 /// What an ingest reads, in order, and the checksums that vouch for its era files.
@@ -142,26 +134,19 @@ impl Importer {
         let name = path.display().to_string();
         // A file's blocks are a straight chain (the checking pass followed every parent link):
         // its coarse windows may take their state roots once each, as an RLP file's do.
-        match super::format_of(path)? {
-            Format::Era1 => {
-                let summary = era1::check(path)?;
-                self.check_continues(path, &summary)?;
-                self.import_straight(Some(summary.last()), |importer| {
-                    let mut blocks = era1::Era1Blocks::open(path, &summary)?;
-                    progress.start_range(&name, summary.first, summary.last());
-                    importer.import_blocks(&name, &mut blocks, progress)
-                })
-            }
-            Format::Ere => {
-                let (summary, layout) = ere::check(path)?;
-                self.check_continues(path, &summary)?;
-                self.import_straight(Some(summary.last()), |importer| {
-                    let mut blocks = ere::EreBlocks::open(path, &summary, &layout)?;
-                    progress.start_range(&name, summary.first, summary.last());
-                    importer.import_blocks(&name, &mut blocks, progress)
-                })
-            }
-        }
+        let (summary, layout) = match super::format_of(path)? {
+            Format::Era1 => (era1::check(path)?, None),
+            Format::Ere => ere::check(path).map(|(summary, layout)| (summary, Some(layout)))?,
+        };
+        self.check_continues(path, &summary)?;
+        self.import_straight(Some(summary.last()), |importer| {
+            let mut blocks: Box<RawBlocks<'_>> = match &layout {
+                None => Box::new(era1::Era1Blocks::open(path, &summary)?),
+                Some(layout) => Box::new(ere::EreBlocks::open(path, &summary, layout)?),
+            };
+            progress.start_range(&name, summary.first, summary.last());
+            importer.import_blocks(&name, &mut *blocks, progress)
+        })
     }
 
     /// Imports the era files a published folder offers (`--era-url`), from the one holding
@@ -227,7 +212,7 @@ impl Importer {
             .canonical_hash(anchor)?
             .ok_or_else(|| quarry_storage::Error::Corrupt(format!("no block {anchor}")))?;
         if stored != found {
-            let network = crate::stored_network(self.database())?
+            let network = crate::stored_network(&reader)?
                 .map(|name| format!(" (this datadir holds {name})"))
                 .unwrap_or_default();
             return Err(EraError::OtherNetwork {
