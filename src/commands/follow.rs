@@ -3,8 +3,7 @@
 
 use super::{
     chain::ChainArgs,
-    datadir::parse_size,
-    import::{History, apply_history, reorg_depth},
+    import::{HistoryArgs, apply_history, reorg_depth},
 };
 use eyre::Result;
 use quarry_storage::Database;
@@ -35,23 +34,8 @@ pub struct FollowArgs {
     /// Blocks requested at once while catching up.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
-    /// Keep the trie node history's 32-block windows for this many blocks behind the head
-    /// (eth_getProof there undoes at most 16 blocks' changes); older ones are thinned to
-    /// 1,024-block windows (at most 512 blocks' changes). Recorded in the datadir, so later
-    /// imports keep it (a new datadir: 1,024).
-    #[arg(long)]
-    proof_history: Option<u64>,
-    /// Keep the state history (changesets, the state's block lists, the trie node history)
-    /// of the last N blocks only, as a full node: state methods at older blocks answer
-    /// 4444 "pruned history unavailable"; blocks, receipts, logs and transaction lookups stay
-    /// for every block. Recorded in the datadir; it can narrow but never widen (default:
-    /// the datadir's, a new one an archive).
-    #[arg(long, value_name = "N")]
-    state_history: Option<u64>,
-    /// The most bytes the database file may grow to (suffixes K, M, G, T: powers of 1,024;
-    /// default 1T). A commit that would need more stops with a message naming this setting.
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1T")]
-    max_db_size: u64,
+    #[command(flatten)]
+    history: HistoryArgs,
 }
 
 pub fn run(args: FollowArgs) -> Result<()> {
@@ -63,17 +47,9 @@ pub fn run(args: FollowArgs) -> Result<()> {
         max_reorg_depth,
         fetch,
         concurrency,
-        proof_history,
-        state_history,
-        max_db_size,
+        history,
     } = args;
-    let history = History {
-        trie: true,
-        proofs: proof_history,
-        state: state_history,
-        max_db_size,
-        root_per_window: false,
-    };
+    let history = history.history(true, false);
     let mut options = quarry_follow::FollowOptions {
         upstream,
         fetch,

@@ -2,7 +2,7 @@
 //! datadir records of its history, how deep a reorganisation may go, and the import itself
 //! with its summary.
 
-use super::chain::ChainArgs;
+use super::{chain::ChainArgs, datadir::parse_size};
 use eyre::{Result, bail};
 use quarry_ingest::{ImportStats, Importer, Progress};
 use std::{path::Path, time::Instant};
@@ -19,6 +19,42 @@ pub struct History {
     /// Whether a file of consecutive blocks may take its state roots once per coarse window
     /// (`--state-root-every-block` stops it).
     pub root_per_window: bool,
+}
+
+/// The history flags `quarry ingest` and `quarry follow` share.
+#[derive(clap::Args)]
+pub struct HistoryArgs {
+    /// Keep the trie node history's 32-block windows for this many blocks behind the head
+    /// (eth_getProof there undoes at most 16 blocks' changes); older ones are thinned to
+    /// 1,024-block windows (at most 512 blocks' changes). Recorded in the datadir, so later
+    /// imports keep it (a new datadir: 1,024).
+    #[arg(long)]
+    pub proof_history: Option<u64>,
+    /// Keep the state history (changesets, the state's block lists, the trie node history)
+    /// of the last N blocks only, as a full node: state methods at older blocks answer
+    /// 4444 "pruned history unavailable"; blocks, receipts, logs and transaction lookups stay
+    /// for every block. Recorded in the datadir; it can narrow but never widen (default:
+    /// the datadir's, a new one an archive).
+    #[arg(long, value_name = "N")]
+    pub state_history: Option<u64>,
+    /// The most bytes the database file may grow to (suffixes K, M, G, T: powers of 1,024;
+    /// default 1T). A commit that would need more stops with a message naming this setting.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1T")]
+    pub max_db_size: u64,
+}
+
+impl HistoryArgs {
+    /// The history an import records: these flags, with whether the trie's nodes are kept and
+    /// whether a file's coarse windows may take their roots once.
+    pub fn history(self, trie: bool, root_per_window: bool) -> History {
+        History {
+            trie,
+            proofs: self.proof_history,
+            state: self.state_history,
+            max_db_size: self.max_db_size,
+            root_per_window,
+        }
+    }
 }
 
 /// Records in the datadir what `history` asks of its history, for this import and later ones.

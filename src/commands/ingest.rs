@@ -3,8 +3,8 @@
 
 use super::{
     chain::ChainArgs,
-    datadir::{give_back_free_pages, parse_size},
-    import::{History, import},
+    datadir::give_back_free_pages,
+    import::{HistoryArgs, import},
 };
 use eyre::Result;
 use quarry_storage::BlockMark;
@@ -17,8 +17,8 @@ pub struct IngestArgs {
     datadir: PathBuf,
     #[command(flatten)]
     chain: ChainArgs,
-    /// Block files, imported in order: files of RLP blocks, era1 files, and folders of era1
-    /// files (imported in name order, checked against the folder's checksums.txt if it has
+    /// Block files, imported in order: files of RLP blocks, era1 and ere files, and folders of
+    /// them (imported in name order, checked against the folder's checksums.txt if it has
     /// one). Era files are known by their content. None: write the genesis and stop.
     files: Vec<PathBuf>,
     /// A list of era files' sha256 sums (`<sha256>  <file name>` a line, as go-ethereum
@@ -53,23 +53,8 @@ pub struct IngestArgs {
     /// instead (its cost then follows those changes). Stays off for the datadir.
     #[arg(long)]
     no_trie_history: bool,
-    /// Keep the trie node history's 32-block windows for this many blocks behind the head
-    /// (eth_getProof there undoes at most 16 blocks' changes); older ones are thinned to
-    /// 1,024-block windows (at most 512 blocks' changes). Recorded in the datadir, so later
-    /// imports keep it (a new datadir: 1,024).
-    #[arg(long)]
-    proof_history: Option<u64>,
-    /// Keep the state history (changesets, the state's block lists, the trie node history)
-    /// of the last N blocks only, as a full node: state methods at older blocks answer
-    /// 4444 "pruned history unavailable"; blocks, receipts, logs and transaction lookups stay
-    /// for every block. Recorded in the datadir; it can narrow but never widen (default:
-    /// the datadir's, a new one an archive).
-    #[arg(long, value_name = "N")]
-    state_history: Option<u64>,
-    /// The most bytes the database file may grow to (suffixes K, M, G, T: powers of 1,024;
-    /// default 1T). A commit that would need more stops with a message naming this setting.
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1T")]
-    max_db_size: u64,
+    #[command(flatten)]
+    history: HistoryArgs,
     /// Compare every block's state root with its header. Without it, in a file of
     /// consecutive blocks, each 1,024-block window that lies `proof_history` blocks or more
     /// before the file's last block takes its state root once, after its last block (as
@@ -91,19 +76,11 @@ pub fn run(args: IngestArgs) -> Result<()> {
         reorg,
         max_reorg_depth,
         no_trie_history,
-        proof_history,
-        state_history,
-        max_db_size,
+        history,
         state_root_every_block,
     } = args;
     let reorgs = reorg.then_some(max_reorg_depth);
-    let history = History {
-        trie: !no_trie_history,
-        proofs: proof_history,
-        state: state_history,
-        max_db_size,
-        root_per_window: !state_root_every_block,
-    };
+    let history = history.history(!no_trie_history, !state_root_every_block);
     let inputs = quarry_ingest::era::era_files(&files, &era_checksums, era_url)?;
     let importer = import(&datadir, &chain, &inputs, reorgs, history)?;
     if safe.is_some() || finalized.is_some() {
