@@ -233,7 +233,7 @@ def strongly_connected(edges):
 
 def workspace_sources(root):
     sources = []
-    for cargo in sorted(root.glob("*/Cargo.toml")) + [root / "Cargo.toml"]:
+    for cargo in sorted(root.glob("*/Cargo.toml")) + sorted(root.glob("rpc/*/Cargo.toml")) + [root / "Cargo.toml"]:
         src = cargo.parent / "src"
         if src.is_dir() and cargo.parent.name not in ("fuzz", "target"):
             sources.append(src)

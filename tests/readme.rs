@@ -22,13 +22,13 @@
 //!   directly above it says "revert", with error code 3 (execution reverted).
 //!
 //! The section "Every method on the dev chain" must exist and hold at least 40 examples, and
-//! every method of the method table (the method names quoted in eth/src/methods.rs) and every
+//! every method of the method table (the method names quoted in rpc/eth/src/methods.rs) and every
 //! filter method must have an example, so that an edit cannot empty the check by accident and a
 //! new method cannot go unshown.
 //!
 //! Besides the examples: every command that `quarry --help` lists has a section headed
-//! ``### `quarry COMMAND ...` ``, and every field of `quarry serve`'s config (gateway/src/config.rs
-//! and gateway/src/weights.rs) is named in the section "Configuration of `quarry serve`".
+//! ``### `quarry COMMAND ...` ``, and every field of `quarry serve`'s config (rpc/gateway/src/config.rs
+//! and rpc/gateway/src/weights.rs) is named in the section "Configuration of `quarry serve`".
 
 #![allow(clippy::unwrap_used)]
 
@@ -216,10 +216,10 @@ fn check(
     }
 }
 
-/// The method names quoted in eth/src/methods.rs (the method table), and the filter and
+/// The method names quoted in rpc/eth/src/methods.rs (the method table), and the filter and
 /// transaction methods the gateway answers itself.
 fn served_methods() -> Vec<String> {
-    let table = Path::new(env!("CARGO_MANIFEST_DIR")).join("eth/src/methods.rs");
+    let table = Path::new(env!("CARGO_MANIFEST_DIR")).join("rpc/eth/src/methods.rs");
     let text = std::fs::read_to_string(table).unwrap();
     let mut methods: Vec<String> = text
         .split('"')
@@ -285,13 +285,13 @@ fn section<'a>(text: &'a str, from: &str) -> &'a str {
     &text[start..start + from.len() + end]
 }
 
-/// Every field of `quarry serve`'s config (gateway/src/config.rs and its `[weights]` in
-/// gateway/src/weights.rs) is named in the README's configuration section.
+/// Every field of `quarry serve`'s config (rpc/gateway/src/config.rs and its `[weights]` in
+/// rpc/gateway/src/weights.rs) is named in the README's configuration section.
 #[test]
 fn every_config_key_is_documented() {
     let text = readme();
     let documented = section(&text, "## Configuration of `quarry serve`");
-    let gateway = Path::new(env!("CARGO_MANIFEST_DIR")).join("gateway/src");
+    let gateway = Path::new(env!("CARGO_MANIFEST_DIR")).join("rpc/gateway/src");
     let mut missing = Vec::new();
     let mut fields = 0;
     for file in ["config.rs", "weights.rs"] {

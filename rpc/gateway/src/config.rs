@@ -581,11 +581,11 @@ mod tests {
 
     #[test]
     fn the_example_configs_parse() {
-        let service = Config::parse(include_str!("../../config/service.toml")).unwrap();
+        let service = Config::parse(include_str!("../../../config/service.toml")).unwrap();
         assert_eq!(service.networks[0].hosts, ["devnet.localhost", "localhost"]);
         assert_eq!(service.plans.free.requests_per_second, Some(10));
         assert_eq!(service.keys[0].plan, Plan::Custom);
-        Config::parse(include_str!("../../config/dev.toml")).unwrap();
+        Config::parse(include_str!("../../../config/dev.toml")).unwrap();
     }
 
     #[test]

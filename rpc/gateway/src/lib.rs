@@ -69,7 +69,7 @@ pub enum ServeError {
     #[error("registering method {0}: duplicate name")]
     Register(String),
     #[error(
-        "method {0} is not classed for contract allowlists: say in gateway/src/named_addresses.rs whether it takes addresses"
+        "method {0} is not classed for contract allowlists: say in rpc/gateway/src/named_addresses.rs whether it takes addresses"
     )]
     Unclassed(String),
 }
