@@ -2,55 +2,44 @@
 //! reads and writes of blocks, receipts, bytecode, the latest state and the full state history.
 //! It knows nothing of RPC or of revm.
 
-mod backup;
-pub mod block_codec;
-pub mod block_dictionary;
-mod block_migrate;
-mod capacity;
-mod changesets;
-mod env_open;
-mod free_pages;
-pub mod keccak;
-mod log_index;
+mod blocks;
+mod env;
+mod history;
+mod indexes;
+mod maintenance;
 mod meta_key;
-mod migrate;
 mod models;
-mod proof_history;
-mod receipts;
 mod staged;
-mod state_lists;
-mod state_window;
+mod state;
 mod tables;
-mod tail;
-mod trace_index;
-mod trie;
-mod trie_history;
-mod tx_lookup;
-mod value_chunks;
 
-pub use backup::BackupReport;
-pub use block_codec::{BlockCompressor, BlockData, CompressedBlockData};
-pub use capacity::{DEFAULT_MAX_SIZE, DatabaseOptions, free_space};
-pub use changesets::{AccountBefore, RestoredAccount, Unwound};
-pub use free_pages::Released;
-pub use log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
-pub use meta_key::{BlockMark, MetaKey};
-pub use migrate::{
+// Modules other crates name by path, where they were before the folders.
+pub use blocks::{block_codec, block_dictionary};
+pub use state::keccak;
+
+pub use blocks::block_codec::{BlockCompressor, BlockData, CompressedBlockData};
+pub use blocks::receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
+pub use env::capacity::{DEFAULT_MAX_SIZE, DatabaseOptions, free_space};
+pub use env::tail::TailWarmer;
+pub use history::changesets::{AccountBefore, RestoredAccount, Unwound};
+pub use history::proof_history::{COARSE_NODE_WINDOW, DEFAULT_PROOF_HISTORY, PRUNE_BUDGET};
+pub use history::state_window::STATE_PRUNE_CATCH_UP;
+pub use history::trie_history::NODE_HISTORY_WINDOW;
+pub use indexes::log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
+pub use indexes::trace_index::block_named_addresses;
+pub use maintenance::backup::BackupReport;
+pub use maintenance::free_pages::Released;
+pub use maintenance::migrate::{
     CHANGESETS_LAYOUT, COMPRESSED_BLOCKS_LAYOUT, NARROW_CHANGESETS_LAYOUT, SCHEMA_VERSION,
     STATE_LISTS_LAYOUT, TOPIC_LISTS_LAYOUT, TRACE_LISTS_LAYOUT,
 };
+pub use meta_key::{BlockMark, MetaKey};
 pub use models::{ReceiptOutcome, StorageRootBefore, StoredAccount, StoredReceipt, TxLocation};
-pub use proof_history::{COARSE_NODE_WINDOW, DEFAULT_PROOF_HISTORY, PRUNE_BUDGET};
-pub use receipts::{BlockReceiptsView, LogView, LogViews, ReceiptView};
-pub use state_window::STATE_PRUNE_CATCH_UP;
-pub use tables::{Table, TrieId};
-pub use tail::TailWarmer;
-pub use trace_index::block_named_addresses;
-pub use trie::{
+pub use state::trie::{
     Leaf, LeafCursor, LeafWriter, TrieNodeCursor, complete_leaf_hashes, first_key_under,
     leaf_child_hash,
 };
-pub use trie_history::NODE_HISTORY_WINDOW;
+pub use tables::{Table, TrieId};
 
 use alloy_consensus::{BlockBody, Header, TxEnvelope};
 use alloy_primitives::{Address, B256, Bytes, U256, map::HashMap};
@@ -191,10 +180,10 @@ pub struct Database {
     /// owner works on it.
     page_size: u64,
     /// The block data tables' zstd dictionaries, digested once per handle.
-    dictionaries: Arc<block_dictionary::Dictionaries>,
+    dictionaries: Arc<blocks::block_dictionary::Dictionaries>,
     /// This process's mark that the datadir is open, cleared when the last clone drops (after
     /// `env`, declared before it).
-    _open_mark: Arc<env_open::OpenMark>,
+    _open_mark: Arc<env::env_open::OpenMark>,
 }
 
 impl std::fmt::Debug for Database {
@@ -233,14 +222,14 @@ impl Database {
     /// `capacity.rs`). Pages of an uncommitted transaction are never reachable from a
     /// committed root.
     pub fn open_with(path: &Path, options: DatabaseOptions) -> Result<Self> {
-        let bench_page_size = capacity::bench_page_size()?;
+        let bench_page_size = env::capacity::bench_page_size()?;
         std::fs::create_dir_all(path).map_err(|source| Error::CreateDir {
             path: path.display().to_string(),
             source,
         })?;
         let max_size = usize::try_from(options.max_size).unwrap_or(usize::MAX);
         let mut builder = Environment::builder();
-        if capacity::bench_writemap() {
+        if env::capacity::bench_writemap() {
             builder.write_map();
         }
         builder
@@ -259,13 +248,13 @@ impl Database {
                 page_size: bench_page_size.map(PageSize::Set),
                 ..Default::default()
             });
-        let (env, open_mark) = env_open::open(&builder, path)?;
+        let (env, open_mark) = env::env_open::open(&builder, path)?;
         merge_half_empty_pages(&env)?;
-        capacity::reserve_lock_file(path)?;
+        env::capacity::reserve_lock_file(path)?;
         let datadir = Arc::new(path.to_path_buf());
         let explain = |err: MdbxError| Self::explain_at(&datadir, options.max_size, err.into());
         let tx = env.begin_rw_sync().map_err(explain)?;
-        migrate::refuse_newer_layout(&tx, path)?;
+        maintenance::migrate::refuse_newer_layout(&tx, path)?;
         let mut dbs = Vec::with_capacity(Table::ALL.len());
         for table in Table::ALL {
             let flags = if table.fixed_size_duplicates() {
@@ -346,9 +335,11 @@ impl Database {
 
     /// The bytes the file system allocated to the data file.
     fn data_file_allocated(&self) -> Result<u64> {
-        backup::allocated_bytes(&self.data_file).map_err(|source| Error::DataFileSize {
-            file: self.data_file.display().to_string(),
-            source,
+        maintenance::backup::allocated_bytes(&self.data_file).map_err(|source| {
+            Error::DataFileSize {
+                file: self.data_file.display().to_string(),
+                source,
+            }
         })
     }
 
@@ -440,20 +431,20 @@ pub struct StorageTx<K: TransactionKind> {
     /// The database handle's count of entries read by scans and trie walks.
     scanned: Arc<std::sync::atomic::AtomicU64>,
     /// The database handle's digested dictionaries (see block_dictionary.rs).
-    dictionaries: Arc<block_dictionary::Dictionaries>,
+    dictionaries: Arc<blocks::block_dictionary::Dictionaries>,
     /// `Meta` numbers read on hot paths, read once per transaction.
     node_window: CachedMeta,
     fine_from: CachedMeta,
     state_history_from: CachedMeta,
     state_kept_from: CachedMeta,
     /// Node history keys this transaction knows to be recorded in the current window.
-    recorded_nodes: trie_history::RecordedNodes,
+    recorded_nodes: history::trie_history::RecordedNodes,
     /// Random-keyed index entries a write transaction writes sorted, at the latest on commit.
     staged: staged::StagedIndexes,
     /// Trie node writes of a write transaction, written at the latest on commit.
     staged_nodes: staged::StagedNodes,
     /// Changed keys' blocks a write transaction adds to the state history's lists on commit.
-    staged_lists: state_lists::StagedLists,
+    staged_lists: history::state_lists::StagedLists,
 }
 
 /// A `Meta` number a transaction reads once and keeps (for numbers that are never 0 or
@@ -706,7 +697,7 @@ impl<K: TransactionKind> StorageTx<K> {
             return self.plain_account_at(address, block);
         }
         let hashed = alloy_primitives::keccak256(address);
-        let mut lookup = self.list_cursor(state_lists::Lists::Accounts)?;
+        let mut lookup = self.list_cursor(history::state_lists::Lists::Accounts)?;
         match self.listed_account_after(&mut lookup, &hashed, block)? {
             Some((_, _, then)) => Ok(then.map(|(account, _)| account)),
             None => self.account(address),
@@ -720,11 +711,11 @@ impl<K: TransactionKind> StorageTx<K> {
         if !self.state_history_covers(block)? {
             return self.plain_storage_at(address, slot, block);
         }
-        let key = trie::hashed_slot_key(
+        let key = state::trie::hashed_slot_key(
             &alloy_primitives::keccak256(address),
             &alloy_primitives::keccak256(slot),
         );
-        let mut lookup = self.list_cursor(state_lists::Lists::Storages)?;
+        let mut lookup = self.list_cursor(history::state_lists::Lists::Storages)?;
         match self.listed_slot_after(&mut lookup, &key, block)? {
             Some(value) => Ok(value),
             None => self.storage(address, slot),

@@ -10,7 +10,7 @@
 //! unwind, which writes what is staged first, and so does a commit; a history read in a write
 //! transaction that still stages history is refused (see [`StorageTx::check_history_written`]).
 
-use crate::{Error, Result, StorageTx, Table, models::encode_branch, trie_history};
+use crate::{Error, Result, StorageTx, Table, history::trie_history, models::encode_branch};
 use alloy_primitives::{B256, map::B256Map};
 use alloy_trie::BranchNodeCompact;
 use signet_libmdbx::{MdbxError, RwSync, TransactionKind, WriteFlags};

@@ -9,8 +9,8 @@
 //! the block instead.
 
 use crate::{
-    Error, MetaKey, Result, StorageTx, StoredBody, Table, migrate::TRACE_LISTS_LAYOUT,
-    models::be_u64, state_lists::Lists,
+    Error, MetaKey, Result, StorageTx, StoredBody, Table, history::state_lists::Lists,
+    maintenance::migrate::TRACE_LISTS_LAYOUT, models::be_u64,
 };
 use alloy_consensus::{Header, Transaction};
 use alloy_primitives::Address;
@@ -343,7 +343,7 @@ mod tests {
             .unwrap();
         tx.put_schema(crate::STATE_LISTS_LAYOUT).unwrap();
         tx.commit().unwrap();
-        let steps = crate::migrate::migrate_in_steps(&db, 7);
+        let steps = crate::maintenance::migrate::migrate_in_steps(&db, 7);
         assert!(steps > 3, "{steps} steps");
         let tx = db.reader().unwrap();
         assert!(tx.schema_version().unwrap() >= TRACE_LISTS_LAYOUT);

@@ -12,7 +12,9 @@
 //! and `trie_history_fine_from` moves past the window in the same commit. Readers of another process see the history before or after, never
 //! between, and a block before `trie_history_fine_from` is read at coarse window ends only.
 
-use crate::{Error, MetaKey, Result, StorageTx, Table, trie_history::tagged_history_table};
+use crate::{
+    Error, MetaKey, Result, StorageTx, Table, history::trie_history::tagged_history_table,
+};
 use signet_libmdbx::{RwSync, TransactionKind};
 
 /// The `proof_history` of a new datadir: proofs 1,000 blocks back read the fine history.
@@ -297,7 +299,7 @@ mod tests {
     /// The window starts of the records the accounts trie's history holds for `path`.
     fn windows(db: &Database, path: &Nibbles) -> Vec<u64> {
         let tx = db.reader().unwrap();
-        let prefix = crate::trie_history::history_path(path);
+        let prefix = crate::history::trie_history::history_path(path);
         let mut cursor = tx.tx.cursor(tx.db(Table::AccountsTrieHistory)).unwrap();
         let mut entry = cursor.set_range::<Vec<u8>, ()>(&prefix).unwrap();
         let mut out = Vec::new();
@@ -362,7 +364,7 @@ mod tests {
         // A kept record is a diff from the node's next record: the one child that changed.
         for path in [&a, &b] {
             let key = [
-                crate::trie_history::history_path(path),
+                crate::history::trie_history::history_path(path),
                 8u64.to_be_bytes().to_vec(),
             ]
             .concat();

@@ -4,8 +4,8 @@
 //! match.
 
 use crate::{
-    Error, LogView, MetaKey, Result, StorageTx, StoredReceipt, Table, migrate::TOPIC_LISTS_LAYOUT,
-    models::be_u64, state_lists::Lists,
+    Error, LogView, MetaKey, Result, StorageTx, StoredReceipt, Table, history::state_lists::Lists,
+    maintenance::migrate::TOPIC_LISTS_LAYOUT, models::be_u64,
 };
 use alloy_primitives::{Address, B256, Bloom, BloomInput, Log};
 use signet_libmdbx::{RwSync, TransactionKind};
@@ -813,7 +813,7 @@ mod tests {
             .unwrap();
         tx.put_schema(crate::TRACE_LISTS_LAYOUT).unwrap();
         tx.commit().unwrap();
-        crate::migrate::migrate_in_steps(&db, 1);
+        crate::maintenance::migrate::migrate_in_steps(&db, 1);
         let r = db.reader().unwrap();
         assert_eq!(r.schema_version().unwrap(), crate::SCHEMA_VERSION);
         let blocks = |topics: Vec<Vec<B256>>| {

@@ -23,8 +23,8 @@
 
 use crate::{
     BlockRecord, Error, MetaKey, Result, StorageTx, Table,
-    block_dictionary::{Dictionary, frame_dictionary_id},
-    receipts,
+    blocks::block_dictionary::{Dictionary, frame_dictionary_id},
+    blocks::receipts,
 };
 use alloy_rlp::Encodable;
 use signet_libmdbx::{RwSync, TransactionKind};
@@ -484,7 +484,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = crate::Database::open(dir.path()).unwrap();
         let tx = db.writer().unwrap();
-        let small = crate::receipts::encode_block_receipts(&[]);
+        let small = crate::blocks::receipts::encode_block_receipts(&[]);
         let mut large = small.clone();
         large.resize(RAW_RECEIPTS_ABOVE + 1, 0);
         tx.put_block_data(BlockData::Receipts, 1, &large, true)

@@ -16,8 +16,8 @@
 //! `hashed_storages_history`), and then empties those tables.
 
 use crate::{
-    Error, MetaKey, Result, StorageTx, StoredAccount, Table, changesets::AccountBefore,
-    models::be_u64, slot_key, trie::hashed_slot_key,
+    Error, MetaKey, Result, StorageTx, StoredAccount, Table, history::changesets::AccountBefore,
+    models::be_u64, slot_key, state::trie::hashed_slot_key,
 };
 use alloy_primitives::{Address, B256, U256, keccak256, map::HashMap};
 use roaring::RoaringBitmap;
@@ -71,7 +71,7 @@ fn narrow_account_position(last: &[u8]) -> Result<Vec<u8>> {
     if last.len() != 28 {
         return Ok(last.to_vec());
     }
-    let block = crate::changesets::account_changeset_prefix(be_u64(&last[..8])?)?;
+    let block = crate::history::changesets::account_changeset_prefix(be_u64(&last[..8])?)?;
     Ok([&block[..], &last[8..]].concat())
 }
 
@@ -726,7 +726,7 @@ impl StorageTx<RwSync> {
             self.tx.clear_db(self.db(table))?;
         }
         self.del_meta(MetaKey::StateListsProgress)?;
-        self.put_schema(crate::migrate::STATE_LISTS_LAYOUT)?;
+        self.put_schema(crate::maintenance::migrate::STATE_LISTS_LAYOUT)?;
         Ok(true)
     }
 
@@ -1084,11 +1084,12 @@ mod tests {
         for lists in [Lists::Accounts, Lists::Storages] {
             tx.tx.clear_db(tx.db(lists.table())).unwrap();
         }
-        crate::changesets::widen_changesets(&tx);
+        crate::history::changesets::widen_changesets(&tx);
         for (key, value) in wide_entries {
             tx.put(Table::AccountChangeSets, &key, &value).unwrap();
         }
-        tx.put_schema(crate::migrate::STATE_HISTORY_LAYOUT).unwrap();
+        tx.put_schema(crate::maintenance::migrate::STATE_HISTORY_LAYOUT)
+            .unwrap();
         tx.commit().unwrap();
     }
 
@@ -1141,7 +1142,7 @@ mod tests {
 
         downgrade_to_leaf_history(&db);
         assert_ne!(digests(&db), written);
-        let steps = crate::migrate::migrate_in_steps(&db, 7);
+        let steps = crate::maintenance::migrate::migrate_in_steps(&db, 7);
         assert!(steps > 5, "{steps} steps");
         assert_eq!(digests(&db), written);
         assert_eq!(reads(&db), answers);

@@ -759,7 +759,7 @@ mod tests {
     }
 
     /// Digests of every table but Meta (its unwind counter differs by design).
-    use crate::migrate::table_digests as digests;
+    use crate::maintenance::migrate::table_digests as digests;
 
     fn chain(db: &Database, blocks: &[(u64, u8)]) {
         let tx = db.writer().unwrap();
@@ -860,11 +860,12 @@ mod tests {
         assert!(before.len() >= 6, "{before:?}");
         let tx = db.writer().unwrap();
         widen_changesets(&tx);
-        tx.put_schema(crate::migrate::TOPIC_LISTS_LAYOUT).unwrap();
+        tx.put_schema(crate::maintenance::migrate::TOPIC_LISTS_LAYOUT)
+            .unwrap();
         tx.commit().unwrap();
         assert_ne!(digests(&db), written);
 
-        let steps = crate::migrate::migrate_in_steps(&db, 1);
+        let steps = crate::maintenance::migrate::migrate_in_steps(&db, 1);
         assert!(steps >= before.len(), "{steps} steps");
         assert_eq!(digests(&db), written);
         assert_eq!(befores(&db), before);
@@ -883,7 +884,7 @@ mod tests {
         let db = Database::open(dir.path()).unwrap();
         chain(&db, &[(1, 0), (2, 0), (3, 0), (4, 0)]);
         let tx = db.writer().unwrap();
-        tx.put_schema(crate::migrate::TRIE_HISTORY_LAYOUT - 1)
+        tx.put_schema(crate::maintenance::migrate::TRIE_HISTORY_LAYOUT - 1)
             .unwrap();
         tx.del_meta(MetaKey::StateHistoryFrom).unwrap();
         assert!(!tx.migrate_step(10).unwrap());
@@ -912,7 +913,7 @@ mod tests {
         let db = Database::open(dir.path()).unwrap();
         chain(&db, &[(1, 0), (2, 0), (3, 0)]);
         let tx = db.writer().unwrap();
-        tx.put_schema(crate::migrate::STATE_HISTORY_LAYOUT - 1)
+        tx.put_schema(crate::maintenance::migrate::STATE_HISTORY_LAYOUT - 1)
             .unwrap();
         tx.stop_trie_history().unwrap();
         tx.del_meta(MetaKey::StateHistoryFrom).unwrap();

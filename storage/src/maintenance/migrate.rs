@@ -1,7 +1,7 @@
 //! The database layout version, and the resumable steps (`quarry migrate`) that bring a
 //! database written by an older quarry to the current layout.
 
-use crate::{Leaf, MetaKey, Result, StorageTx, Table, TrieId, models::be_u64, receipts};
+use crate::{Leaf, MetaKey, Result, StorageTx, Table, TrieId, blocks::receipts, models::be_u64};
 use alloy_primitives::keccak256;
 use alloy_trie::{HashBuilder, Nibbles, TrieAccount};
 use signet_libmdbx::{DatabaseFlags, RwSync, TransactionKind};

@@ -9,7 +9,7 @@
 
 use crate::{
     BlockData, Error, MetaKey, Result, StorageTx, StoredBody, Table, TxLocation, decode_rlp,
-    migrate::COMPRESSED_BLOCKS_LAYOUT, models::be_u64,
+    maintenance::migrate::COMPRESSED_BLOCKS_LAYOUT, models::be_u64,
 };
 use alloy_primitives::B256;
 use signet_libmdbx::{RwSync, TransactionKind};
@@ -114,7 +114,7 @@ impl StorageTx<RwSync> {
 mod tests {
     use super::*;
     use crate::{
-        BlockRecord, Database, ReceiptOutcome, SCHEMA_VERSION, StoredReceipt, block_codec,
+        BlockRecord, Database, ReceiptOutcome, SCHEMA_VERSION, StoredReceipt, blocks::block_codec,
     };
     use alloy_consensus::{Header, Signed, TxEnvelope, TxLegacy};
     use alloy_primitives::{Address, Bytes, Log, LogData, Signature, TxKind, U256};
@@ -220,7 +220,7 @@ mod tests {
     }
 
     /// Digests of every table but Meta.
-    use crate::migrate::table_digests as digests;
+    use crate::maintenance::migrate::table_digests as digests;
 
     /// A datadir of the layout before, migrated in small resumable steps (reading every
     /// block in either layout between them), holds exactly the tables a fresh write of the

@@ -9,9 +9,9 @@ use crate::models::{
 };
 use crate::{
     Error, Result, StorageTx,
+    history::trie_history::{AsOf, history_path, logical_key, path_of_history},
     staged::StagedNodes,
     tables::{Entries, TrieId},
-    trie_history::{AsOf, history_path, logical_key, path_of_history},
 };
 use alloy_primitives::{B256, U256};
 use alloy_trie::{BranchNodeCompact, Nibbles, TrieAccount, TrieMask, nodes::LeafNodeRef};

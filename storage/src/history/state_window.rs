@@ -12,7 +12,10 @@
 //! Pruning runs in the importer's commits, a bounded number of changeset entries per commit.
 //! The pages pruning frees go back to the file system with `Database::release_free_pages`.
 
-use crate::{Error, MetaKey, Result, StorageTx, Table, state_lists::Lists, trie::hashed_slot_key};
+use crate::{
+    Error, MetaKey, Result, StorageTx, Table, history::state_lists::Lists,
+    state::trie::hashed_slot_key,
+};
 use alloy_primitives::{Address, B256, keccak256};
 use signet_libmdbx::{RwSync, TransactionKind};
 
@@ -113,7 +116,7 @@ impl StorageTx<RwSync> {
     fn prune_block_state(&self, number: u64) -> Result<u64> {
         let mut read = 0;
         let mut cursor = self.tx.cursor(self.db(Table::NarrowAccountChangeSets))?;
-        let prefix = crate::changesets::account_changeset_prefix(number)?;
+        let prefix = crate::history::changesets::account_changeset_prefix(number)?;
         let mut entry = cursor.set_range::<Vec<u8>, ()>(&prefix)?;
         while let Some((key, ())) = entry {
             if !key.starts_with(&prefix) {
