@@ -43,7 +43,7 @@ tables! {
     /// records are kept (u64 BE; absent: none thinned; see proof_history.rs); `state_history_from`: the first block from
     /// which the state history (the block lists of `AccountChangeLists` and
     /// `StorageChangeLists` over the changesets) answers (u64 BE); `state_lists_progress`: how
-    /// far `quarry migrate` has built those lists (see state_lists.rs);
+    /// far `quarry migrate` has built those lists (see state_lists_migrate.rs);
     /// `zstd_dictionary_block_bodies`, `zstd_dictionary_receipts`: the zstd dictionary trained
     /// on the table's own values, which its later values are compressed with (written once and
     /// never changed; see block_codec.rs).

@@ -5,3 +5,4 @@ pub(crate) mod backup;
 pub(crate) mod block_migrate;
 pub(crate) mod free_pages;
 pub(crate) mod migrate;
+pub(crate) mod state_lists_migrate;
