@@ -6,6 +6,7 @@ mod blocks;
 mod env;
 mod history;
 mod indexes;
+mod legacy;
 mod maintenance;
 mod meta_key;
 mod models;
@@ -27,6 +28,7 @@ pub use history::state_window::STATE_PRUNE_CATCH_UP;
 pub use history::trie_history::NODE_HISTORY_WINDOW;
 pub use indexes::log_index::{LocatedLog, LogFilter, LogLimits, LogsOutcome, MAX_TOPICS};
 pub use indexes::trace_index::block_named_addresses;
+pub use legacy::LegacyTable;
 pub use maintenance::backup::BackupReport;
 pub use maintenance::free_pages::Released;
 pub use maintenance::migrate::{
@@ -519,7 +521,7 @@ fn b256(what: &str, bytes: &[u8]) -> Result<B256> {
 
 impl<K: TransactionKind> StorageTx<K> {
     fn db(&self, table: Table) -> signet_libmdbx::Database {
-        self.dbs[table as usize]
+        self.dbs[table.index()]
     }
 
     /// For a read snapshot, the id of the commit it sees (compare [`Database::last_commit_id`]).

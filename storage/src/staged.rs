@@ -371,7 +371,9 @@ impl StorageTx<RwSync> {
         }
         let mut sorted = std::mem::take(&mut staged.entries);
         // Stable: entries with one key are written in the order they were staged.
-        sorted.sort_by(|a, b| (a.table as u8, staged.key(a)).cmp(&(b.table as u8, staged.key(b))));
+        sorted.sort_by(|a, b| {
+            (a.table.index(), staged.key(a)).cmp(&(b.table.index(), staged.key(b)))
+        });
         let mut index = Vec::new();
         let mut entries = sorted.iter().peekable();
         while let Some(table) = entries.peek().map(|entry| entry.table) {
@@ -418,7 +420,7 @@ impl<K: TransactionKind> StorageTx<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Database;
+    use crate::{Database, LegacyTable};
 
     #[test]
     fn staged_entries_are_written_in_order_and_the_last_of_a_key_wins() {
@@ -426,7 +428,8 @@ mod tests {
         let db = Database::open(dir.path()).unwrap();
         let tx = db.writer().unwrap();
         tx.put_staged(Table::TxLookup, &[3; 32], &[1]).unwrap();
-        tx.put_staged(Table::LogTopics, &[9; 40], &[2]).unwrap();
+        tx.put_staged(Table::Legacy(LegacyTable::LogTopics), &[9; 40], &[2])
+            .unwrap();
         tx.put_staged(Table::TxLookup, &[1; 32], &[3]).unwrap();
         tx.put_staged(Table::TxLookup, &[3; 32], &[4]).unwrap();
         tx.commit().unwrap();
@@ -441,7 +444,9 @@ mod tests {
             Some(&[3][..])
         );
         assert_eq!(
-            rx.get(Table::LogTopics, &[9; 40]).unwrap().as_deref(),
+            rx.get(Table::Legacy(LegacyTable::LogTopics), &[9; 40])
+                .unwrap()
+                .as_deref(),
             Some(&[2][..])
         );
     }

@@ -1,25 +1,75 @@
-//! Every MDBX table quarry uses, declared once, and which tables hold a trie's entries (`TrieId`).
+//! Every MDBX table quarry uses, declared once (the tables only older layouts write are
+//! declared in legacy.rs, and named here where they stand in `Table::ALL`), and which tables
+//! hold a trie's entries (`TrieId`).
 //!
 //! Integers in keys are big-endian so that MDBX's byte order is numeric order, which is what
 //! makes "the last entry at or before block N" a single cursor seek.
 
+use crate::legacy::LegacyTable;
 use alloy_primitives::B256;
 
 macro_rules! tables {
-    ($( $(#[$doc:meta])* $name:ident = $label:literal; )*) => {
+    // Reads the declarations one at a time: a live table's variant and name, or `legacy X;`,
+    // a table of legacy.rs at that place in `Table::ALL`.
+    (@read [$($live:tt)*] [$($all:tt)*] [$($order:ident)*] [$($legacy:ident)*]) => {
+        tables!(@emit [$($live)*] [$($all)*] [$($order)*] [$($legacy)*]);
+    };
+    (@read [$($live:tt)*] [$($all:tt)*] [$($order:ident)*] [$($legacy:ident)*]
+        legacy $name:ident; $($rest:tt)*) => {
+        tables!(@read [$($live)*] [$($all)* Table::Legacy(LegacyTable::$name),]
+            [$($order)* $name] [$($legacy)* $name] $($rest)*);
+    };
+    (@read [$($live:tt)*] [$($all:tt)*] [$($order:ident)*] [$($legacy:ident)*]
+        $(#[$doc:meta])* $name:ident = $label:literal; $($rest:tt)*) => {
+        tables!(@read [$($live)* $(#[$doc])* $name = $label;] [$($all)* Table::$name,]
+            [$($order)* $name] [$($legacy)*] $($rest)*);
+    };
+    (@emit [$( $(#[$doc:meta])* $name:ident = $label:literal; )*] [$($all:expr,)*]
+        [$($order:ident)*] [$($legacy:ident)*]) => {
         /// A table: its MDBX name is `Table::name()`.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum Table { $( $(#[$doc])* $name, )* }
+        #[derive(Clone, Copy, PartialEq, Eq)]
+        pub enum Table {
+            $( $(#[$doc])* $name, )*
+            /// A table only older datadir layouts write (legacy.rs).
+            Legacy(LegacyTable),
+        }
+
+        /// Each table's place in `Table::ALL`.
+        #[allow(clippy::enum_variant_names)]
+        enum Place { $( $order, )* }
 
         impl Table {
             /// Every table, in declaration order.
-            pub const ALL: &'static [Table] = &[ $( Table::$name, )* ];
+            pub const ALL: &'static [Table] = &[ $( $all, )* ];
 
             /// The table's MDBX database name.
             pub const fn name(self) -> &'static str {
-                match self { $( Table::$name => $label, )* }
+                match self {
+                    $( Table::$name => $label, )*
+                    Table::Legacy(table) => table.name(),
+                }
+            }
+
+            /// The table's place in [`Table::ALL`].
+            pub(crate) const fn index(self) -> usize {
+                match self {
+                    $( Table::$name => Place::$name as usize, )*
+                    $( Table::Legacy(LegacyTable::$legacy) => Place::$legacy as usize, )*
+                }
             }
         }
+
+        impl std::fmt::Debug for Table {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self {
+                    $( Table::$name => f.write_str(stringify!($name)), )*
+                    Table::Legacy(table) => std::fmt::Debug::fmt(table, f),
+                }
+            }
+        }
+    };
+    ($($declarations:tt)*) => {
+        tables!(@read [] [] [] [] $($declarations)*);
     };
 }
 
@@ -93,12 +143,7 @@ tables! {
     /// receipts hold such a log (see `encode_receipt_list` in logs.rs), or empty (every receipt
     /// may): when they are more than half the block's, or in entries written before the lists.
     LogAddresses = "log_addresses";
-    /// Log index by topic as layouts before 10 kept it (`quarry migrate` moves it into
-    /// `LogTopicLists`): one entry per block where some log has the topic. Key: topic (32
-    /// bytes) then block number (u64 BE). Value: one byte, bit i set when the topic is at
-    /// position i (0-3) of some log of the block, then which receipts hold a log with the topic
-    /// at any position (as in `LogAddresses`; absent in entries written before the lists).
-    LogTopics = "log_topics";
+    legacy LogTopics;
     /// The trace index's record of each block (trace_index.rs), what an unwind takes out of
     /// `TraceAddressLists`. Key: block number (u64 BE). Value: the addresses its call frames
     /// name, 20 bytes each. (Layouts before 9 also held one entry per address and block here,
@@ -113,20 +158,9 @@ tables! {
     /// Latest non-zero storage. Key: address (20 bytes) then slot (32 bytes). Value: the value
     /// (32 bytes BE).
     PlainStorage = "plain_storage";
-    /// Account history as layouts before 6 kept it (now only read, for blocks before
-    /// `state_history_from`; later ones read `AccountChangeLists`): one entry per block that
-    /// changed the account, holding the account as it was after that block. Key: address (20
-    /// bytes) then block number (u64 BE). Value: `StoredAccount` (72 bytes), or empty when the
-    /// account did not exist after the block.
-    AccountHistory = "account_history";
-    /// Storage history as layouts before 6 kept it (read as `AccountHistory` is): one entry per
-    /// block that changed the slot, holding its value after that block. Key: address (20) then
-    /// slot (32) then block number (u64 BE). Value: 32 bytes BE (zero when cleared).
-    StorageHistory = "storage_history";
-    /// What each block changed, as layouts before 11 kept it (now only emptied, by `quarry
-    /// migrate`, into `NarrowAccountChangeSets`). Key: block number (u64 BE) then address (20
-    /// bytes). Value: as in `NarrowAccountChangeSets`.
-    AccountChangeSets = "account_changesets";
+    legacy AccountHistory;
+    legacy StorageHistory;
+    legacy AccountChangeSets;
     /// What each block changed, for unwinding it and for the state history: every account the
     /// block changed, as it was before the block. Key: block number (u32 BE, as the block lists
     /// hold them) then address (20 bytes). Value: the account in the compact encoding of
@@ -134,11 +168,7 @@ tables! {
     /// the empty trie's (older entries: `StoredAccount`'s 72 bytes), or empty when the account
     /// did not exist before the block.
     NarrowAccountChangeSets = "narrow_account_changesets";
-    /// Every storage slot a block changed (including the slots a self-destruct cleared), with
-    /// its value before the block, as layouts before 11 kept them (now only emptied, by
-    /// `quarry migrate`, into `StorageChangeGroups`). Key: block number (u64 BE) then address
-    /// (20) then slot (32). Value: as in `PlainStorage` (empty when it was unset).
-    StorageChangeSets = "storage_changesets";
+    legacy StorageChangeSets;
     /// Every storage slot a block changed (including the slots a self-destruct cleared), with
     /// its value before the block, grouped by account: MDBX DUPSORT, so the block and address
     /// are stored once for all the slots they hold (a block changes about 18 slots of each
@@ -176,15 +206,8 @@ tables! {
     /// `AccountsTrieHistory` key without its block number, or 1 and the `StoragesTrieHistory`
     /// key without it. Value: empty.
     TrieChangeSets = "trie_changesets";
-    /// The state history of layouts 6 (now only emptied, by `quarry migrate`): what each block
-    /// changed in the accounts trie's leaves, as they were before the block. Key: keccak256 of
-    /// the address (32) then the block number (u64 BE). Value: the leaf as in `HashedAccounts`,
-    /// or empty when the account did not exist.
-    HashedAccountsHistory = "hashed_accounts_history";
-    /// As `HashedAccountsHistory` (layout 6, emptied by `quarry migrate`), for the storage tries'
-    /// leaves. Key: keccak256 of the address (32), of the slot (32), then the block number (u64
-    /// BE). Value: the value as in `HashedStorages`, or empty when it was unset.
-    HashedStoragesHistory = "hashed_storages_history";
+    legacy HashedAccountsHistory;
+    legacy HashedStoragesHistory;
     /// The state history's block lists for accounts (see state_lists.rs): the blocks whose
     /// `AccountChangeSets` hold an account, cut in shards of at most 2,000. Key: keccak256 of
     /// the address (32 bytes, so keys walk in the accounts trie's order) then the shard's
@@ -273,5 +296,69 @@ impl TrieId {
             (TrieId::Accounts, Entries::Leaves) => Table::AccountChangeLists,
             (TrieId::Storage(_), Entries::Leaves) => Table::StorageChangeLists,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tables keep their names and their order (how `Table::ALL` lists them, what a
+    /// datadir's digests and sizes are printed in), the legacy ones where they stood.
+    #[test]
+    fn every_table_keeps_its_name_and_place() {
+        let names: Vec<&str> = Table::ALL.iter().map(|table| table.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "meta",
+                "headers",
+                "canonical_hashes",
+                "header_numbers",
+                "total_difficulty",
+                "block_bodies",
+                "senders",
+                "tx_lookup",
+                "tx_lookup_groups",
+                "tx_counts",
+                "receipts",
+                "block_tx_hashes",
+                "log_addresses",
+                "log_topics",
+                "trace_addresses",
+                "bytecodes",
+                "plain_accounts",
+                "plain_storage",
+                "account_history",
+                "storage_history",
+                "account_changesets",
+                "narrow_account_changesets",
+                "storage_changesets",
+                "storage_change_groups",
+                "hashed_accounts",
+                "hashed_storages",
+                "accounts_trie",
+                "storages_trie",
+                "accounts_trie_history",
+                "storages_trie_history",
+                "trie_changesets",
+                "hashed_accounts_history",
+                "hashed_storages_history",
+                "account_change_lists",
+                "storage_change_lists",
+                "trace_address_lists",
+                "log_topic_lists",
+            ]
+        );
+        for (place, table) in Table::ALL.iter().enumerate() {
+            assert_eq!(table.index(), place, "{table:?}");
+        }
+        for legacy in LegacyTable::ALL {
+            assert!(Table::ALL.contains(&Table::Legacy(*legacy)), "{legacy:?}");
+        }
+        assert_eq!(
+            format!("{:?}", Table::Legacy(LegacyTable::LogTopics)),
+            "LogTopics"
+        );
     }
 }

@@ -6,8 +6,8 @@
 //! write transaction: a reader sees the chain before or after, never part of an unwind.
 
 use crate::{
-    BlockMark, CHANGESETS_LAYOUT, Error, MetaKey, Result, StorageTx, StoredAccount, Table, b256,
-    history_key,
+    BlockMark, CHANGESETS_LAYOUT, Error, LegacyTable, MetaKey, Result, StorageTx, StoredAccount,
+    Table, b256, history_key,
     models::{self, SlotValue, StorageRootBefore, be_u64},
     slot_key,
 };
@@ -421,7 +421,7 @@ impl StorageTx<RwSync> {
                 None => self.del(Table::PlainAccounts, address.as_slice())?,
             }
             self.del(
-                Table::AccountHistory,
+                Table::Legacy(LegacyTable::AccountHistory),
                 &history_key(address.as_slice(), number),
             )?;
             self.del(
@@ -447,7 +447,10 @@ impl StorageTx<RwSync> {
                     SlotValue::new(before).as_slice(),
                 )?;
             }
-            self.del(Table::StorageHistory, &history_key(&plain, number))?;
+            self.del(
+                Table::Legacy(LegacyTable::StorageHistory),
+                &history_key(&plain, number),
+            )?;
             restored
                 .entry(address)
                 .or_default()
@@ -464,38 +467,46 @@ impl StorageTx<RwSync> {
     /// hold entries. Returns `true` once both are empty.
     pub(crate) fn move_wide_changesets(&self, max_entries: u64) -> Result<bool> {
         let mut budget = max_entries;
-        let accounts_done = self.drain(Table::AccountChangeSets, &mut budget, |key, value| {
-            let (Some(block), Some(address)) = (key.get(..8), key.get(8..)) else {
-                return Err(Error::Corrupt("malformed account changeset key".into()));
-            };
-            if address.len() != 20 {
-                return Err(Error::Corrupt(format!(
-                    "account changeset key of {} bytes",
-                    key.len()
-                )));
-            }
-            let narrow = account_changeset_key(be_u64(block)?, &Address::from_slice(address))?;
-            self.append(Table::NarrowAccountChangeSets, &narrow, value)
-        })?;
+        let accounts_done = self.drain(
+            Table::Legacy(LegacyTable::AccountChangeSets),
+            &mut budget,
+            |key, value| {
+                let (Some(block), Some(address)) = (key.get(..8), key.get(8..)) else {
+                    return Err(Error::Corrupt("malformed account changeset key".into()));
+                };
+                if address.len() != 20 {
+                    return Err(Error::Corrupt(format!(
+                        "account changeset key of {} bytes",
+                        key.len()
+                    )));
+                }
+                let narrow = account_changeset_key(be_u64(block)?, &Address::from_slice(address))?;
+                self.append(Table::NarrowAccountChangeSets, &narrow, value)
+            },
+        )?;
         if !accounts_done {
             return Ok(false);
         }
-        self.drain(Table::StorageChangeSets, &mut budget, |key, value| {
-            let (Some(group), Some(slot)) = (key.get(..28), key.get(28..)) else {
-                return Err(Error::Corrupt("malformed storage changeset key".into()));
-            };
-            if slot.len() != 32 || value.len() > 32 {
-                return Err(Error::Corrupt(format!(
-                    "storage changeset entry of {} key and {} value bytes",
-                    key.len(),
-                    value.len()
-                )));
-            }
-            // Values of layouts before compact ones hold all 32 bytes.
-            let before = SlotValue::new(U256::from_be_slice(value));
-            let grouped = [slot, before.as_slice()].concat();
-            self.append_to_group(Table::StorageChangeGroups, group, &grouped)
-        })
+        self.drain(
+            Table::Legacy(LegacyTable::StorageChangeSets),
+            &mut budget,
+            |key, value| {
+                let (Some(group), Some(slot)) = (key.get(..28), key.get(28..)) else {
+                    return Err(Error::Corrupt("malformed storage changeset key".into()));
+                };
+                if slot.len() != 32 || value.len() > 32 {
+                    return Err(Error::Corrupt(format!(
+                        "storage changeset entry of {} key and {} value bytes",
+                        key.len(),
+                        value.len()
+                    )));
+                }
+                // Values of layouts before compact ones hold all 32 bytes.
+                let before = SlotValue::new(U256::from_be_slice(value));
+                let grouped = [slot, before.as_slice()].concat();
+                self.append_to_group(Table::StorageChangeGroups, group, &grouped)
+            },
+        )
     }
 
     /// Hands `table`'s entries from the first to `moved` and deletes each, until `budget` runs
@@ -535,9 +546,9 @@ impl StorageTx<RwSync> {
         let mut budget = max_entries;
         while phase < 2 {
             let (table, prefix_len) = if phase == 0 {
-                (Table::AccountHistory, 20)
+                (Table::Legacy(LegacyTable::AccountHistory), 20)
             } else {
-                (Table::StorageHistory, 52)
+                (Table::Legacy(LegacyTable::StorageHistory), 52)
             };
             let done = self.changesets_from_history(table, prefix_len, &mut after, &mut budget)?;
             if !done {
@@ -632,10 +643,10 @@ pub(crate) fn widen_changesets(tx: &StorageTx<RwSync>) {
                 Table::NarrowAccountChangeSets => {
                     let block = u64::from(u32::from_be_bytes(key[..4].try_into().unwrap()));
                     let wide = [&block.to_be_bytes()[..], &key[4..]].concat();
-                    (Table::AccountChangeSets, wide, value)
+                    (Table::Legacy(LegacyTable::AccountChangeSets), wide, value)
                 }
                 _ => (
-                    Table::StorageChangeSets,
+                    Table::Legacy(LegacyTable::StorageChangeSets),
                     [&key[..], &value[..32]].concat(),
                     value[32..].to_vec(),
                 ),
@@ -646,7 +657,9 @@ pub(crate) fn widen_changesets(tx: &StorageTx<RwSync>) {
         tx.tx.clear_db(tx.db(table)).unwrap();
     }
     assert!(
-        entries.iter().any(|(t, ..)| *t == Table::StorageChangeSets),
+        entries
+            .iter()
+            .any(|(t, ..)| *t == Table::Legacy(LegacyTable::StorageChangeSets)),
         "no storage changesets to widen"
     );
     for (table, key, value) in entries {
@@ -871,7 +884,10 @@ mod tests {
         assert_eq!(befores(&db), before);
         let r = db.reader().unwrap();
         assert_eq!(r.schema_version().unwrap(), crate::SCHEMA_VERSION);
-        for table in [Table::AccountChangeSets, Table::StorageChangeSets] {
+        for table in [
+            Table::Legacy(LegacyTable::AccountChangeSets),
+            Table::Legacy(LegacyTable::StorageChangeSets),
+        ] {
             assert_eq!(r.table_digest(table).unwrap().0, 0, "{}", table.name());
         }
     }
@@ -950,7 +966,8 @@ mod tests {
                 };
                 let value = after.map(|a| a.encode()).unwrap_or_default();
                 let key = history_key(address.as_slice(), *number);
-                tx.put(Table::AccountHistory, &key, &value).unwrap();
+                tx.put(Table::Legacy(LegacyTable::AccountHistory), &key, &value)
+                    .unwrap();
             }
         }
         for ((address, slot), changes) in slots {
@@ -960,8 +977,12 @@ mod tests {
                     None => tx.storage(&address, &slot).unwrap(),
                 };
                 let key = history_key(&slot_key(&address, &slot), *number);
-                tx.put(Table::StorageHistory, &key, &after.to_be_bytes::<32>())
-                    .unwrap();
+                tx.put(
+                    Table::Legacy(LegacyTable::StorageHistory),
+                    &key,
+                    &after.to_be_bytes::<32>(),
+                )
+                .unwrap();
             }
         }
         tx.commit().unwrap();

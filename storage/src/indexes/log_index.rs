@@ -4,8 +4,8 @@
 //! match.
 
 use crate::{
-    Error, LogView, MetaKey, Result, StorageTx, StoredReceipt, Table, history::state_lists::Lists,
-    maintenance::migrate::TOPIC_LISTS_LAYOUT, models::be_u64,
+    Error, LegacyTable, LogView, MetaKey, Result, StorageTx, StoredReceipt, Table,
+    history::state_lists::Lists, maintenance::migrate::TOPIC_LISTS_LAYOUT, models::be_u64,
 };
 use alloy_primitives::{Address, B256, Bloom, BloomInput, Log};
 use signet_libmdbx::{RwSync, TransactionKind};
@@ -577,7 +577,9 @@ impl StorageTx<RwSync> {
     pub(crate) fn list_log_topics(&self, budget: u64) -> Result<bool> {
         let mut moved = Vec::new();
         {
-            let mut cursor = self.tx.cursor(self.db(Table::LogTopics))?;
+            let mut cursor = self
+                .tx
+                .cursor(self.db(Table::Legacy(LegacyTable::LogTopics)))?;
             let mut entry = cursor.first::<Vec<u8>, Vec<u8>>()?;
             while let Some((key, value)) = entry {
                 if moved.len() as u64 >= budget {
@@ -598,7 +600,7 @@ impl StorageTx<RwSync> {
             for position in (0..MAX_TOPICS).filter(|p| positions & (1 << p) != 0) {
                 self.list_indexed_block(Lists::Topics, &topic_list_key(topic, position), *block)?;
             }
-            self.del(Table::LogTopics, key)?;
+            self.del(Table::Legacy(LegacyTable::LogTopics), key)?;
         }
         if (moved.len() as u64) < budget {
             self.put_schema(TOPIC_LISTS_LAYOUT)?;
@@ -807,7 +809,8 @@ mod tests {
         // t0 at position 0 in blocks 0 and 2, at 1 in block 1; t1 at 0 and 2 in block 1.
         for (topic, block, positions) in [(t0, 0u64, 1u8), (t0, 1, 2), (t0, 2, 1), (t1, 1, 5)] {
             let key = [topic.as_slice(), &block.to_be_bytes()].concat();
-            tx.put(Table::LogTopics, &key, &[positions, 0]).unwrap();
+            tx.put(Table::Legacy(LegacyTable::LogTopics), &key, &[positions, 0])
+                .unwrap();
         }
         tx.put_meta(MetaKey::LogIndexHead, &2u64.to_be_bytes())
             .unwrap();
@@ -829,7 +832,9 @@ mod tests {
         assert_eq!(blocks(vec![vec![], vec![t0]]), vec![1]);
         assert_eq!(blocks(vec![vec![t1], vec![], vec![t1]]), vec![1]);
         assert_eq!(blocks(vec![vec![], vec![t1]]), Vec::<u64>::new());
-        let mut cursor = r.tx.cursor(r.db(Table::LogTopics)).unwrap();
+        let mut cursor =
+            r.tx.cursor(r.db(Table::Legacy(LegacyTable::LogTopics)))
+                .unwrap();
         assert!(cursor.first::<Vec<u8>, ()>().unwrap().is_none());
         drop(cursor);
         drop(r);

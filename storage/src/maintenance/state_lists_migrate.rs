@@ -5,7 +5,7 @@
 //! those tables. Resumable: it records how far it got in `state_lists_progress`.
 
 use crate::{
-    Error, MetaKey, Result, StorageTx, Table,
+    Error, LegacyTable, MetaKey, Result, StorageTx, Table,
     history::state_lists::{Lists, shard_key},
     models::be_u64,
 };
@@ -78,7 +78,10 @@ impl StorageTx<RwSync> {
             phase += 1;
             after = None;
         }
-        for table in [Table::HashedAccountsHistory, Table::HashedStoragesHistory] {
+        for table in [
+            Table::Legacy(LegacyTable::HashedAccountsHistory),
+            Table::Legacy(LegacyTable::HashedStoragesHistory),
+        ] {
             self.tx.clear_db(self.db(table))?;
         }
         self.del_meta(MetaKey::StateListsProgress)?;
@@ -161,7 +164,7 @@ impl StorageTx<RwSync> {
     /// history of older layouts recorded as the account's before the block.
     fn storage_root_from_leaf_history(&self, block: u64, address: &Address) -> Result<()> {
         let key = shard_key(keccak256(address).as_slice(), block);
-        let Some(leaf) = self.get(Table::HashedAccountsHistory, &key)? else {
+        let Some(leaf) = self.get(Table::Legacy(LegacyTable::HashedAccountsHistory), &key)? else {
             return Ok(());
         };
         if leaf.is_empty() {
@@ -271,7 +274,12 @@ mod tests {
                     }
                     None => Vec::new(),
                 };
-                tx.put(Table::HashedAccountsHistory, &key, &leaf).unwrap();
+                tx.put(
+                    Table::Legacy(LegacyTable::HashedAccountsHistory),
+                    &key,
+                    &leaf,
+                )
+                .unwrap();
             }
             for (address, slot, before) in tx.storage_changeset(block).unwrap() {
                 let hashed = hashed_slot_key(&keccak256(address), &keccak256(slot));
@@ -280,7 +288,7 @@ mod tests {
                     false => SlotValue::new(before).as_slice().to_vec(),
                 };
                 tx.put(
-                    Table::HashedStoragesHistory,
+                    Table::Legacy(LegacyTable::HashedStoragesHistory),
                     &shard_key(&hashed, block),
                     &value,
                 )
@@ -292,7 +300,8 @@ mod tests {
         }
         crate::history::changesets::widen_changesets(&tx);
         for (key, value) in wide_entries {
-            tx.put(Table::AccountChangeSets, &key, &value).unwrap();
+            tx.put(Table::Legacy(LegacyTable::AccountChangeSets), &key, &value)
+                .unwrap();
         }
         tx.put_schema(crate::maintenance::migrate::STATE_HISTORY_LAYOUT)
             .unwrap();
@@ -309,9 +318,9 @@ mod tests {
         // Blocks are not stored here: the changesets and state are what the lists follow.
         write_chain(&db, 20);
         let tables = [
-            Table::AccountChangeSets,
+            Table::Legacy(LegacyTable::AccountChangeSets),
             Table::NarrowAccountChangeSets,
-            Table::StorageChangeSets,
+            Table::Legacy(LegacyTable::StorageChangeSets),
             Table::StorageChangeGroups,
             Table::AccountChangeLists,
             Table::StorageChangeLists,
@@ -354,7 +363,10 @@ mod tests {
         assert_eq!(reads(&db), answers);
         let rx = db.reader().unwrap();
         assert_eq!(rx.schema_version().unwrap(), crate::SCHEMA_VERSION);
-        for table in [Table::HashedAccountsHistory, Table::HashedStoragesHistory] {
+        for table in [
+            Table::Legacy(LegacyTable::HashedAccountsHistory),
+            Table::Legacy(LegacyTable::HashedStoragesHistory),
+        ] {
             assert_eq!(rx.table_digest(table).unwrap().0, 0, "{}", table.name());
         }
     }

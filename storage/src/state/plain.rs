@@ -6,7 +6,7 @@ use alloy_primitives::{Address, B256, Bytes, U256, map::HashMap};
 use signet_libmdbx::{RwSync, TransactionKind, WriteFlags, tx::Cursor};
 
 use crate::{
-    Result, StorageRootBefore, StorageTx, StoredAccount, Table, TrieId, history,
+    LegacyTable, Result, StorageRootBefore, StorageTx, StoredAccount, Table, TrieId, history,
     models::{SlotValue, be_u64},
     slot_key, state,
 };
@@ -70,7 +70,11 @@ impl<K: TransactionKind> StorageTx<K> {
     /// The account after `block` from the plain history (the state history of layouts before
     /// 6): its last entry at or before the block.
     fn plain_account_at(&self, address: &Address, block: u64) -> Result<Option<StoredAccount>> {
-        match self.history_entry(Table::AccountHistory, address.as_slice(), block)? {
+        match self.history_entry(
+            Table::Legacy(LegacyTable::AccountHistory),
+            address.as_slice(),
+            block,
+        )? {
             Some(value) if value.is_empty() => Ok(None),
             Some(value) => StoredAccount::decode(&value).map(Some),
             None => Ok(None),
@@ -81,7 +85,7 @@ impl<K: TransactionKind> StorageTx<K> {
     fn plain_storage_at(&self, address: &Address, slot: &B256, block: u64) -> Result<U256> {
         let prefix = slot_key(address, slot);
         Ok(self
-            .history_entry(Table::StorageHistory, &prefix, block)?
+            .history_entry(Table::Legacy(LegacyTable::StorageHistory), &prefix, block)?
             .map(|v| U256::from_be_slice(&v))
             .unwrap_or_default())
     }
@@ -142,7 +146,9 @@ impl<K: TransactionKind> StorageTx<K> {
     /// [`Self::has_storage_at`] from the plain history: one seek for an account that never had
     /// storage, else a walk over its slots' changes.
     fn plain_has_storage_at(&self, address: &Address, block: u64) -> Result<bool> {
-        let mut cursor = self.tx.cursor(self.db(Table::StorageHistory))?;
+        let mut cursor = self
+            .tx
+            .cursor(self.db(Table::Legacy(LegacyTable::StorageHistory)))?;
         let mut entry = cursor.set_range::<Vec<u8>, Vec<u8>>(address.as_slice())?;
         // Keys are address ‖ slot ‖ block: each slot's changes in block order.
         let mut slot: Option<Vec<u8>> = None;
@@ -446,14 +452,22 @@ mod tests {
         // Blocks 0-4 as layout 5 wrote them: the plain state and its history.
         let plain = |block: u64, account: &StoredAccount| {
             let key = history_key(a.as_slice(), block);
-            tx.put(Table::AccountHistory, &key, &account.encode())
-                .unwrap();
+            tx.put(
+                Table::Legacy(LegacyTable::AccountHistory),
+                &key,
+                &account.encode(),
+            )
+            .unwrap();
         };
         plain(0, &account(1));
         plain(3, &account(2));
         let slot_history = history_key(&slot_key(&a, &slot), 2);
-        tx.put(Table::StorageHistory, &slot_history, &[7; 32])
-            .unwrap();
+        tx.put(
+            Table::Legacy(LegacyTable::StorageHistory),
+            &slot_history,
+            &[7; 32],
+        )
+        .unwrap();
         set_at(&tx, &a, Some(account(2)), 0);
         set_slot_at(&tx, &a, &slot, U256::from_be_bytes([7; 32]), 0);
         // Then the migration, and block 6 under layout 6.
