@@ -21,7 +21,8 @@ pub mod types;
 mod watcher;
 
 pub use methods::{
-    ConstantFn, Cost, Handler, Limit, MethodAnswer, MethodSpec, NodeFn, Pool, methods, to_raw,
+    AddressParams, Answer, ConstantFn, Cost, Limit, MethodAnswer, MethodSpec, NodeFn, Pool,
+    TxpoolRead, Unclassed, methods, to_raw,
 };
 pub use node::process_alive;
 pub use node::{

@@ -79,32 +79,153 @@ pub type ConstantFn = dyn Fn(&Args) -> Result<Box<RawValue>> + Send + Sync;
 /// A method that answers from a node through `Reads`.
 pub type NodeFn = dyn Fn(&Node, &Reads<'_>, &Args) -> MethodAnswer + Send + Sync;
 
-/// How a method answers.
+/// How a method of this table answers.
 #[derive(Clone)]
-pub enum Handler {
-    /// web3_clientVersion.
+pub enum Answer {
+    /// From nothing, not even its network's node (web3_clientVersion): on the async thread.
     Constant(Arc<ConstantFn>),
-    Node(Arc<NodeFn>),
+    /// From a node through `Reads`, where its cost class says.
+    Node(Cost, Arc<NodeFn>),
 }
 
-/// One served method.
+/// Where a method's parameters name addresses, for a key's contract allowlist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressParams {
+    /// None: blocks, transactions and receipts by hash or number, chain facts, filters by id
+    /// (a filter was checked when it was made).
+    NoAddress,
+    /// The address at this position (eth_getBalance, eth_getStorageAt, eth_getProof ...).
+    Address(usize),
+    /// The `to` of the call object at this position (eth_call, debug_traceCall ...).
+    CallTo(usize),
+    /// The `address` of the log filter at this position (eth_getLogs, eth_newFilter).
+    LogFilter(usize),
+    /// eth_getStorageValues: the addresses its object of requests is keyed by.
+    StorageRequests,
+    /// eth_simulateV1: the `to` of every call of every block.
+    SimulatedCalls,
+    /// eth_subscribe: the filter of a `logs` subscription; other kinds name none.
+    Subscription,
+    /// The recipient of the signed transaction at this position (eth_sendRawTransaction,
+    /// trace_rawTransaction).
+    RawTransactionTo(usize),
+    /// trace_callMany: the `to` of each call of its list.
+    CallsTo,
+    /// trace_filter: the filter's `fromAddress` and `toAddress` lists.
+    TraceFilter,
+}
+
+/// What a method asks of a transaction pool, which quarry does not keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxpoolRead {
+    /// Asked at the `pending` block (its second parameter): eth_getTransactionCount's nonce.
+    PendingNonce,
+    /// A transaction this node has not stored (its answer is `null`).
+    Unstored,
+}
+
+/// One served method: everything known of it, in one declaration. `A` is how it answers:
+/// quarry-eth's methods answer from a node (`Answer`); the service declares its own methods
+/// (filters, subscriptions, transactions) with the same facts and its own answers.
 #[derive(Clone)]
-pub struct MethodSpec {
+pub struct MethodSpec<A = Answer> {
     pub name: &'static str,
     /// Its positional parameters' names, for errors that name them.
     pub params: &'static [&'static str],
     /// How many of them are mandatory.
     pub required: usize,
-    pub cost: Cost,
-    pub handler: Handler,
+    /// Where its parameters name addresses, for contract allowlists.
+    pub addresses: AddressParams,
+    /// What one call weighs against its key's limits; `None`: the config's default weight.
+    pub weight: Option<u32>,
+    /// Whether the network's partner may answer it when this node cannot (the spec's three).
+    pub forwardable: bool,
+    /// What only a transaction pool knows of it, which the network's transactions upstream is
+    /// asked for.
+    pub txpool_reads: Option<TxpoolRead>,
+    pub answer: A,
 }
 
-impl std::fmt::Debug for MethodSpec {
+/// A method declared but not yet classed for contract allowlists: only `names` makes it a
+/// `MethodSpec`, so a method that does not say whether it takes addresses does not compile.
+#[must_use]
+pub struct Unclassed<A>(MethodSpec<A>);
+
+impl<A> Unclassed<A> {
+    /// Method `name` with its parameters' names, of which `required` are mandatory.
+    pub fn new(
+        name: &'static str,
+        params: &'static [&'static str],
+        required: usize,
+        answer: A,
+    ) -> Self {
+        Self(MethodSpec {
+            name,
+            params,
+            required,
+            addresses: AddressParams::NoAddress,
+            weight: None,
+            forwardable: false,
+            txpool_reads: None,
+            answer,
+        })
+    }
+
+    /// Where its parameters name addresses (`AddressParams::NoAddress` for none).
+    pub fn names(self, addresses: AddressParams) -> MethodSpec<A> {
+        MethodSpec {
+            addresses,
+            ..self.0
+        }
+    }
+}
+
+impl<A> MethodSpec<A> {
+    /// Weighs `units` against its key's limits, not the config's default.
+    #[must_use]
+    pub fn weighs(self, units: u32) -> Self {
+        Self {
+            weight: Some(units),
+            ..self
+        }
+    }
+
+    /// The network's partner may answer it when this node cannot.
+    #[must_use]
+    pub fn forwardable(self) -> Self {
+        Self {
+            forwardable: true,
+            ..self
+        }
+    }
+
+    /// What only a transaction pool knows of it is asked of the transactions upstream.
+    #[must_use]
+    pub fn reads_txpool(self, read: TxpoolRead) -> Self {
+        Self {
+            txpool_reads: Some(read),
+            ..self
+        }
+    }
+}
+
+impl MethodSpec<Answer> {
+    /// Where and how it is answered.
+    pub fn cost(&self) -> Cost {
+        match &self.answer {
+            Answer::Constant(_) => Cost::Inline,
+            Answer::Node(cost, _) => *cost,
+        }
+    }
+}
+
+impl<A> std::fmt::Debug for MethodSpec<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MethodSpec")
             .field("name", &self.name)
             .field("params", &self.params)
-            .field("cost", &self.cost)
+            .field("addresses", &self.addresses)
+            .field("weight", &self.weight)
             .finish_non_exhaustive()
     }
 }
@@ -133,22 +254,17 @@ fn cached<R, F>(
     params: &'static [&'static str],
     required: usize,
     handler: F,
-) -> MethodSpec
+) -> Unclassed<Answer>
 where
     R: Serialize,
     F: Fn(&Node, &Reads<'_>, &Args) -> Result<Option<R>> + Send + Sync + 'static,
 {
-    MethodSpec {
-        name,
-        params,
-        required,
-        cost: Cost::Cached,
-        handler: Handler::Node(Arc::new(move |node, reads, args| {
-            handler(node, reads, args)?
-                .map(|answer| to_raw(name, &answer))
-                .transpose()
-        })),
-    }
+    let answer = Arc::new(move |node: &Node, reads: &Reads<'_>, args: &Args| {
+        handler(node, reads, args)?
+            .map(|answer| to_raw(name, &answer))
+            .transpose()
+    });
+    Unclassed::new(name, params, required, Answer::Node(Cost::Cached, answer))
 }
 
 /// A method answered from a snapshot only, at `cost` (`Snapshot` or `Heavy`).
@@ -158,21 +274,18 @@ fn from_snapshot<R, F>(
     required: usize,
     cost: Cost,
     handler: F,
-) -> MethodSpec
+) -> Unclassed<Answer>
 where
     R: Serialize,
     F: Fn(&Node, &Snapshot, &Args) -> Result<R> + Send + Sync + 'static,
 {
-    MethodSpec {
-        name,
-        params,
-        required,
-        cost,
-        handler: Handler::Node(Arc::new(move |node, reads, args| match reads {
+    let answer = Arc::new(
+        move |node: &Node, reads: &Reads<'_>, args: &Args| match reads {
             Reads::Cache => Ok(None),
             Reads::Snapshot(tx) => to_raw(name, &handler(node, tx, args)?).map(Some),
-        })),
-    }
+        },
+    );
+    Unclassed::new(name, params, required, Answer::Node(cost, answer))
 }
 
 /// A method that always reads a snapshot (state, the head).
@@ -181,7 +294,7 @@ fn snapshot<R, F>(
     params: &'static [&'static str],
     required: usize,
     handler: F,
-) -> MethodSpec
+) -> Unclassed<Answer>
 where
     R: Serialize,
     F: Fn(&Node, &Snapshot, &Args) -> Result<R> + Send + Sync + 'static,
@@ -196,7 +309,7 @@ fn heavy<R, F>(
     required: usize,
     (pool, limit): (Pool, Limit),
     handler: F,
-) -> MethodSpec
+) -> Unclassed<Answer>
 where
     R: Serialize,
     F: Fn(&Node, &Snapshot, &Args) -> Result<R> + Send + Sync + 'static,
@@ -204,21 +317,16 @@ where
     from_snapshot(name, params, required, Cost::Heavy { pool, limit }, handler)
 }
 
-/// A method answered from what the node holds for good.
-fn inline<R, F>(name: &'static str, handler: F) -> MethodSpec
+/// A method without parameters answered from what the node holds for good.
+fn inline<R, F>(name: &'static str, handler: F) -> Unclassed<Answer>
 where
     R: Serialize,
     F: Fn(&Node) -> Result<R> + Send + Sync + 'static,
 {
-    MethodSpec {
-        name,
-        params: &[],
-        required: 0,
-        cost: Cost::Inline,
-        handler: Handler::Node(Arc::new(move |node, _, _| {
-            to_raw(name, &handler(node)?).map(Some)
-        })),
-    }
+    let answer = Arc::new(move |node: &Node, _: &Reads<'_>, _: &Args| {
+        to_raw(name, &handler(node)?).map(Some)
+    });
+    Unclassed::new(name, &[], 0, Answer::Node(Cost::Inline, answer))
 }
 
 /// A method that reads nothing, not even its network's node.
@@ -227,22 +335,17 @@ fn constant<R, F>(
     params: &'static [&'static str],
     required: usize,
     answer: F,
-) -> MethodSpec
+) -> Unclassed<Answer>
 where
     R: Serialize,
     F: Fn(&Args) -> Result<R> + Send + Sync + 'static,
 {
-    MethodSpec {
-        name,
-        params,
-        required,
-        cost: Cost::Inline,
-        handler: Handler::Constant(Arc::new(move |args| to_raw(name, &answer(args)?))),
-    }
+    let answer = Arc::new(move |args: &Args| to_raw(name, &answer(args)?));
+    Unclassed::new(name, params, required, Answer::Constant(answer))
 }
 
 /// The by-number and by-hash twins of a method: all parameters required, the first naming the
-/// block (`names[0]` by number or tag, `names[1]` by hash).
+/// block (`names[0]` by number or tag, `names[1]` by hash), none naming an address.
 fn by_block<R, F>(
     names: [(&'static str, &'static [&'static str]); 2],
     handler: F,
@@ -259,13 +362,15 @@ where
             number_params,
             number_params.len(),
             move |node, reads, args| by_tag(node, reads, BlockAt::Tag(args.required(0)?), args),
-        ),
+        )
+        .names(AddressParams::NoAddress),
         cached(
             by_hash,
             hash_params,
             hash_params.len(),
             move |node, reads, args| handler(node, reads, BlockAt::Hash(args.required(0)?), args),
-        ),
+        )
+        .names(AddressParams::NoAddress),
     ]
 }
 
@@ -301,14 +406,14 @@ fn call_args(args: &Args) -> Result<(Call, BlockId, StateOverrides)> {
 
 /// Blocks, uncles and their counts, and raw blocks.
 fn blocks() -> Vec<MethodSpec> {
-    let mut specs = Vec::new();
-    specs.extend(by_block(
+    let [by_number, by_hash] = by_block(
         [
             ("eth_getBlockByNumber", &["blockNumber", "fullTransactions"]),
             ("eth_getBlockByHash", &["blockHash", "fullTransactions"]),
         ],
         |node, reads, at, args| node.block(reads, at, args.required(1)?),
-    ));
+    );
+    let mut specs = vec![by_number.forwardable(), by_hash];
     specs.extend(by_block(
         [
             ("eth_getHeaderByNumber", &["blockNumber"]),
@@ -329,7 +434,7 @@ fn blocks() -> Vec<MethodSpec> {
         ],
         |node, reads, at, args| node.raw_transaction_in(reads, at, index(args, 1)?),
     ));
-    specs.extend(by_block(
+    let [by_number, by_hash] = by_block(
         [
             (
                 "eth_getUncleByBlockNumberAndIndex",
@@ -341,7 +446,8 @@ fn blocks() -> Vec<MethodSpec> {
             ),
         ],
         |node, reads, at, args| node.uncle(reads, at, index(args, 1)?),
-    ));
+    );
+    specs.extend([by_number, by_hash.forwardable()]);
     specs.extend(by_block(
         [
             ("eth_getBlockTransactionCountByNumber", &["blockNumber"]),
@@ -361,9 +467,10 @@ fn blocks() -> Vec<MethodSpec> {
         ("debug_getRawBlock", RawPart::Block),
         ("debug_getRawReceipts", RawPart::Receipts),
     ] {
-        specs.push(cached(name, &["block"], 1, move |node, reads, args| {
+        let raw = cached(name, &["block"], 1, move |node, reads, args| {
             node.raw_block(reads, block_at(args.required(0)?), part)
-        }));
+        });
+        specs.push(raw.names(AddressParams::NoAddress));
     }
     specs
 }
@@ -390,25 +497,31 @@ fn transactions() -> Vec<MethodSpec> {
             &["transactionHash"],
             1,
             |node, reads, args| node.transaction_by_hash(reads, args.required(0)?),
-        ),
+        )
+        .names(AddressParams::NoAddress)
+        .reads_txpool(TxpoolRead::Unstored),
         cached(
             "eth_getTransactionReceipt",
             &["transactionHash"],
             1,
             |node, reads, args| node.transaction_receipt(reads, args.required(0)?),
-        ),
+        )
+        .names(AddressParams::NoAddress)
+        .forwardable(),
         cached(
             "eth_getBlockReceipts",
             &["block"],
             1,
             |node, reads, args| node.block_receipts(reads, block_at(args.required(0)?)),
-        ),
+        )
+        .names(AddressParams::NoAddress),
         snapshot(
             "debug_getRawTransaction",
             &["transactionHash"],
             1,
             |node, tx, args| node.raw_transaction(tx, args.required(0)?),
-        ),
+        )
+        .names(AddressParams::NoAddress),
         snapshot(
             "eth_getTransactionBySenderAndNonce",
             &["sender", "nonce"],
@@ -416,20 +529,24 @@ fn transactions() -> Vec<MethodSpec> {
             |node, tx, args| {
                 node.transaction_by_sender_and_nonce(tx, args.required(0)?, index(args, 1)?)
             },
-        ),
+        )
+        .names(AddressParams::Address(0)),
         snapshot(
             "eth_getRawTransactionByHash",
             &["transactionHash"],
             1,
             |node, tx, args| node.raw_transaction(tx, args.required(0)?),
-        ),
+        )
+        .names(AddressParams::NoAddress),
         heavy(
             "eth_getLogs",
             &["filter"],
             1,
             (Pool::Read, Limit::Logs),
             |node, tx, args| node.logs(tx, &args.required(0)?),
-        ),
+        )
+        .names(AddressParams::LogFilter(0))
+        .weighs(5),
     ]);
     specs
 }
@@ -448,7 +565,8 @@ fn state() -> Vec<MethodSpec> {
                 let at = block_or_latest(args, 2)?;
                 node.storage_at(reads, args.required(0)?, slot, at)
             },
-        ),
+        )
+        .names(AddressParams::Address(0)),
         snapshot(
             "eth_getStorageValues",
             &["requests", "block"],
@@ -457,22 +575,29 @@ fn state() -> Vec<MethodSpec> {
                 let SlotRequests(requests) = args.required(0)?;
                 node.storage_values(tx, &requests, block_or_latest(args, 1)?)
             },
-        ),
+        )
+        .names(AddressParams::StorageRequests),
         snapshot("eth_getBalance", ACCOUNT, 1, |node, tx, args| {
             node.balance(tx, args.required(0)?, block_or_latest(args, 1)?)
-        }),
+        })
+        .names(AddressParams::Address(0)),
         snapshot("eth_getCode", ACCOUNT, 1, |node, tx, args| {
             node.code(tx, args.required(0)?, block_or_latest(args, 1)?)
-        }),
+        })
+        .names(AddressParams::Address(0)),
         snapshot("eth_getTransactionCount", ACCOUNT, 1, |node, tx, args| {
             node.transaction_count(tx, args.required(0)?, block_or_latest(args, 1)?)
-        }),
+        })
+        .names(AddressParams::Address(0))
+        .reads_txpool(TxpoolRead::PendingNonce),
         snapshot("eth_getAccount", ACCOUNT, 1, |node, tx, args| {
             node.account(tx, args.required(0)?, block_or_latest(args, 1)?)
-        }),
+        })
+        .names(AddressParams::Address(0)),
         snapshot("eth_getAccountInfo", ACCOUNT, 1, |node, tx, args| {
             node.account_info(tx, args.required(0)?, block_or_latest(args, 1)?)
-        }),
+        })
+        .names(AddressParams::Address(0)),
         // Proofs at older blocks cost what changed since; they take fair turns like calls.
         heavy(
             "eth_getProof",
@@ -484,7 +609,8 @@ fn state() -> Vec<MethodSpec> {
                 let at = block_or_latest(args, 2)?;
                 node.proof(tx, args.required(0)?, &keys, at)
             },
-        ),
+        )
+        .names(AddressParams::Address(0)),
     ]
 }
 
@@ -496,15 +622,21 @@ fn calls() -> Vec<MethodSpec> {
         heavy("eth_call", CALL, 1, cost, |node, tx, args| {
             let (call, at, overrides) = call_args(args)?;
             node.call(tx, &call, at, &overrides)
-        }),
+        })
+        .names(AddressParams::CallTo(0))
+        .weighs(5),
         heavy("eth_estimateGas", CALL, 1, cost, |node, tx, args| {
             let (call, at, overrides) = call_args(args)?;
             node.estimate_gas(tx, &call, at, &overrides)
-        }),
+        })
+        .names(AddressParams::CallTo(0))
+        .weighs(10),
         heavy("eth_createAccessList", CALL, 1, cost, |node, tx, args| {
             let (call, at, overrides) = call_args(args)?;
             node.create_access_list(tx, &call, at, &overrides)
-        }),
+        })
+        .names(AddressParams::CallTo(0))
+        .weighs(10),
         heavy(
             "eth_simulateV1",
             &["payload", "block"],
@@ -515,7 +647,9 @@ fn calls() -> Vec<MethodSpec> {
                 request.check()?;
                 node.simulate(tx, request, block_or_latest(args, 1)?)
             },
-        ),
+        )
+        .names(AddressParams::SimulatedCalls)
+        .weighs(10),
     ]
 }
 
@@ -531,7 +665,9 @@ fn traces() -> Vec<MethodSpec> {
             |node, tx, args| {
                 node.trace_transaction(tx, args.required(0)?, &trace_options(args, 1)?)
             },
-        ),
+        )
+        .names(AddressParams::NoAddress)
+        .weighs(20),
         heavy(
             "debug_traceBlockByNumber",
             &["blockNumber", "config"],
@@ -545,7 +681,9 @@ fn traces() -> Vec<MethodSpec> {
                 };
                 node.trace_block(tx, BlockAt::Tag(at), &trace_options(args, 1)?)
             },
-        ),
+        )
+        .names(AddressParams::NoAddress)
+        .weighs(50),
         heavy(
             "debug_traceBlockByHash",
             &["blockHash", "config"],
@@ -558,7 +696,9 @@ fn traces() -> Vec<MethodSpec> {
                     &trace_options(args, 1)?,
                 )
             },
-        ),
+        )
+        .names(AddressParams::NoAddress)
+        .weighs(50),
         heavy(
             "debug_traceBlock",
             &["blockRlp", "config"],
@@ -568,7 +708,9 @@ fn traces() -> Vec<MethodSpec> {
                 let BlockRlp(rlp) = args.required(0)?;
                 node.trace_raw_block(tx, &rlp, &trace_options(args, 1)?)
             },
-        ),
+        )
+        .names(AddressParams::NoAddress)
+        .weighs(50),
         heavy(
             "debug_traceCall",
             &["transaction", "block", "config"],
@@ -583,7 +725,9 @@ fn traces() -> Vec<MethodSpec> {
                 };
                 node.trace_call(tx, &call, at, &state, &block, &options)
             },
-        ),
+        )
+        .names(AddressParams::CallTo(0))
+        .weighs(20),
     ]
 }
 
@@ -599,7 +743,7 @@ fn parity_traces() -> Vec<MethodSpec> {
             1,
             cost,
             |node, tx, args| node.parity_transaction(tx, args.required(0)?),
-        ),
+        ).names(AddressParams::NoAddress).weighs(20),
         heavy(
             "trace_get",
             &["transactionHash", "indices"],
@@ -609,17 +753,17 @@ fn parity_traces() -> Vec<MethodSpec> {
                 let IndicesArg(indices) = args.required(1)?;
                 node.parity_get(tx, args.required(0)?, &indices)
             },
-        ),
+        ).names(AddressParams::NoAddress).weighs(20),
         heavy("trace_block", &["block"], 1, cost, |node, tx, args| {
             node.parity_block(tx, block_at(args.required(0)?))
-        }),
+        }).names(AddressParams::NoAddress).weighs(50),
         heavy(
             "trace_replayTransaction",
             &["transactionHash", "traceTypes"],
             2,
             cost,
             move |node, tx, args| node.replay_transaction(tx, args.required(0)?, &types(args, 1)?),
-        ),
+        ).names(AddressParams::NoAddress).weighs(20),
         heavy(
             "trace_replayBlockTransactions",
             &["block", "traceTypes"],
@@ -628,7 +772,7 @@ fn parity_traces() -> Vec<MethodSpec> {
             move |node, tx, args| {
                 node.replay_block(tx, block_at(args.required(0)?), &types(args, 1)?)
             },
-        ),
+        ).names(AddressParams::NoAddress).weighs(50),
         heavy(
             "trace_call",
             &[
@@ -660,7 +804,7 @@ fn parity_traces() -> Vec<MethodSpec> {
                 let at = block_or_latest(args, 2)?;
                 node.parity_call(tx, (&call, types(args, 1)?), at, &overrides, &block)
             },
-        ),
+        ).names(AddressParams::CallTo(0)).weighs(20),
         heavy(
             "trace_callMany",
             &["calls", "block"],
@@ -675,7 +819,7 @@ fn parity_traces() -> Vec<MethodSpec> {
                 let none = (StateOverrides::default(), Default::default());
                 node.parity_call_many(tx, calls, block_or_latest(args, 1)?, &none.0, &none.1)
             },
-        ),
+        ).names(AddressParams::CallsTo).weighs(50),
         heavy(
             "trace_rawTransaction",
             &["data", "traceTypes", "block"],
@@ -685,7 +829,7 @@ fn parity_traces() -> Vec<MethodSpec> {
                 let raw: Bytes = args.required(0)?;
                 node.parity_raw_transaction(tx, &raw, &types(args, 1)?, block_or_latest(args, 2)?)
             },
-        ),
+        ).names(AddressParams::RawTransactionTo(0)).weighs(20),
         heavy(
             "trace_filter",
             &["filter"],
@@ -695,7 +839,7 @@ fn parity_traces() -> Vec<MethodSpec> {
                 let FilterArg(filter) = args.required(0)?;
                 node.parity_filter(tx, &filter)
             },
-        ),
+        ).names(AddressParams::TraceFilter).weighs(50),
     ]
 }
 
@@ -705,7 +849,8 @@ fn chain() -> Vec<MethodSpec> {
     vec![
         cached("eth_blockNumber", &[], 0, |node, reads, _| {
             node.block_number(reads)
-        }),
+        })
+        .names(AddressParams::NoAddress),
         snapshot("eth_feeHistory", FEES, 2, |node, tx, args| {
             let params::BlockCount(count) = args.required(0)?;
             let percentiles = args
@@ -713,37 +858,51 @@ fn chain() -> Vec<MethodSpec> {
                 .map(|p| p.0)
                 .unwrap_or_default();
             node.fee_history(tx, count, args.required(1)?, &percentiles)
-        }),
+        })
+        .names(AddressParams::NoAddress),
         snapshot("eth_maxPriorityFeePerGas", &[], 0, |node, tx, _| {
             node.suggest_tip(tx)
-        }),
-        snapshot("eth_gasPrice", &[], 0, |node, tx, _| node.gas_price(tx)),
+        })
+        .names(AddressParams::NoAddress),
+        snapshot("eth_gasPrice", &[], 0, |node, tx, _| node.gas_price(tx))
+            .names(AddressParams::NoAddress),
         snapshot("eth_blobBaseFee", &[], 0, |node, tx, _| {
             node.blob_base_fee(tx)
-        }),
-        snapshot("eth_baseFee", &[], 0, |node, tx, _| node.next_base_fee(tx)),
-        snapshot("eth_syncing", &[], 0, |node, tx, _| node.syncing(tx)),
-        snapshot("eth_config", &[], 0, |node, tx, _| node.eth_config(tx)),
+        })
+        .names(AddressParams::NoAddress),
+        snapshot("eth_baseFee", &[], 0, |node, tx, _| node.next_base_fee(tx))
+            .names(AddressParams::NoAddress),
+        snapshot("eth_syncing", &[], 0, |node, tx, _| node.syncing(tx))
+            .names(AddressParams::NoAddress),
+        snapshot("eth_config", &[], 0, |node, tx, _| node.eth_config(tx))
+            .names(AddressParams::NoAddress),
         snapshot("eth_capabilities", &[], 0, |node, tx, _| {
             node.capabilities(tx)
-        }),
-        snapshot("rollup_getInfo", &[], 0, |node, tx, _| node.rollup_info(tx)),
+        })
+        .names(AddressParams::NoAddress),
+        snapshot("rollup_getInfo", &[], 0, |node, tx, _| node.rollup_info(tx))
+            .names(AddressParams::NoAddress),
         // The chain id is fixed for the database.
-        inline("eth_chainId", |node| node.chain_id()),
+        inline("eth_chainId", |node| node.chain_id()).names(AddressParams::NoAddress),
         inline("net_version", |node| {
             Ok(node.chain_id()?.to::<u64>().to_string())
-        }),
-        snapshot("net_peerCount", &[], 0, |node, tx, _| node.peer_count(tx)),
-        constant("net_listening", &[], 0, |_| Ok(true)),
+        })
+        .names(AddressParams::NoAddress),
+        snapshot("net_peerCount", &[], 0, |node, tx, _| node.peer_count(tx))
+            .names(AddressParams::NoAddress),
+        constant("net_listening", &[], 0, |_| Ok(true)).names(AddressParams::NoAddress),
         // A query node holds no keys.
-        constant("eth_accounts", &[], 0, |_| Ok(Vec::<Address>::new())),
+        constant("eth_accounts", &[], 0, |_| Ok(Vec::<Address>::new()))
+            .names(AddressParams::NoAddress),
         constant("web3_sha3", &["data"], 1, |args| {
             Ok(keccak256(args.required::<Bytes>(0)?))
-        }),
+        })
+        .names(AddressParams::NoAddress),
         // Reads nothing: the cheapest call, the benchmarks' ceiling.
         constant("web3_clientVersion", &[], 0, |_| {
             Ok(concat!("quarry/v", env!("CARGO_PKG_VERSION")))
-        }),
+        })
+        .names(AddressParams::NoAddress),
     ]
 }
 
@@ -769,7 +928,7 @@ mod tests {
             methods()
                 .into_iter()
                 .find(|spec| spec.name == name)
-                .map(|spec| spec.cost)
+                .map(|spec| spec.cost())
         };
         let calls = Cost::Heavy {
             pool: Pool::Call,

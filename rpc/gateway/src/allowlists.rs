@@ -10,6 +10,7 @@ use crate::{
 use aho_corasick::AhoCorasick;
 use alloy_primitives::Address;
 use jsonrpsee::types::{ErrorObject, ErrorObjectOwned};
+use quarry_eth::AddressParams;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::sync::OnceLock;
@@ -216,8 +217,13 @@ impl KeyAllowlists {
     }
 
     /// One call against the key's method and contract address lists.
-    pub fn admit_call(&self, method: &str, params: Option<&RawValue>) -> Result<(), NotAllowed> {
-        self.admit_call_of(Holder::Key, method, params)
+    pub fn admit_call(
+        &self,
+        method: &str,
+        addresses: AddressParams,
+        params: Option<&RawValue>,
+    ) -> Result<(), NotAllowed> {
+        self.admit_call_of(Holder::Key, method, addresses, params)
     }
 
     /// The request's `Origin` and `User-Agent` against the origin and user agent lists of
@@ -268,11 +274,13 @@ impl KeyAllowlists {
         Ok(())
     }
 
-    /// One call against the method and contract address lists of `holder`.
+    /// One call of `method`, whose parameters name addresses as `addresses` says, against the
+    /// method and contract address lists of `holder`.
     pub fn admit_call_of(
         &self,
         holder: Holder,
         method: &str,
+        addresses: AddressParams,
         params: Option<&RawValue>,
     ) -> Result<(), NotAllowed> {
         let whose = holder.text();
@@ -291,7 +299,7 @@ impl KeyAllowlists {
                 message,
             })
         };
-        match named_addresses(method, params) {
+        match named_addresses(addresses, params) {
             Named::Nothing => Ok(()),
             Named::Addresses(addresses) => {
                 match addresses.iter().find(|a| !self.contracts.contains(a)) {
@@ -317,9 +325,20 @@ mod tests {
         serde_json::from_value(value).unwrap()
     }
 
+    /// Where the method table's row of `method` says its parameters name addresses.
+    fn kind(method: &str) -> AddressParams {
+        crate::table::rows()
+            .into_iter()
+            .find(|row| row.name == method)
+            .map_or(AddressParams::NoAddress, |row| row.addresses)
+    }
+
     fn call(lists: &KeyAllowlists, method: &str, params: serde_json::Value) -> Option<Rule> {
         let raw = serde_json::value::to_raw_value(&params).unwrap();
-        lists.admit_call(method, Some(&raw)).err().map(|r| r.rule)
+        lists
+            .admit_call(method, kind(method), Some(&raw))
+            .err()
+            .map(|r| r.rule)
     }
 
     #[test]
@@ -402,6 +421,7 @@ mod tests {
         let refused = key
             .admit_call(
                 "eth_getLogs",
+                kind("eth_getLogs"),
                 Some(&serde_json::value::to_raw_value(&json!([{}])).unwrap()),
             )
             .unwrap_err();

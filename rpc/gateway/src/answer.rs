@@ -5,7 +5,6 @@
 
 use crate::{
     call_layer::{Calls, RateLimited, RefusedByAllowlist},
-    dispatch::Dispatch,
     envelope::{self, BodyPlan},
 };
 use http_body_util::BodyExt;
@@ -49,7 +48,7 @@ impl BodyLimits {
 /// Answers `body` through `rpc`, each call carrying `extensions` (the caller, and for a
 /// WebSocket its connection).
 pub async fn answer(
-    rpc: &Calls<Dispatch>,
+    rpc: &Calls,
     limits: BodyLimits,
     body: &[u8],
     extensions: Extensions,
@@ -84,12 +83,7 @@ pub async fn answer(
     }
 }
 
-async fn run(
-    rpc: &Calls<Dispatch>,
-    limits: BodyLimits,
-    body: &[u8],
-    extensions: Extensions,
-) -> BodyAnswer {
+async fn run(rpc: &Calls, limits: BodyLimits, body: &[u8], extensions: Extensions) -> BodyAnswer {
     let mut request = HttpRequest::new(HttpBody::from(body.to_vec()));
     *request.method_mut() = http::Method::POST;
     request.headers_mut().insert(
@@ -122,7 +116,7 @@ async fn run(
 /// The call layer as jsonrpsee's body handling takes it: each call's `Reply` as a
 /// `MethodResponse`.
 #[derive(Clone)]
-struct AsJsonrpsee(Calls<Dispatch>);
+struct AsJsonrpsee(Calls);
 
 impl RpcServiceT for AsJsonrpsee {
     type MethodResponse = MethodResponse;

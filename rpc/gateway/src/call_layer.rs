@@ -15,6 +15,7 @@ use crate::{
     metrics::Outcome,
     reply::Reply,
     service::Service,
+    table::Table,
     transactions,
     verdict::Refusal,
 };
@@ -23,17 +24,11 @@ use jsonrpsee::{
     core::middleware::{Batch, BatchEntry, Notification, RpcServiceT},
     types::{ErrorObject, ErrorObjectOwned, Request},
 };
+use quarry_eth::{AddressParams, TxpoolRead};
 use std::{
     sync::{Arc, atomic::Ordering},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
-
-/// The methods the spec allows to be forwarded to a partner.
-const FORWARDABLE: [&str; 3] = [
-    "eth_getUncleByBlockHashAndIndex",
-    "eth_getBlockByNumber",
-    "eth_getTransactionReceipt",
-];
 
 /// The code quarry answers with when it cannot answer (storage, internal, overload).
 const OUTAGE_CODE: i32 = -32603;
@@ -50,37 +45,20 @@ pub struct RateLimited {
 #[derive(Debug, Clone, Copy)]
 pub struct RefusedByAllowlist;
 
-#[derive(Debug, Clone)]
-pub struct CallLayer {
+/// The call layer over the method table, for HTTP and WebSocket calls alike.
+#[derive(Clone)]
+pub struct Calls {
     service: Arc<Service>,
-    /// The served methods' names: metrics count others as "unknown".
-    methods: Arc<[&'static str]>,
+    table: Arc<Table>,
 }
 
-impl CallLayer {
-    pub fn new(service: Arc<Service>, methods: Vec<&'static str>) -> Self {
+impl Calls {
+    pub fn new(service: Arc<Service>, table: Table) -> Self {
         Self {
             service,
-            methods: methods.into(),
+            table: Arc::new(table),
         }
     }
-}
-
-impl<S> tower::Layer<S> for CallLayer {
-    type Service = Calls<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Calls {
-            inner,
-            layer: self.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Calls<S> {
-    inner: S,
-    layer: CallLayer,
 }
 
 /// The -32005 answer to a call of `method`, weighing `weight` units, refused for `refusal`:
@@ -148,7 +126,12 @@ fn needs_partner(response: &Reply, syncing: bool) -> bool {
 /// A call against the JWT its request (or WebSocket upgrade) came with: not expired since and
 /// its public key still the key's (`live`; a WebSocket outlives both), and within the token's
 /// method and contract address lists.
-fn admit_token(token: &TokenGrant, live: bool, request: &Request<'_>) -> Result<(), NotAllowed> {
+fn admit_token(
+    token: &TokenGrant,
+    live: bool,
+    request: &Request<'_>,
+    addresses: AddressParams,
+) -> Result<(), NotAllowed> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -170,25 +153,14 @@ fn admit_token(token: &TokenGrant, live: bool, request: &Request<'_>) -> Result<
         Some(allow) => allow.admit_call_of(
             Holder::Token,
             request.method_name(),
+            addresses,
             request.params.as_deref(),
         ),
         None => Ok(()),
     }
 }
 
-impl<S> Calls<S>
-where
-    S: RpcServiceT<MethodResponse = Reply> + Send + Sync + Clone + 'static,
-{
-    fn method_label(&self, method: &str) -> &'static str {
-        self.layer
-            .methods
-            .iter()
-            .find(|m| **m == method)
-            .copied()
-            .unwrap_or("unknown")
-    }
-
+impl Calls {
     /// A call against the key's allowlists as the store says now: its method and contract
     /// addresses, and the request's origin and user agent unless the gate checked them
     /// against these very lists (always, but for a WebSocket opened before they changed).
@@ -197,6 +169,7 @@ where
         caller: &Caller,
         allow: &Arc<KeyAllowlists>,
         request: &Request<'_>,
+        addresses: AddressParams,
     ) -> Result<(), NotAllowed> {
         let checked_at_gate = caller
             .grant
@@ -209,16 +182,19 @@ where
                 caller.client.user_agent.as_deref(),
             )?;
         }
-        allow.admit_call(request.method_name(), request.params.as_deref())
+        allow.admit_call(request.method_name(), addresses, request.params.as_deref())
     }
 
     async fn answer(&self, request: Request<'_>) -> Reply {
-        let service = &self.layer.service;
+        let service = &self.service;
+        let row = self.table.row(request.method_name());
         let Some(caller) = request.extensions().get::<Caller>().cloned() else {
-            return self.inner.call(request).await;
+            return self.table.answer(row, request).await;
         };
         let started = Instant::now();
-        let method = self.method_label(request.method_name());
+        // Metrics count methods not served as "unknown".
+        let method = row.map_or("unknown", |row| row.name);
+        let addresses = row.map_or(AddressParams::NoAddress, |row| row.addresses);
         let id = request.id().into_owned();
         let network = caller.network;
         let finish = |response: Reply, outcome: Outcome| {
@@ -240,13 +216,13 @@ where
             return finish(Reply::error(id, error), Outcome::Revoked);
         };
         let refused = match allow.filter(|_| !caller.bypass_allowlists) {
-            Some(allow) => self.admit(&caller, &allow, &request),
+            Some(allow) => self.admit(&caller, &allow, &request, addresses),
             None => Ok(()),
         }
         .and_then(|()| {
             caller.token.as_deref().map_or(Ok(()), |token| {
                 let live = service.keys.verifies_still(&caller.grant, token);
-                admit_token(token, live, &request)
+                admit_token(token, live, &request, addresses)
             })
         });
         if let Err(refusal) = refused {
@@ -258,10 +234,13 @@ where
         }
         let limits = service.plans.limits(caller.grant.plan);
         let head = service.metrics.status[network].head.load(Ordering::Relaxed);
-        let weight =
-            service
-                .weights
-                .of_call(request.method_name(), request.params.as_deref(), head);
+        let declared = row.and_then(|row| row.weight);
+        let weight = service.weights.of_call(
+            request.method_name(),
+            declared,
+            request.params.as_deref(),
+            head,
+        );
         if let Err(refusal) = service
             .limiter
             .admit(&caller.grant.id, limits, weight)
@@ -282,29 +261,32 @@ where
             });
             return finish(response, Outcome::RateLimited);
         }
+        let forwardable = row.is_some_and(|row| row.forwardable);
         let partner = service.networks[network]
             .partner_url
             .clone()
-            .filter(|_| caller.grant.plan.may_forward() && FORWARDABLE.contains(&method));
+            .filter(|_| caller.grant.plan.may_forward() && forwardable);
+        let txpool_read = row.and_then(|row| row.txpool_reads);
         let pool = service.networks[network]
             .transactions_url
             .clone()
-            .filter(|_| transactions::POOL_READS.contains(&method));
+            .filter(|_| txpool_read.is_some());
         let params = partner
             .as_ref()
             .or(pool.as_ref())
             .and_then(|_| request.params.as_ref().map(|p| p.clone().into_owned()));
         if let Some(url) = &pool
-            && transactions::asks_pending_nonce(method, params.as_deref())
+            && txpool_read == Some(TxpoolRead::PendingNonce)
+            && transactions::asks_pending(params.as_deref())
         {
             // Boxed, as the partner's ask below: these futures are kilobytes, and every call's
             // future (moved as each layer takes it) would otherwise be as large.
             let reply = Box::pin(transactions::pool_reply(service, id, url, method, params)).await;
             return finish(reply, Outcome::Forwarded);
         }
-        let response = self.inner.call(request).await;
+        let response = self.table.answer(row, request).await;
         if let Some(url) = &pool
-            && method == "eth_getTransactionByHash"
+            && txpool_read == Some(TxpoolRead::Unstored)
             && response.json().ends_with(r#""result":null}"#)
         {
             let reply = Box::pin(transactions::pool_reply(service, id, url, method, params)).await;
@@ -343,17 +325,7 @@ where
     }
 }
 
-impl<S> RpcServiceT for Calls<S>
-where
-    S: RpcServiceT<
-            MethodResponse = Reply,
-            BatchResponse = MethodResponse,
-            NotificationResponse = MethodResponse,
-        > + Send
-        + Sync
-        + Clone
-        + 'static,
-{
+impl RpcServiceT for Calls {
     type MethodResponse = Reply;
     type NotificationResponse = MethodResponse;
     type BatchResponse = MethodResponse;
@@ -367,17 +339,15 @@ where
     fn batch<'a>(&self, batch: Batch<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
         let this = self.clone();
         async move {
-            let mut responses = BatchResponseBuilder::new_with_limit(
-                this.layer.service.max_response_bytes as usize,
-            );
+            let mut responses =
+                BatchResponseBuilder::new_with_limit(this.service.max_response_bytes as usize);
             let mut limited = None;
             let mut got_notification = false;
             for entry in batch {
                 let mut response = match entry {
                     Ok(BatchEntry::Call(request)) => this.answer(request).await.into_jsonrpsee(),
-                    Ok(BatchEntry::Notification(notification)) => {
+                    Ok(BatchEntry::Notification(_)) => {
                         got_notification = true;
-                        this.inner.notification(notification).await;
                         continue;
                     }
                     Err(error) => {
@@ -405,10 +375,12 @@ where
         }
     }
 
+    /// A notification is not answered, and quarry's methods have no effect worth running one
+    /// for.
     fn notification<'a>(
         &self,
-        notification: Notification<'a>,
+        _notification: Notification<'a>,
     ) -> impl Future<Output = MethodResponse> + Send + 'a {
-        self.inner.notification(notification)
+        std::future::ready(MethodResponse::notification())
     }
 }

@@ -6,8 +6,9 @@ use crate::{
     caller::{Caller, Network},
     keys::KeyGrant,
     service::Service,
+    table::{Context, Table},
 };
-use jsonrpsee::RpcModule;
+use jsonrpsee::types::{Id, Request};
 use quarry_eth::{Node, params::FromArg};
 use quarry_storage::Database;
 use serde_json::Value;
@@ -18,7 +19,7 @@ pub fn logs_filter(value: &Value) {
     if quarry_eth::log_filter::Filter::from_arg(value).is_ok() {
         let params = serde_json::value::to_raw_value(&[value]).ok();
         let weights = crate::weights::Weights::new(&Default::default());
-        let _ = weights.of_call("eth_getLogs", params.as_deref(), u64::MAX / 2);
+        let _ = weights.of_call("eth_getLogs", None, params.as_deref(), u64::MAX / 2);
     }
 }
 
@@ -39,12 +40,13 @@ pub fn envelope(body: &[u8], answer: &str) {
     }
 }
 
-/// Every method quarry serves, registered as `quarry serve` registers them, over one database
-/// (an empty one will do: every method parses its parameters before it reads anything), and
-/// called in-process as a custom-plan key.
+/// Every method quarry serves, in the method table `quarry serve` answers from, over one
+/// database (an empty one will do: every method parses its parameters before it reads
+/// anything), and called in-process as a custom-plan key.
 pub struct Harness {
-    module: RpcModule<Networks>,
+    table: Table,
     names: Vec<&'static str>,
+    caller: Caller,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -68,11 +70,12 @@ impl Harness {
         };
         let service = Arc::new(Service::new(&config, vec![network]).map_err(|e| e.to_string())?);
         let pools = crate::pool::Pools::new(&config).map_err(|e| e.to_string())?;
-        let registry = runtime
-            .block_on(async { crate::register_methods(vec![Arc::new(node)], &service, &pools) })
-            .map_err(|e| e.to_string())?;
-        // Every method is also registered in jsonrpsee's module, which this harness calls.
-        let mut module = registry.module;
+        let context = Context {
+            service,
+            networks: Networks(vec![Arc::new(node)]),
+            pools,
+        };
+        let table = Table::new(context, config.max_response_bytes).map_err(|e| e.to_string())?;
         let grant = KeyGrant {
             id: "fuzz".into(),
             hash: Default::default(),
@@ -84,23 +87,24 @@ impl Harness {
             jwt: None,
             require_jwt: false,
         };
-        module.extensions_mut().insert(Caller {
+        let caller = Caller {
             grant,
             network: 0,
             client: Default::default(),
             bypass_allowlists: false,
             token: None,
-        });
-        let mut names: Vec<&'static str> = module.method_names().collect();
+        };
+        let mut names: Vec<&'static str> = table.names().collect();
         names.sort_unstable();
         Ok(Self {
-            module,
+            table,
             names,
+            caller,
             runtime,
         })
     }
 
-    /// The registered methods, sorted.
+    /// The served methods, sorted.
     pub fn names(&self) -> &[&'static str] {
         &self.names
     }
@@ -108,14 +112,11 @@ impl Harness {
     /// Calls method `index` (modulo their count) with `params`: its answer.
     pub fn call(&self, index: usize, params: &Value) -> String {
         let method = self.names[index % self.names.len()];
-        let request =
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let answer = self
-            .runtime
-            .block_on(self.module.raw_json_request(&request.to_string(), 1));
-        match answer {
-            Ok((answer, _)) => answer.get().to_string(),
-            Err(e) => e.to_string(),
-        }
+        let params = serde_json::value::to_raw_value(params).ok();
+        let mut request = Request::owned(method.to_string(), params, Id::Number(1));
+        request.extensions.insert(self.caller.clone());
+        let row = self.table.row(method);
+        let reply = self.runtime.block_on(self.table.answer(row, request));
+        reply.json().to_string()
     }
 }

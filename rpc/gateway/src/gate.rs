@@ -14,7 +14,6 @@ use crate::{
     answer::{self, BodyLimits},
     call_layer::Calls,
     caller::{Caller, ClientHeaders},
-    dispatch::Dispatch,
     http_reply::HttpReply,
     key_jwts::{TokenCheck, TokenGrant, check_token},
     key_secrets::{SecretCheck, check_secret},
@@ -41,7 +40,7 @@ pub enum Route {
 #[derive(Clone)]
 pub struct Gate {
     service: Arc<Service>,
-    rpc: Calls<Dispatch>,
+    rpc: Calls,
     limits: BodyLimits,
 }
 
@@ -182,7 +181,7 @@ fn is_websocket_upgrade<B>(request: &HttpRequest<B>) -> bool {
 }
 
 impl Gate {
-    pub fn new(service: Arc<Service>, rpc: Calls<Dispatch>, limits: BodyLimits) -> Self {
+    pub fn new(service: Arc<Service>, rpc: Calls, limits: BodyLimits) -> Self {
         Self {
             service,
             rpc,

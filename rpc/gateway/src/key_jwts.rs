@@ -587,8 +587,17 @@ ZLoPdrm73pseLTu+WRWxM4Nkw/0LZRBtJQIDAQAB
             panic!("refused")
         };
         let allow = grant.allow.clone().unwrap();
-        assert!(allow.admit_call("eth_blockNumber", None).is_ok());
-        assert!(allow.admit_call("eth_getBalance", None).is_err());
+        let no_address = quarry_eth::AddressParams::NoAddress;
+        assert!(
+            allow
+                .admit_call("eth_blockNumber", no_address, None)
+                .is_ok()
+        );
+        assert!(
+            allow
+                .admit_call("eth_getBalance", no_address, None)
+                .is_err()
+        );
         let misspelt = sign(Some("app"), json!({"exp": exp, "allow": {"method": []}}));
         assert!(
             refused(&misspelt).contains("unknown field `method`"),

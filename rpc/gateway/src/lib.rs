@@ -12,7 +12,6 @@ mod compression;
 mod config;
 mod connections;
 pub mod cors;
-mod dispatch;
 mod envelope;
 mod filters;
 #[cfg(feature = "fuzzing")]
@@ -34,7 +33,6 @@ mod networks;
 mod notifications;
 mod pool;
 mod ready;
-mod registry;
 mod remotes;
 mod reply;
 mod service;
@@ -42,6 +40,7 @@ mod service_methods;
 mod shared_limits;
 mod sub_kind;
 mod subscriptions;
+mod table;
 mod transactions;
 mod verdict;
 mod weights;
@@ -51,7 +50,6 @@ pub use caller::Networks;
 pub use config::{ApiKey, Config, ConfigError, NetworkConfig, Plan};
 
 use jsonrpsee::server::ServerHandle;
-use quarry_eth::Node;
 use quarry_storage::Database;
 use std::{net::SocketAddr, sync::Arc};
 
@@ -68,10 +66,6 @@ pub enum ServeError {
     ReadPool(String),
     #[error("registering method {0}: duplicate name")]
     Register(String),
-    #[error(
-        "method {0} is not classed for contract allowlists: say in rpc/gateway/src/named_addresses.rs whether it takes addresses"
-    )]
-    Unclassed(String),
 }
 
 /// A running server; it stops when `stop` is called or the handle is dropped after `stopped`.
@@ -81,21 +75,6 @@ pub struct RunningServer {
     /// How many keys were live at start.
     pub keys: usize,
     pub networks: Vec<String>,
-}
-
-/// Every method quarry serves over `nodes`: the ones the service answers itself
-/// (subscriptions, filters) and quarry-eth's table.
-fn register_methods(
-    nodes: Vec<Arc<Node>>,
-    service: &Arc<service::Service>,
-    pools: &pool::Pools,
-) -> Result<registry::Registry, ServeError> {
-    let mut registry = registry::Registry::new(Networks(nodes));
-    service_methods::register_subscriptions(&mut registry.module, service)?;
-    service_methods::register_filters(&mut registry.module, &pools.read, service)?;
-    transactions::register_transactions(&mut registry.module, service)?;
-    registry.add_table(quarry_eth::methods(), pools)?;
-    Ok(registry)
 }
 
 /// Starts the server on `config.listen` (port 0 picks a free port) and returns at once. It
@@ -116,22 +95,15 @@ pub async fn start(
         quarry_eth::watch(node.clone(), network, sink, poll)
             .map_err(|e| ServeError::Open(format!("cannot start the new-block watchers: {e}")))?;
     }
-    let (module, answered) = register_methods(nodes, &service, &pools)?.into_parts();
-    let method_names: Vec<&'static str> = module.method_names().collect();
-    // A method the contract allowlist knows nothing of would let any contract through.
-    if let Some(method) = method_names
-        .iter()
-        .find(|m| named_addresses::address_params(m).is_none())
-    {
-        return Err(ServeError::Unclassed(method.to_string()));
-    }
-    let call_layer = call_layer::CallLayer::new(service.clone(), method_names);
+    let context = table::Context {
+        service: service.clone(),
+        networks: Networks(nodes),
+        pools,
+    };
+    let table = table::Table::new(context, config.max_response_bytes)?;
     // HTTP and WebSockets are quarry's own transports (see `http` and `ws`), both answering
-    // through the same call layer over the methods.
-    let rpc = tower::Layer::layer(
-        &call_layer,
-        dispatch::Dispatch::new(module, answered, config.max_response_bytes),
-    );
+    // through the same call layer over the method table.
+    let rpc = call_layer::Calls::new(service.clone(), table);
     let websockets = Arc::new(ws::WsTransport::new(config, service.clone(), rpc.clone()));
     let gate = gate::Gate::new(service.clone(), rpc, answer::BodyLimits::of(config));
     let listener = tokio::net::TcpListener::bind(config.listen)

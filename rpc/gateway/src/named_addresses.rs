@@ -1,141 +1,11 @@
-//! Which addresses a call names, for a key's contract allowlist: every served method is
-//! classed here, as taking addresses (and where) or as naming none, and the server refuses to
-//! start with a method left out, so no method slips past the allowlist. The addresses are read
-//! with quarry-eth's own parameter parsers, the ones the methods use.
+//! Which addresses a call names, for a key's contract allowlist: every method's row says
+//! where its parameters name addresses (`AddressParams`; a row cannot be declared without),
+//! and the addresses are read from there with quarry-eth's own parameter parsers, the ones the
+//! methods use.
 
 use alloy_primitives::Address;
-use quarry_eth::{call_params::Call, log_filter::Filter, params::FromArg};
+use quarry_eth::{AddressParams, call_params::Call, log_filter::Filter, params::FromArg};
 use serde_json::{Value, value::RawValue};
-
-/// Where a method's parameters name addresses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AddressParams {
-    /// None: blocks, transactions and receipts by hash or number, chain facts, filters by id.
-    NoAddress,
-    /// The address at this position (eth_getBalance, eth_getStorageAt, eth_getProof ...).
-    Address(usize),
-    /// The `to` of the call object at this position (eth_call, debug_traceCall ...).
-    CallTo(usize),
-    /// The `address` of the log filter at this position (eth_getLogs, eth_newFilter).
-    LogFilter(usize),
-    /// eth_getStorageValues: the addresses its object of requests is keyed by.
-    StorageRequests,
-    /// eth_simulateV1: the `to` of every call of every block.
-    SimulatedCalls,
-    /// eth_subscribe: the filter of a `logs` subscription; other kinds name none.
-    Subscription,
-    /// The recipient of the signed transaction at this position (eth_sendRawTransaction,
-    /// trace_rawTransaction).
-    RawTransactionTo(usize),
-    /// trace_callMany: the `to` of each call of its list.
-    CallsTo,
-    /// trace_filter: the filter's `fromAddress` and `toAddress` lists.
-    TraceFilter,
-}
-
-/// Methods that take an address, and where.
-const ADDRESS_TAKING: [(&str, AddressParams); 23] = [
-    ("trace_call", AddressParams::CallTo(0)),
-    ("trace_callMany", AddressParams::CallsTo),
-    ("trace_rawTransaction", AddressParams::RawTransactionTo(0)),
-    ("trace_filter", AddressParams::TraceFilter),
-    ("eth_getBalance", AddressParams::Address(0)),
-    ("eth_getAccount", AddressParams::Address(0)),
-    ("eth_getAccountInfo", AddressParams::Address(0)),
-    (
-        "eth_getTransactionBySenderAndNonce",
-        AddressParams::Address(0),
-    ),
-    ("eth_sendRawTransaction", AddressParams::RawTransactionTo(0)),
-    (
-        "eth_sendRawTransactionSync",
-        AddressParams::RawTransactionTo(0),
-    ),
-    ("eth_getCode", AddressParams::Address(0)),
-    ("eth_getTransactionCount", AddressParams::Address(0)),
-    ("eth_getStorageAt", AddressParams::Address(0)),
-    ("eth_getProof", AddressParams::Address(0)),
-    ("eth_getStorageValues", AddressParams::StorageRequests),
-    ("eth_call", AddressParams::CallTo(0)),
-    ("eth_estimateGas", AddressParams::CallTo(0)),
-    ("eth_createAccessList", AddressParams::CallTo(0)),
-    ("debug_traceCall", AddressParams::CallTo(0)),
-    ("eth_simulateV1", AddressParams::SimulatedCalls),
-    ("eth_getLogs", AddressParams::LogFilter(0)),
-    ("eth_newFilter", AddressParams::LogFilter(0)),
-    ("eth_subscribe", AddressParams::Subscription),
-];
-
-/// Methods that name no address. A filter polled by id was checked when it was made.
-const NO_ADDRESS: [&str; 56] = [
-    "trace_transaction",
-    "trace_get",
-    "trace_block",
-    "trace_replayTransaction",
-    "trace_replayBlockTransactions",
-    "eth_blockNumber",
-    "net_listening",
-    "net_peerCount",
-    "eth_accounts",
-    "web3_sha3",
-    "eth_getHeaderByNumber",
-    "eth_getHeaderByHash",
-    "eth_getRawTransactionByHash",
-    "eth_getRawTransactionByBlockNumberAndIndex",
-    "eth_getRawTransactionByBlockHashAndIndex",
-    "txpool_status",
-    "txpool_content",
-    "eth_chainId",
-    "net_version",
-    "web3_clientVersion",
-    "rollup_getInfo",
-    "eth_syncing",
-    "eth_config",
-    "eth_capabilities",
-    "eth_gasPrice",
-    "eth_maxPriorityFeePerGas",
-    "eth_blobBaseFee",
-    "eth_baseFee",
-    "eth_feeHistory",
-    "eth_getBlockByNumber",
-    "eth_getBlockByHash",
-    "eth_getUncleByBlockNumberAndIndex",
-    "eth_getUncleByBlockHashAndIndex",
-    "eth_getBlockTransactionCountByNumber",
-    "eth_getBlockTransactionCountByHash",
-    "eth_getUncleCountByBlockNumber",
-    "eth_getUncleCountByBlockHash",
-    "eth_getTransactionByBlockNumberAndIndex",
-    "eth_getTransactionByBlockHashAndIndex",
-    "eth_getTransactionByHash",
-    "eth_getTransactionReceipt",
-    "eth_getBlockReceipts",
-    "debug_getRawHeader",
-    "debug_getRawBlock",
-    "debug_getRawReceipts",
-    "debug_getRawTransaction",
-    "debug_traceTransaction",
-    "debug_traceBlockByNumber",
-    "debug_traceBlockByHash",
-    "debug_traceBlock",
-    "eth_unsubscribe",
-    "eth_newBlockFilter",
-    "eth_newPendingTransactionFilter",
-    "eth_getFilterChanges",
-    "eth_getFilterLogs",
-    "eth_uninstallFilter",
-];
-
-/// How `method` names addresses; `None` for a method classed nowhere (the server refuses to
-/// start when it serves one).
-pub fn address_params(method: &str) -> Option<AddressParams> {
-    if let Some((_, params)) = ADDRESS_TAKING.iter().find(|(name, _)| *name == method) {
-        return Some(*params);
-    }
-    NO_ADDRESS
-        .contains(&method)
-        .then_some(AddressParams::NoAddress)
-}
 
 /// The addresses a call names, as far as the allowlist is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,12 +18,9 @@ pub enum Named {
     Unbounded(String),
 }
 
-/// The addresses call `method` names with `params`. A method classed nowhere names nothing
-/// here: it is not served, and its call is answered "method not found".
-pub fn named_addresses(method: &str, params: Option<&RawValue>) -> Named {
-    let Some(kind) = address_params(method) else {
-        return Named::Nothing;
-    };
+/// The addresses a call names with `params`, its method's parameters naming them as `kind`
+/// says (a method not served names none: its call is answered "method not found").
+pub fn named_addresses(kind: AddressParams, params: Option<&RawValue>) -> Named {
     if kind == AddressParams::NoAddress {
         return Named::Nothing;
     }
@@ -328,9 +195,18 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Where the method table's row of `method` says its parameters name addresses.
+    fn kind(method: &str) -> AddressParams {
+        crate::table::rows()
+            .into_iter()
+            .find(|row| row.name == method)
+            .map(|row| row.addresses)
+            .unwrap()
+    }
+
     fn named(method: &str, params: Value) -> Named {
         let raw = serde_json::value::to_raw_value(&params).unwrap();
-        named_addresses(method, Some(&raw))
+        named_addresses(kind(method), Some(&raw))
     }
 
     #[test]
@@ -372,17 +248,6 @@ mod tests {
     }
 
     #[test]
-    fn every_method_of_the_table_is_classed() {
-        for spec in quarry_eth::methods() {
-            assert!(
-                address_params(spec.name).is_some(),
-                "{} is classed neither as taking addresses nor as naming none",
-                spec.name
-            );
-        }
-    }
-
-    #[test]
     fn addresses_are_found_where_each_method_names_them() {
         let a = Address::repeat_byte(0xaa);
         let b = Address::repeat_byte(0xbb);
@@ -395,7 +260,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            named_addresses("eth_getCode", Some(&escaped)),
+            named_addresses(kind("eth_getCode"), Some(&escaped)),
             just(vec![a])
         );
         assert!(matches!(

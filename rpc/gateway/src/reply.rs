@@ -15,7 +15,6 @@ use jsonrpsee::{
     },
 };
 use serde_json::value::RawValue;
-use std::{future::Future, pin::Pin, sync::Arc};
 
 /// One call's answer: the whole response object.
 #[derive(Debug)]
@@ -25,20 +24,6 @@ pub struct Reply {
     error_code: Option<i32>,
     extensions: Extensions,
 }
-
-/// A method that answers with its serialized result, or its error.
-pub type Method = Arc<
-    dyn Fn(
-            jsonrpsee::types::Params<'static>,
-            Extensions,
-        )
-            -> Pin<Box<dyn Future<Output = Result<Box<RawValue>, ErrorObject<'static>>> + Send>>
-        + Send
-        + Sync,
->;
-
-/// The methods answered as `Reply`s, by name.
-pub type Methods = std::collections::HashMap<&'static str, Method>;
 
 impl Reply {
     /// `result` as the answer to call `id`; past `max_bytes` in all, the error jsonrpsee gives
@@ -72,17 +57,6 @@ impl Reply {
             json,
             error_code: Some(code),
             extensions: Extensions::new(),
-        }
-    }
-
-    /// jsonrpsee's answer as it is (no parse).
-    pub fn from_jsonrpsee(response: MethodResponse) -> Self {
-        let error_code = response.as_error_code();
-        let (json, _, extensions) = response.into_parts();
-        Self {
-            json: String::from(Box::<str>::from(json)),
-            error_code,
-            extensions,
         }
     }
 

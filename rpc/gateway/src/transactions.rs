@@ -7,17 +7,15 @@
 //! `transactions_timeout_ms`; transactions are counted by outcome.
 
 use crate::{
-    caller::{Caller, Networks},
+    caller::Caller,
     reply::Reply,
     service::Service,
+    table::{Call, Context, MethodFn, Row},
 };
 use alloy_primitives::Bytes;
-use jsonrpsee::{
-    Extensions, RpcModule,
-    types::{ErrorObjectOwned, Params},
-};
+use jsonrpsee::{Extensions, types::ErrorObjectOwned};
 use quarry_eth::{
-    RpcError,
+    AddressParams, RpcError, Unclassed,
     params::{Args, FromArg, Index},
     raw_transaction::check_raw_transaction,
 };
@@ -32,16 +30,11 @@ const SYNC_MAX_WAIT: Duration = Duration::from_secs(60);
 
 type Answer = Result<Box<RawValue>, ErrorObjectOwned>;
 
-/// The methods of quarry's own table that a network with a transactions upstream asks it:
-/// eth_getTransactionCount at `pending`, and eth_getTransactionByHash of a hash not stored.
-pub const POOL_READS: [&str; 2] = ["eth_getTransactionCount", "eth_getTransactionByHash"];
-
-/// Whether `params` of `method` ask for a pending nonce, which only a pool knows.
-pub fn asks_pending_nonce(method: &str, params: Option<&RawValue>) -> bool {
-    method == "eth_getTransactionCount"
-        && params
-            .and_then(|p| serde_json::from_str::<Vec<serde_json::Value>>(p.get()).ok())
-            .is_some_and(|args| args.get(1).and_then(|b| b.as_str()) == Some("pending"))
+/// Whether `params` ask at the `pending` block (their second), which only a pool knows.
+pub fn asks_pending(params: Option<&RawValue>) -> bool {
+    params
+        .and_then(|p| serde_json::from_str::<Vec<serde_json::Value>>(p.get()).ok())
+        .is_some_and(|args| args.get(1).and_then(|b| b.as_str()) == Some("pending"))
 }
 
 /// The upstream's answer to one call, as the reply to `id`; quarry's error when it gave none.
@@ -60,38 +53,36 @@ pub async fn pool_reply(
     }
 }
 
-/// Registers the methods that send transactions or read the upstream's pool.
-pub fn register_transactions(
-    module: &mut RpcModule<Networks>,
-    service: &Arc<Service>,
-) -> Result<(), crate::ServeError> {
-    for method in ["eth_sendRawTransaction", "eth_sendRawTransactionSync"] {
-        let service = service.clone();
-        module
-            .register_async_method(method, move |params, networks, extensions| {
-                let service = service.clone();
-                async move { send(&service, &networks, &extensions, method, params).await }
+/// The methods that send transactions or read the upstream's pool.
+pub fn transactions() -> Vec<Row> {
+    let send_row = |method: &'static str, params: &'static [&'static str]| {
+        let send: Arc<MethodFn> = Arc::new(move |context: Arc<Context>, call: Call| {
+            Box::pin(async move { send(&context, call, method).await })
+        });
+        Unclassed::new(method, params, 1, send)
+            .names(AddressParams::RawTransactionTo(0))
+            .weighs(10)
+    };
+    let pool_row = |method: &'static str| {
+        let ask: Arc<MethodFn> = Arc::new(move |context: Arc<Context>, call: Call| {
+            Box::pin(async move {
+                let service = &context.service;
+                let network = network_of(&call.extensions)?;
+                let Some(url) = service.networks[network].transactions_url.clone() else {
+                    return Err(RpcError::NoTransactionPool(method).into());
+                };
+                let timeout = service.transactions_timeout;
+                forward(service, url, method, None, timeout).await?
             })
-            .map_err(|_| crate::ServeError::Register(method.into()))?;
-    }
-    for method in ["txpool_status", "txpool_content"] {
-        let service = service.clone();
-        module
-            .register_async_method(method, move |params, _, extensions| {
-                let service = service.clone();
-                async move {
-                    Args::parse(&params, &[], 0)?;
-                    let network = network_of(&extensions)?;
-                    let Some(url) = service.networks[network].transactions_url.clone() else {
-                        return Err(RpcError::NoTransactionPool(method).into());
-                    };
-                    let timeout = service.transactions_timeout;
-                    forward(&service, url, method, None, timeout).await?
-                }
-            })
-            .map_err(|_| crate::ServeError::Register(method.into()))?;
-    }
-    Ok(())
+        });
+        Unclassed::new(method, &[], 0, ask).names(AddressParams::NoAddress)
+    };
+    vec![
+        send_row("eth_sendRawTransaction", &["transaction"]),
+        send_row("eth_sendRawTransactionSync", &["transaction", "timeout"]),
+        pool_row("txpool_status"),
+        pool_row("txpool_content"),
+    ]
 }
 
 fn network_of(extensions: &Extensions) -> Result<usize, ErrorObjectOwned> {
@@ -104,20 +95,11 @@ fn network_of(extensions: &Extensions) -> Result<usize, ErrorObjectOwned> {
 }
 
 /// eth_sendRawTransaction(Sync): the checks, then the forward, counted by outcome.
-async fn send(
-    service: &Service,
-    networks: &Networks,
-    extensions: &Extensions,
-    method: &'static str,
-    params: Params<'static>,
-) -> Answer {
-    let network = network_of(extensions)?;
-    let node = networks.of(extensions)?;
-    let names: &[&str] = match method {
-        "eth_sendRawTransactionSync" => &["transaction", "timeout"],
-        _ => &["transaction"],
-    };
-    let args = Args::parse(&params, names, 1)?;
+async fn send(context: &Context, call: Call, method: &'static str) -> Answer {
+    let service = &context.service;
+    let network = network_of(&call.extensions)?;
+    let node = context.networks.of(&call.extensions)?;
+    let args = call.args;
     let bytes: Bytes = args.required(0)?;
     let refused = |error: RpcError| {
         service.metrics.transaction(network, "refused");
@@ -135,7 +117,7 @@ async fn send(
         let wait = sync_wait(&args)?;
         timeout += wait.min(SYNC_MAX_WAIT);
     }
-    let raw = params.as_str().map(str::to_owned);
+    let raw = call.params.as_str().map(str::to_owned);
     let (answer, outcome) = match forward(service, url, method, raw, timeout).await {
         Ok(Ok(result)) => (Ok(result), "sent"),
         Ok(Err(error)) => (Err(error), "rejected"),

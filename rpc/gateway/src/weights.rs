@@ -11,35 +11,9 @@ use std::{
     collections::{BTreeMap, HashMap},
 };
 
-/// The default weights of the methods that do not weigh `DEFAULT_WEIGHT`.
-pub const DEFAULT_WEIGHTS: &[(&str, u32)] = &[
-    ("eth_call", 5),
-    ("eth_estimateGas", 10),
-    ("eth_createAccessList", 10),
-    ("eth_getLogs", 5),
-    ("eth_getFilterLogs", 5),
-    ("eth_simulateV1", 10),
-    ("eth_sendRawTransaction", 10),
-    ("eth_sendRawTransactionSync", 10),
-    ("debug_traceTransaction", 20),
-    ("debug_traceCall", 20),
-    ("debug_traceBlockByNumber", 50),
-    ("debug_traceBlockByHash", 50),
-    ("debug_traceBlock", 50),
-    ("trace_transaction", 20),
-    ("trace_get", 20),
-    ("trace_call", 20),
-    ("trace_callMany", 50),
-    ("trace_rawTransaction", 20),
-    ("trace_replayTransaction", 20),
-    ("trace_block", 50),
-    ("trace_replayBlockTransactions", 50),
-    ("trace_filter", 50),
-];
-
-/// Every method not named in the table.
+/// Every method whose row declares no weight.
 pub const DEFAULT_WEIGHT: u32 = 1;
-/// A tracer (`debug_trace*`, `trace_*`) not named in the table.
+/// A tracer (`debug_trace*`, `trace_*`) whose row declares no weight.
 pub const DEFAULT_TRACE_WEIGHT: u32 = 20;
 /// eth_getLogs: one more unit per this many blocks of the range beyond the first.
 pub const DEFAULT_LOGS_BLOCKS_PER_UNIT: u64 = 1000;
@@ -48,17 +22,18 @@ pub const DEFAULT_LOGS_BLOCKS_PER_UNIT: u64 = 1000;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WeightsConfig {
-    /// The weight of every method that `methods` and the defaults do not name.
+    /// The weight of every method that `methods` does not name and whose row declares none.
     #[serde(default = "default_weight")]
     pub default: u32,
-    /// The weight of a tracer (`debug_trace*`, `trace_*`) that nothing names.
+    /// The weight of a tracer (`debug_trace*`, `trace_*`) that neither `methods` nor its row
+    /// weighs.
     #[serde(default = "default_trace_weight")]
     pub traces: u32,
     /// eth_getLogs weighs its weight plus one unit per this many blocks of its range beyond the
     /// first; 0: the range does not count.
     #[serde(default = "default_logs_blocks_per_unit")]
     pub logs_blocks_per_unit: u64,
-    /// Weights by method name, over the defaults.
+    /// Weights by method name, over the rows' own.
     #[serde(default)]
     pub methods: BTreeMap<String, u32>,
 }
@@ -95,23 +70,18 @@ pub struct Weights {
 
 impl Weights {
     pub fn new(config: &WeightsConfig) -> Self {
-        let mut methods: HashMap<String, u32> = DEFAULT_WEIGHTS
-            .iter()
-            .map(|(method, weight)| (method.to_string(), *weight))
-            .collect();
-        methods.extend(config.methods.clone());
         Self {
-            methods,
+            methods: config.methods.clone().into_iter().collect(),
             default: config.default,
             traces: config.traces,
             logs_blocks_per_unit: config.logs_blocks_per_unit,
         }
     }
 
-    /// The weight of `method` alone, without its parameters.
-    pub fn of_method(&self, method: &str) -> u32 {
-        match self.methods.get(method) {
-            Some(weight) => *weight,
+    /// The weight of `method` alone, without its parameters, whose row declares `declared`.
+    pub fn of_method(&self, method: &str, declared: Option<u32>) -> u32 {
+        match self.methods.get(method).copied().or(declared) {
+            Some(weight) => weight,
             None if method.starts_with("debug_trace") || method.starts_with("trace_") => {
                 self.traces
             }
@@ -119,11 +89,17 @@ impl Weights {
         }
     }
 
-    /// The weight of one call of `method` with `params`, on a network whose head is `head`:
-    /// eth_getLogs weighs more for a longer range. Parameters that cannot be read weigh
-    /// nothing extra (the method refuses them).
-    pub fn of_call(&self, method: &str, params: Option<&RawValue>, head: u64) -> u32 {
-        let weight = self.of_method(method);
+    /// The weight of one call of `method` (whose row declares `declared`) with `params`, on a
+    /// network whose head is `head`: eth_getLogs weighs more for a longer range. Parameters
+    /// that cannot be read weigh nothing extra (the method refuses them).
+    pub fn of_call(
+        &self,
+        method: &str,
+        declared: Option<u32>,
+        params: Option<&RawValue>,
+        head: u64,
+    ) -> u32 {
+        let weight = self.of_method(method, declared);
         if method != "eth_getLogs" || self.logs_blocks_per_unit == 0 {
             return weight;
         }
@@ -177,24 +153,59 @@ mod tests {
         serde_json::value::to_raw_value(&json).unwrap()
     }
 
+    /// The weight the method table's row of `method` declares.
+    fn declared(method: &str) -> Option<u32> {
+        crate::table::rows()
+            .into_iter()
+            .find(|row| row.name == method)
+            .and_then(|row| row.weight)
+    }
+
     #[test]
     fn defaults_and_overrides() {
         let weights = Weights::new(&WeightsConfig::default());
-        assert_eq!(weights.of_method("eth_blockNumber"), 1);
-        assert_eq!(weights.of_method("eth_call"), 5);
-        assert_eq!(weights.of_method("eth_estimateGas"), 10);
-        assert_eq!(weights.of_method("debug_traceBlockByNumber"), 50);
-        assert_eq!(weights.of_method("debug_traceSomethingNew"), 20);
+        assert_eq!(
+            weights.of_method("eth_blockNumber", declared("eth_blockNumber")),
+            1
+        );
+        assert_eq!(weights.of_method("eth_call", declared("eth_call")), 5);
+        assert_eq!(
+            weights.of_method("eth_estimateGas", declared("eth_estimateGas")),
+            10
+        );
+        assert_eq!(
+            weights.of_method(
+                "debug_traceBlockByNumber",
+                declared("debug_traceBlockByNumber")
+            ),
+            50
+        );
+        assert_eq!(
+            weights.of_method(
+                "debug_traceSomethingNew",
+                declared("debug_traceSomethingNew")
+            ),
+            20
+        );
         let config: WeightsConfig = toml::from_str(
             "default = 2\ntraces = 30\n[methods]\neth_call = 7\ndebug_traceCall = 100\n",
         )
         .unwrap();
         let weights = Weights::new(&config);
-        assert_eq!(weights.of_method("eth_blockNumber"), 2);
-        assert_eq!(weights.of_method("eth_call"), 7);
-        assert_eq!(weights.of_method("eth_estimateGas"), 10);
-        assert_eq!(weights.of_method("debug_traceCall"), 100);
-        assert_eq!(weights.of_method("trace_new"), 30);
+        assert_eq!(
+            weights.of_method("eth_blockNumber", declared("eth_blockNumber")),
+            2
+        );
+        assert_eq!(weights.of_method("eth_call", declared("eth_call")), 7);
+        assert_eq!(
+            weights.of_method("eth_estimateGas", declared("eth_estimateGas")),
+            10
+        );
+        assert_eq!(
+            weights.of_method("debug_traceCall", declared("debug_traceCall")),
+            100
+        );
+        assert_eq!(weights.of_method("trace_new", declared("trace_new")), 30);
         assert!(toml::from_str::<WeightsConfig>("defualt = 1").is_err());
     }
 
@@ -204,6 +215,7 @@ mod tests {
         let logs = |filter: serde_json::Value, head: u64| {
             weights.of_call(
                 "eth_getLogs",
+                declared("eth_getLogs"),
                 Some(&params(serde_json::json!([filter]))),
                 head,
             )
@@ -251,7 +263,13 @@ mod tests {
             ),
             5
         );
-        assert_eq!(weights.of_call("eth_getLogs", None, 10), 5);
-        assert_eq!(weights.of_call("eth_call", None, 10), 5);
+        assert_eq!(
+            weights.of_call("eth_getLogs", declared("eth_getLogs"), None, 10),
+            5
+        );
+        assert_eq!(
+            weights.of_call("eth_call", declared("eth_call"), None, 10),
+            5
+        );
     }
 }

@@ -17,7 +17,6 @@ use crate::{
     caller::Caller,
     config::Config,
     connections::{Connection, SendLimits, write},
-    dispatch::Dispatch,
     notifications,
     service::Service,
 };
@@ -44,7 +43,7 @@ const READ_BUFFER: usize = 16 << 10;
 /// the limits.
 pub struct WsTransport {
     service: Arc<Service>,
-    rpc: Calls<Dispatch>,
+    rpc: Calls,
     bodies: BodyLimits,
     limits: SendLimits,
 }
@@ -56,7 +55,7 @@ impl std::fmt::Debug for WsTransport {
 }
 
 impl WsTransport {
-    pub fn new(config: &Config, service: Arc<Service>, rpc: Calls<Dispatch>) -> Self {
+    pub fn new(config: &Config, service: Arc<Service>, rpc: Calls) -> Self {
         Self {
             service,
             rpc,
