@@ -4,31 +4,31 @@
 //! BlockchainTests through that same path.
 
 pub mod blocktest;
+mod decode;
 pub mod era;
+mod open;
 mod progress;
 pub mod reader;
+mod reorg;
 
+pub use decode::decode_raw_block;
+pub use open::stored_network;
 pub use progress::Progress;
 
-use alloy_consensus::{
-    Block, Header, TxEip4844Variant, TxEnvelope, transaction::SignerRecoverable,
-};
-use alloy_genesis::Genesis;
+use alloy_consensus::Header;
 use alloy_hardforks::EthereumHardforks;
-use alloy_primitives::{Address, B256};
-use alloy_rlp::Decodable;
+use alloy_primitives::B256;
+use decode::{Decoded, Prepared, compressing_thread, prepare_batches, recover_senders};
 use quarry_executor::{
     BlockTemplate, ChainSpec, ExecutedBlock, ExecutionCache, Network, SealedBlock, StateTrie,
     build_block, execute_block, execute_block_in_range,
-    genesis::{GenesisState, genesis_body, genesis_header, genesis_state},
 };
-use quarry_storage::{BlockRecord, Database, MetaKey, SyncTarget, WriteTx};
-use rayon::prelude::*;
+use quarry_storage::{BlockRecord, Database, SyncTarget, WriteTx};
 use reader::{BlockReader, RawBlock};
+use reorg::Replaced;
 use std::{
     path::Path,
     sync::{
-        OnceLock,
         atomic::{AtomicU64, Ordering},
         mpsc,
     },
@@ -264,14 +264,6 @@ pub enum Reorgs {
     Heavier { max_depth: u64 },
 }
 
-/// The public network a datadir recorded when its genesis was written, if any.
-pub fn stored_network<K: quarry_storage::Access>(
-    tx: &quarry_storage::StorageTx<K>,
-) -> std::result::Result<Option<String>, quarry_storage::Error> {
-    let name = tx.meta(MetaKey::Network)?;
-    Ok(name.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
-}
-
 /// The default `--max-reorg-depth`.
 pub const DEFAULT_MAX_REORG_DEPTH: u64 = 128;
 
@@ -321,28 +313,6 @@ impl OpenRange {
     }
 }
 
-/// The chain an unwind in the open transaction replaced: what to go back to if the new branch
-/// fails, and how far the new branch must reach before its transaction may commit.
-struct Replaced {
-    head: Header,
-    head_hash: B256,
-    total_difficulty: alloy_primitives::U256,
-}
-
-/// A decoded block with where it came from.
-struct Decoded {
-    offset: u64,
-    block: SealedBlock,
-}
-
-/// Blocks decoded and with senders recovered, ready to execute; `error` is what stopped the
-/// decoding thread right after them.
-struct Prepared {
-    blocks: Vec<Decoded>,
-    error: Option<Error>,
-    stages: StageTimes,
-}
-
 /// The open write transaction and what it holds so far.
 struct OpenBatch {
     tx: WriteTx,
@@ -366,253 +336,6 @@ impl OpenBatch {
 }
 
 impl Importer {
-    /// Opens `db` for the chain of `genesis`, storing block 0 if the database is empty.
-    pub fn open(db: Database, genesis: &Genesis) -> Result<Self> {
-        let spec = ChainSpec::from_config(genesis.config.clone());
-        let mut state = genesis_state(&genesis.alloc);
-        let header = genesis_header(genesis, &spec, state.trie.root_of_changes()?);
-        Self::open_with_genesis(db, spec, header, state, None)
-    }
-
-    /// Opens `db` for a public network, storing its block 0 if the database is empty. The
-    /// genesis built from the bundled allocation must hash to the published value, and a
-    /// datadir that recorded another network is refused.
-    pub fn open_network(db: Database, network: Network) -> Result<Self> {
-        let genesis = network.genesis()?;
-        let spec = ChainSpec::from_config(genesis.config.clone());
-        let mut state = genesis_state(&genesis.alloc);
-        let header = genesis_header(&genesis, &spec, state.trie.root_of_changes()?);
-        let computed = header.hash_slow();
-        if computed != network.genesis_hash() {
-            return Err(Error::GenesisHash {
-                network,
-                computed,
-                published: network.genesis_hash(),
-            });
-        }
-        if let Some(stored) = stored_network(&db.reader()?)?
-            && stored != network.name()
-        {
-            return Err(Error::WrongNetwork {
-                stored,
-                given: network.name().to_string(),
-            });
-        }
-        Self::open_with_genesis(db, spec, header, state, Some(network))
-    }
-
-    /// Opens a datadir that already holds a chain, with the fork schedule and genesis it
-    /// recorded: what a command that names no `--chain` or `--genesis` works on.
-    pub fn open_stored(db: Database) -> Result<Self> {
-        let reader = db.reader()?;
-        let spec = ChainSpec::stored(&reader)?.ok_or_else(|| Error::NoChain {
-            datadir: db.datadir().display().to_string(),
-        })?;
-        let header = reader
-            .header(0)?
-            .ok_or_else(|| quarry_storage::Error::Corrupt("no genesis header".into()))?;
-        drop(reader);
-        // Block 0 is stored, so the allocation is never written again.
-        let state = GenesisState {
-            accounts: Vec::new(),
-            bytecodes: Vec::new(),
-            trie: StateTrie::new(),
-        };
-        Self::open_with_genesis(db, spec, header, state, None)
-    }
-
-    /// Opens `db` with an explicit genesis header (BlockchainTests give one) and allocation.
-    pub fn open_with_header(
-        db: Database,
-        spec: ChainSpec,
-        header: Header,
-        alloc: &std::collections::BTreeMap<Address, alloy_genesis::GenesisAccount>,
-    ) -> Result<Self> {
-        let mut state = genesis_state(alloc);
-        let computed = state.trie.root_of_changes()?;
-        if computed != header.state_root {
-            return Err(Error::StateMismatch {
-                number: 0,
-                computed,
-                expected: header.state_root,
-            });
-        }
-        Self::open_with_genesis(db, spec, header, state, None)
-    }
-
-    fn open_with_genesis(
-        db: Database,
-        spec: ChainSpec,
-        genesis: Header,
-        state: GenesisState,
-        network: Option<Network>,
-    ) -> Result<Self> {
-        // Checked before anything is written, so a bad setting leaves the datadir as it was.
-        let commit_interval = commit_interval()?;
-        let genesis_hash = genesis.hash_slow();
-        let stored_genesis = db.reader()?.canonical_hash(genesis.number)?;
-        match stored_genesis {
-            Some(stored) if stored != genesis_hash => {
-                return Err(Error::WrongGenesis {
-                    stored,
-                    given: genesis_hash,
-                });
-            }
-            Some(_) => {
-                // Datadirs written before genesis bodies followed the Shanghai rule lack the
-                // empty withdrawals list; the header (and so the hash) was already right.
-                let body = genesis_body(&spec, &genesis);
-                if db.reader()?.body(genesis.number)?.as_ref() != Some(&body) {
-                    let tx = db.writer()?;
-                    tx.replace_empty_body(genesis.number, &body)?;
-                    tx.commit()?;
-                }
-            }
-            None => {
-                let tx = db.writer()?;
-                let body = genesis_body(&spec, &genesis);
-                tx.insert_block(&BlockRecord {
-                    hash: genesis_hash,
-                    header: &genesis,
-                    body: &body,
-                    senders: &[],
-                    receipts: &[],
-                    total_difficulty: genesis.difficulty,
-                })?;
-                tx.apply_state_changes(genesis.number, &state.accounts, &state.bytecodes)?;
-                state.trie.write(&tx, None, false)?;
-                tx.start_trie_history(genesis.number + 1, quarry_storage::NODE_HISTORY_WINDOW)?;
-                tx.set_proof_history(Some(quarry_storage::DEFAULT_PROOF_HISTORY))?;
-                let config = serde_json::to_vec(&spec.config)
-                    .map_err(|e| quarry_storage::Error::Corrupt(e.to_string()))?;
-                tx.put_meta(MetaKey::ChainConfig, &config)?;
-                if let Some(network) = network {
-                    tx.put_meta(MetaKey::Network, network.name().as_bytes())?;
-                }
-                tx.put_schema_version()?;
-                tx.commit()?;
-                return Ok(Self {
-                    db,
-                    spec,
-                    head: genesis,
-                    head_hash: genesis_hash,
-                    reorgs: Reorgs::Refuse,
-                    trie_history: true,
-                    execution_cache: ExecutionCache::default(),
-                    input_last: None,
-                    range: None,
-                    ranges: true,
-                    commit_interval,
-                });
-            }
-        }
-        let reader = db.reader()?;
-        let (number, head_hash) = reader
-            .head()?
-            .ok_or_else(|| quarry_storage::Error::Corrupt("no head".into()))?;
-        let found = reader.schema_version()?;
-        if found < quarry_storage::SCHEMA_VERSION {
-            if number > 0 {
-                return Err(Error::NeedsMigration {
-                    found,
-                    current: quarry_storage::SCHEMA_VERSION,
-                });
-            }
-            // Only the genesis block: migrating it is one small step.
-            let tx = db.writer()?;
-            while !tx.migrate_step(u64::MAX)? {}
-            tx.commit()?;
-        }
-        let head = reader.header(number)?.ok_or_else(|| {
-            quarry_storage::Error::Corrupt(format!("no header for head {number}"))
-        })?;
-        // The stored trie's root, from its root node: nothing else of the state is read.
-        let computed = StateTrie::stored_root(&reader)?;
-        drop(reader);
-        if computed != head.state_root {
-            return Err(Error::StateMismatch {
-                number,
-                computed,
-                expected: head.state_root,
-            });
-        }
-        // Read after any migration above, which starts the history.
-        let trie_history = db.reader()?.trie_history_from()?.is_some();
-        Ok(Self {
-            db,
-            spec,
-            head,
-            head_hash,
-            reorgs: Reorgs::Refuse,
-            trie_history,
-            execution_cache: ExecutionCache::default(),
-            input_last: None,
-            range: None,
-            ranges: true,
-            commit_interval,
-        })
-    }
-
-    /// Stops recording the state trie's history, for this and every later import: blocks
-    /// write about a third less, and eth_getProof at blocks before the head undoes the
-    /// changesets since the block instead, at a cost that follows them. Committed at once.
-    pub fn stop_trie_history(&mut self) -> Result<()> {
-        let tx = self.db.writer()?;
-        tx.stop_trie_history()?;
-        tx.commit()?;
-        self.trie_history = false;
-        Ok(())
-    }
-
-    /// Keeps the trie node history's fine windows for `blocks` behind the head (the
-    /// datadir's `proof_history`, for this and later imports): older ones are thinned to one
-    /// record per node and coarse window in the commits of imports, a backlog a bounded part
-    /// per commit. Committed at once when it changes.
-    pub fn set_proof_history(&mut self, blocks: u64) -> Result<()> {
-        let tx = self.db.writer()?;
-        if tx.proof_history()? != Some(blocks) {
-            tx.set_proof_history(Some(blocks))?;
-            tx.commit()?;
-        }
-        Ok(())
-    }
-
-    /// Keeps the state history of the last `blocks` blocks (the datadir's state history
-    /// window, for this and later imports): changesets, block lists and node history of older
-    /// blocks are pruned in the commits of imports, a backlog a bounded part per commit.
-    /// Committed at once. A window never widens.
-    pub fn set_state_history(&mut self, blocks: u64) -> Result<()> {
-        let tx = self.db.writer()?;
-        if tx.state_history_window()? != Some(blocks) {
-            tx.set_state_history_window(blocks)?;
-            tx.commit()?;
-        }
-        Ok(())
-    }
-
-    pub fn head(&self) -> (u64, B256) {
-        (self.head.number, self.head_hash)
-    }
-
-    /// Whether later imports of a file of consecutive blocks may take the state root once per
-    /// coarse window (see [`OpenRange`]; the default) or must take every block's.
-    pub fn set_root_per_window(&mut self, allowed: bool) {
-        self.ranges = allowed;
-    }
-
-    /// Chooses what later imports do with blocks that differ from stored ones.
-    pub fn set_reorgs(&mut self, reorgs: Reorgs) {
-        self.reorgs = reorgs;
-    }
-
-    pub fn spec(&self) -> &ChainSpec {
-        &self.spec
-    }
-
-    pub fn database(&self) -> &Database {
-        &self.db
-    }
-
     /// Imports every block of one file. Blocks already stored are skipped; the first block that
     /// fails ends the import with an error, after every block before it has been committed.
     pub fn import_file(&mut self, path: &Path, progress: &mut Progress) -> Result<ImportStats> {
@@ -900,124 +623,6 @@ impl Importer {
         drop(pending.tx);
     }
 
-    /// Removes every stored block above `ancestor` and commits (`quarry unwind`): the state,
-    /// its history and the trie go back to the ancestor's, checked against its state root; on
-    /// any failure nothing changes.
-    pub fn unwind_to(&mut self, ancestor: u64) -> Result<()> {
-        let tx = self.db.writer()?;
-        let (head, head_hash) = (self.head.clone(), self.head_hash);
-        match self.unwind(&tx, ancestor).and_then(|()| Ok(tx.commit()?)) {
-            Ok(()) => Ok(()),
-            Err(err) => {
-                self.head = head;
-                self.head_hash = head_hash;
-                Err(err)
-            }
-        }
-    }
-
-    /// Unwinds the stored chain above `ancestor` in `tx` and the state trie with it, checking
-    /// that the trie's root is then the ancestor's state root.
-    fn unwind(&mut self, tx: &WriteTx, ancestor: u64) -> Result<()> {
-        let missing = || quarry_storage::Error::Corrupt(format!("no stored block {ancestor}"));
-        let header = tx.header(ancestor)?.ok_or_else(missing)?;
-        let hash = tx.canonical_hash(ancestor)?.ok_or_else(missing)?;
-        let unwound = tx.unwind_to(ancestor)?;
-        let mut trie = StateTrie::new();
-        trie.restore(&unwound.restored);
-        let computed = trie.root(tx)?;
-        if computed != header.state_root {
-            return Err(Error::StateMismatch {
-                number: ancestor,
-                computed,
-                expected: header.state_root,
-            });
-        }
-        trie.write(tx, None, false)?;
-        self.head = header;
-        self.head_hash = hash;
-        Ok(())
-    }
-
-    /// Handles a block at a stored height that differs from the stored block: refused, or
-    /// (with reorgs allowed and within the depth limit) the stored chain is unwound to its
-    /// parent in a transaction of its own. `Ok(Some(err))` rejects the block.
-    fn replace_stored(
-        &mut self,
-        name: &str,
-        offset: u64,
-        block: &SealedBlock,
-        pending: &mut Option<OpenBatch>,
-        highest_read: &AtomicU64,
-        stats: &mut ImportStats,
-    ) -> Result<Option<Error>> {
-        let number = block.header.number;
-        let tx = match pending {
-            Some(p) => &p.tx,
-            None => &pending.insert(self.open_pending()?).tx,
-        };
-        let stored = tx.canonical_hash(number)?.unwrap_or_default();
-        let max_depth = match self.reorgs {
-            Reorgs::Refuse => {
-                return Ok(Some(Error::Reorg {
-                    path: name.to_string(),
-                    offset,
-                    number,
-                    hash: block.hash,
-                    stored,
-                }));
-            }
-            Reorgs::Follow { max_depth } | Reorgs::Heavier { max_depth } => max_depth,
-        };
-        let ancestor = number - 1;
-        if tx.canonical_hash(ancestor)? != Some(block.header.parent_hash) {
-            return Ok(Some(Error::Gap {
-                path: name.to_string(),
-                offset,
-                number,
-                hash: block.hash,
-                head: self.head.number,
-            }));
-        }
-        let depth = self.head.number - ancestor;
-        if depth > max_depth {
-            return Ok(Some(Error::ReorgTooDeep {
-                path: name.to_string(),
-                offset,
-                number,
-                hash: block.hash,
-                stored,
-                depth,
-                max_depth,
-            }));
-        }
-        if pending.as_ref().is_none_or(|p| p.replaced.is_none()) {
-            // Whole blocks before the fork commit on their own; the reorganisation gets a
-            // transaction of its own. (A second fork inside a reorganisation unwinds again in
-            // the same transaction.)
-            self.commit(pending.take(), highest_read, stats)?;
-            let opened = self.open_pending()?;
-            let total_difficulty = opened
-                .tx
-                .total_difficulty(self.head.number)?
-                .unwrap_or_default();
-            *pending = Some(OpenBatch {
-                replaced: Some(Replaced {
-                    head: self.head.clone(),
-                    head_hash: self.head_hash,
-                    total_difficulty,
-                }),
-                ..opened
-            });
-        }
-        let Some(p) = pending.take() else {
-            return Ok(None);
-        };
-        let result = self.unwind(&p.tx, ancestor);
-        *pending = Some(p);
-        result.map(|()| None)
-    }
-
     /// A range of blocks from block `number` on (see [`OpenRange`]), if the input allows one.
     fn open_range(&self, tx: &WriteTx, number: u64) -> Result<Option<OpenRange>> {
         let Some(last) = self.input_last else {
@@ -1275,11 +880,6 @@ impl Importer {
         self.stage(tx, block.clone(), &executed)?;
         Ok(block)
     }
-
-    /// The head block's header.
-    pub fn head_header(&self) -> &Header {
-        &self.head
-    }
 }
 
 fn put_target(tx: &WriteTx, block: Option<u64>) -> Result<()> {
@@ -1288,253 +888,6 @@ fn put_target(tx: &WriteTx, block: Option<u64>) -> Result<()> {
         pid: std::process::id(),
     }))?;
     Ok(())
-}
-
-/// The decoding thread: reads batches of raw blocks, decodes them and recovers the senders of
-/// blocks from `first_new` on, and sends each batch for execution. Stops after the first
-/// failure (sent with the blocks before it), at the end of the input, or when execution stops
-/// receiving.
-fn prepare_batches(
-    name: &str,
-    blocks: &mut RawBlocks<'_>,
-    spec: &ChainSpec,
-    first_new: u64,
-    highest_read: &AtomicU64,
-    sender: mpsc::SyncSender<Prepared>,
-) {
-    loop {
-        let mut stages = StageTimes::default();
-        let mut raw = Vec::with_capacity(BATCH_BLOCKS);
-        let mut approx_txs = 0;
-        let mut error = None;
-        let read_start = Instant::now();
-        while raw.len() < BATCH_BLOCKS && approx_txs < BATCH_TXS {
-            match blocks.next() {
-                Some(Ok(block)) => {
-                    approx_txs += block.bytes.len() / 120;
-                    raw.push(block);
-                }
-                Some(Err(err)) => {
-                    error = Some(Error::Read(err));
-                    break;
-                }
-                None => break,
-            }
-        }
-        stages.read = read_start.elapsed();
-        if raw.is_empty() && error.is_none() {
-            return;
-        }
-        let (blocks_ok, failure) = decode_batch(name, spec, first_new, raw, &mut stages);
-        // A decoding failure comes before any read failure after it.
-        let error = failure.or(error);
-        let last = blocks_ok.last().map(|d| d.block.header.number);
-        if let Some(last) = last {
-            highest_read.fetch_max(last, Ordering::Relaxed);
-        }
-        let stop = error.is_some();
-        let batch = Prepared {
-            blocks: blocks_ok,
-            error,
-            stages,
-        };
-        if sender.send(batch).is_err() || stop {
-            return;
-        }
-    }
-}
-
-/// Decodes a batch and recovers its senders in parallel. Returns the blocks before the first
-/// one that fails, and that failure: the blocks before it are still imported.
-fn decode_batch(
-    name: &str,
-    spec: &ChainSpec,
-    first_new: u64,
-    raw: Vec<RawBlock>,
-    stages: &mut StageTimes,
-) -> (Vec<Decoded>, Option<Error>) {
-    let decode_start = Instant::now();
-    let decoded: Vec<Result<Decoded>> = on_recovery_threads(|| {
-        raw.into_par_iter()
-            .map(|raw| decode_block(name, raw))
-            .collect()
-    });
-    stages.decode = decode_start.elapsed();
-    let senders_start = Instant::now();
-    // Blocks already stored are only compared with the stored ones, by hash.
-    let recovered: Vec<(Result<Decoded>, Duration)> = on_recovery_threads(|| {
-        decoded
-            .into_par_iter()
-            // One block at a time: a block a recovery thread has taken waits while it is kept off
-            // the cores, so it takes no more than one.
-            .with_max_len(1)
-            .map(|decoded| {
-                let cpu_start = thread_cpu_time();
-                let result = decoded.and_then(|d| {
-                    if d.block.header.number < first_new {
-                        Ok(d)
-                    } else {
-                        recover_senders(spec, name, d)
-                    }
-                });
-                (result, thread_cpu_time().saturating_sub(cpu_start))
-            })
-            .collect()
-    });
-    stages.senders = senders_start.elapsed();
-    let mut blocks = Vec::with_capacity(recovered.len());
-    for (block, cpu) in recovered {
-        stages.senders_cpu += cpu;
-        match block {
-            Ok(block) => blocks.push(block),
-            Err(err) => return (blocks, Some(err)),
-        }
-    }
-    (blocks, None)
-}
-
-/// Runs `work` on the threads that decode and recover senders: one per core, every one in
-/// Linux's idle scheduling class, so that they run only on cores nothing else wants. The
-/// executing thread bounds an import, and it waits for the side work it hands out (rayon's
-/// pool hashes the transactions root and the receipts beside execution; the compressing thread
-/// compresses the block beside its writes): a recovery thread at normal priority held a core
-/// those threads then waited for, and the executing thread with them. Sender recovery still
-/// takes the core the executing thread leaves, and both cores when it waits for a batch. If
-/// that pool cannot be built, rayon's global pool does the work.
-fn on_recovery_threads<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
-    let pool = POOL.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(cores)
-            .thread_name(|i| format!("recover-{i}"))
-            .start_handler(|_| run_at_idle_priority())
-            .build()
-            .ok()
-    });
-    match pool {
-        Some(pool) => pool.install(work),
-        None => work(),
-    }
-}
-
-/// The thread that compresses each block's body and receipts while the executing thread
-/// writes its state (`None` if it cannot be started: they are compressed in turn). At normal
-/// priority, it takes its share of the core the idle recovery thread would have had.
-fn compressing_thread() -> Option<&'static rayon::ThreadPool> {
-    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .thread_name(|_| "compress".to_string())
-            .build()
-            .ok()
-    })
-    .as_ref()
-}
-
-/// Moves the calling thread to Linux's idle scheduling class (or, where that is refused, to
-/// the lowest priority), so that it never takes a core from a thread that wants it.
-fn run_at_idle_priority() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler and setpriority only read the arguments given; pid/who 0 is
-    // the calling thread.
-    let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0;
-    if !idle {
-        let lowest = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) } == 0;
-        tracing::debug!(
-            lowest,
-            "idle scheduling class refused for a recovery thread"
-        );
-    }
-}
-
-/// CPU time the calling thread has used so far: a stage's own cost, which its wall time
-/// overstates while other threads compete for the cores.
-fn thread_cpu_time() -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes only into the timespec it is given.
-    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
-    if status != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
-}
-
-fn recover_senders(spec: &ChainSpec, name: &str, mut d: Decoded) -> Result<Decoded> {
-    // EIP-2 (Homestead) rejects high-s signatures; Frontier accepted them.
-    let homestead = spec.is_homestead_active_at_block(d.block.header.number);
-    d.block.senders = d
-        .block
-        .body
-        .transactions
-        .iter()
-        .enumerate()
-        .map(|(index, tx)| {
-            // The hash is cached in the transaction: computed here, on a recovery thread, the
-            // executing thread (which bounds an import) finds it when it stores the block.
-            tx.tx_hash();
-            let recovered = if homestead {
-                tx.recover_signer()
-            } else {
-                tx.recover_signer_unchecked()
-            };
-            recovered.map_err(|e| Error::Sender {
-                path: name.to_string(),
-                offset: d.offset,
-                number: d.block.header.number,
-                index,
-                reason: e.to_string(),
-            })
-        })
-        .collect::<Result<_>>()?;
-    Ok(d)
-}
-
-/// Decodes one raw block as ingest does: the fuzz targets' way in.
-#[doc(hidden)]
-pub fn decode_raw_block(raw: RawBlock) -> Result<SealedBlock> {
-    decode_block("fuzz", raw).map(|decoded| decoded.block)
-}
-
-fn decode_block(name: &str, raw: RawBlock) -> Result<Decoded> {
-    let mut bytes = raw.bytes.as_slice();
-    let decode_err = |reason: String| Error::Decode {
-        path: name.to_string(),
-        offset: raw.offset,
-        reason,
-    };
-    let block = Block::<TxEnvelope>::decode(&mut bytes).map_err(|e| decode_err(e.to_string()))?;
-    if !bytes.is_empty() {
-        return Err(decode_err(format!(
-            "{} bytes left over after the block",
-            bytes.len()
-        )));
-    }
-    // A block holds blob transactions in their canonical form; the network form, with the
-    // blobs, commitments and proofs, is for the transaction pool only (EIP-4844).
-    if let Some(index) = block.body.transactions.iter().position(|tx| {
-        matches!(tx, TxEnvelope::Eip4844(signed)
-            if matches!(signed.tx(), TxEip4844Variant::TxEip4844WithSidecar(_)))
-    }) {
-        return Err(decode_err(format!(
-            "transaction {index} is a blob transaction in its network form (with its blobs), \
-             which a block may not hold"
-        )));
-    }
-    let hash = block.header.hash_slow();
-    Ok(Decoded {
-        offset: raw.offset,
-        block: SealedBlock {
-            hash,
-            header: block.header,
-            body: block.body,
-            senders: Vec::new(),
-        },
-    })
 }
 
 #[cfg(test)]
