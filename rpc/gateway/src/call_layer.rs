@@ -15,7 +15,7 @@ use crate::{
     metrics::Outcome,
     reply::Reply,
     service::Service,
-    table::Table,
+    table::{Row, Table},
     transactions,
     verdict::Refusal,
 };
@@ -185,82 +185,112 @@ impl Calls {
         allow.admit_call(request.method_name(), addresses, request.params.as_deref())
     }
 
+    /// One call: its row looked up once, then admitted by the key's and its JWT's allowlists,
+    /// weighed against the key's limits, answered (by the table, the transactions upstream or
+    /// the partner), and counted.
     async fn answer(&self, request: Request<'_>) -> Reply {
-        let service = &self.service;
         let row = self.table.row(request.method_name());
         let Some(caller) = request.extensions().get::<Caller>().cloned() else {
             return self.table.answer(row, request).await;
         };
         let started = Instant::now();
-        // Metrics count methods not served as "unknown".
-        let method = row.map_or("unknown", |row| row.name);
-        let addresses = row.map_or(AddressParams::NoAddress, |row| row.addresses);
-        let id = request.id().into_owned();
-        let network = caller.network;
-        let finish = |response: Reply, outcome: Outcome| {
-            let took = started.elapsed();
-            service.metrics.call(network, method, outcome, took);
-            tracing::debug!(
-                network = %service.networks[network].name,
-                method,
-                key = %caller.grant.id,
-                outcome = ?outcome,
-                micros = took.as_micros() as u64,
-                "call"
-            );
-            response
+        let (reply, outcome) = match self.admit_call(&caller, row, &request) {
+            Err(refused) => refused,
+            Ok(()) => match self.limit(&caller, row, &request).await {
+                Err(refused) => refused,
+                Ok(()) => self.route(&caller, row, request).await,
+            },
         };
-        // A WebSocket outlives the checks at its upgrade; a key's allowlists change.
+        self.count(&caller, row, outcome, started);
+        reply
+    }
+
+    /// The call against the key as the store says now (a WebSocket outlives the checks at its
+    /// upgrade, and a key's allowlists change) and against its JWT: a refusal's answer.
+    fn admit_call(
+        &self,
+        caller: &Caller,
+        row: Option<&Row>,
+        request: &Request<'_>,
+    ) -> Result<(), (Reply, Outcome)> {
+        let service = &self.service;
+        let id = || request.id().into_owned();
         let Some(allow) = service.keys.now(&caller.grant) else {
             let error = ErrorObject::owned(-32600, "invalid API key: revoked", None::<()>);
-            return finish(Reply::error(id, error), Outcome::Revoked);
+            return Err((Reply::error(id(), error), Outcome::Revoked));
         };
+        let addresses = row.map_or(AddressParams::NoAddress, |row| row.addresses);
         let refused = match allow.filter(|_| !caller.bypass_allowlists) {
-            Some(allow) => self.admit(&caller, &allow, &request, addresses),
+            Some(allow) => self.admit(caller, &allow, request, addresses),
             None => Ok(()),
         }
         .and_then(|()| {
             caller.token.as_deref().map_or(Ok(()), |token| {
                 let live = service.keys.verifies_still(&caller.grant, token);
-                admit_token(token, live, &request, addresses)
+                admit_token(token, live, request, addresses)
             })
         });
-        if let Err(refusal) = refused {
-            service.metrics.not_allowed(network, refusal.rule);
-            tracing::info!(key = %caller.grant.id, method, rule = refusal.rule.label(), "call refused by the key's or its JWT's allowlists");
-            let mut response = Reply::error(id, refusal.error());
-            response.extensions_mut().insert(RefusedByAllowlist);
-            return finish(response, Outcome::NotAllowed);
-        }
+        let Err(refusal) = refused else {
+            return Ok(());
+        };
+        service.metrics.not_allowed(caller.network, refusal.rule);
+        let method = row.map_or("unknown", |row| row.name);
+        tracing::info!(key = %caller.grant.id, method, rule = refusal.rule.label(), "call refused by the key's or its JWT's allowlists");
+        let mut response = Reply::error(id(), refusal.error());
+        response.extensions_mut().insert(RefusedByAllowlist);
+        Err((response, Outcome::NotAllowed))
+    }
+
+    /// The call's weight against its key's plan limits: a refusal's answer.
+    async fn limit(
+        &self,
+        caller: &Caller,
+        row: Option<&Row>,
+        request: &Request<'_>,
+    ) -> Result<(), (Reply, Outcome)> {
+        let service = &self.service;
+        let network = caller.network;
         let limits = service.plans.limits(caller.grant.plan);
         let head = service.metrics.status[network].head.load(Ordering::Relaxed);
+        let method = request.method_name();
         let declared = row.and_then(|row| row.weight);
-        let weight = service.weights.of_call(
-            request.method_name(),
-            declared,
-            request.params.as_deref(),
-            head,
-        );
-        if let Err(refusal) = service
+        let weight = (service.weights).of_call(method, declared, request.params.as_deref(), head);
+        let Err(refusal) = service
             .limiter
             .admit(&caller.grant.id, limits, weight)
             .await
-        {
-            if refusal == Refusal::Unavailable {
-                let error = refusal_error(&refusal, request.method_name(), weight);
-                return finish(Reply::error(id, error), Outcome::Error);
-            }
-            service
-                .metrics
-                .refusal(network, matches!(refusal, Refusal::Daily { .. }));
-            tracing::info!(key = %caller.grant.id, reason = refusal.reason(), "call refused by the key's plan limits");
-            let error = refusal_error(&refusal, request.method_name(), weight);
-            let mut response = Reply::error(id, error);
-            response.extensions_mut().insert(RateLimited {
-                retry_after: refusal.retry_after(),
-            });
-            return finish(response, Outcome::RateLimited);
+        else {
+            return Ok(());
+        };
+        let error = refusal_error(&refusal, method, weight);
+        let id = request.id().into_owned();
+        if refusal == Refusal::Unavailable {
+            return Err((Reply::error(id, error), Outcome::Error));
         }
+        service
+            .metrics
+            .refusal(network, matches!(refusal, Refusal::Daily { .. }));
+        tracing::info!(key = %caller.grant.id, reason = refusal.reason(), "call refused by the key's plan limits");
+        let mut response = Reply::error(id, error);
+        response.extensions_mut().insert(RateLimited {
+            retry_after: refusal.retry_after(),
+        });
+        Err((response, Outcome::RateLimited))
+    }
+
+    /// The answer of an admitted call: from the network's transactions upstream for what only
+    /// a pool knows, else the table's, else (for a method the spec lets a partner answer, when
+    /// this node could not) the partner's.
+    async fn route(
+        &self,
+        caller: &Caller,
+        row: Option<&Row>,
+        request: Request<'_>,
+    ) -> (Reply, Outcome) {
+        let service = &self.service;
+        let network = caller.network;
+        let method = row.map_or("unknown", |row| row.name);
+        let id = request.id().into_owned();
         let forwardable = row.is_some_and(|row| row.forwardable);
         let partner = service.networks[network]
             .partner_url
@@ -282,7 +312,7 @@ impl Calls {
             // Boxed, as the partner's ask below: these futures are kilobytes, and every call's
             // future (moved as each layer takes it) would otherwise be as large.
             let reply = Box::pin(transactions::pool_reply(service, id, url, method, params)).await;
-            return finish(reply, Outcome::Forwarded);
+            return (reply, Outcome::Forwarded);
         }
         let response = self.table.answer(row, request).await;
         if let Some(url) = &pool
@@ -290,38 +320,52 @@ impl Calls {
             && response.json().ends_with(r#""result":null}"#)
         {
             let reply = Box::pin(transactions::pool_reply(service, id, url, method, params)).await;
-            return finish(reply, Outcome::Forwarded);
+            return (reply, Outcome::Forwarded);
         }
-        let Some(url) = partner else {
-            let outcome = own_outcome(&response);
-            return finish(response, outcome);
-        };
         let syncing = service.metrics.status[network]
             .syncing
             .load(Ordering::Relaxed);
-        if !needs_partner(&response, syncing) {
+        let Some(url) = partner.filter(|_| needs_partner(&response, syncing)) else {
             let outcome = own_outcome(&response);
-            return finish(response, outcome);
-        }
+            return (response, outcome);
+        };
         let timeout = service.forward_timeout;
         let asked = Box::pin(service.remotes.ask(&url, timeout, method, params)).await;
         service.metrics.forward(network, method, asked.is_ok());
         let max = service.max_response_bytes as usize;
+        let name = &service.networks[network].name;
         match asked {
             Ok(answer) => {
-                tracing::info!(network = %service.networks[network].name, method, key = %caller.grant.id, "answered by the partner");
+                tracing::info!(network = %name, method, key = %caller.grant.id, "answered by the partner");
                 let forwarded = match answer {
                     Ok(result) => Reply::result(id, &result, max),
                     Err(error) => Reply::error(id, error),
                 };
-                finish(forwarded, Outcome::Forwarded)
+                (forwarded, Outcome::Forwarded)
             }
             Err(why) => {
-                tracing::warn!(network = %service.networks[network].name, method, "the partner did not answer: {why}");
+                tracing::warn!(network = %name, method, "the partner did not answer: {why}");
                 let outcome = own_outcome(&response);
-                finish(response, outcome)
+                (response, outcome)
             }
         }
+    }
+
+    /// Counts and logs a call that ended with `outcome` (key id, never the key); methods not
+    /// served count as "unknown".
+    fn count(&self, caller: &Caller, row: Option<&Row>, outcome: Outcome, started: Instant) {
+        let service = &self.service;
+        let (network, method) = (caller.network, row.map_or("unknown", |row| row.name));
+        let took = started.elapsed();
+        service.metrics.call(network, method, outcome, took);
+        tracing::debug!(
+            network = %service.networks[network].name,
+            method,
+            key = %caller.grant.id,
+            outcome = ?outcome,
+            micros = took.as_micros() as u64,
+            "call"
+        );
     }
 }
 
