@@ -38,12 +38,13 @@
 //!   directly above it says "revert", with error code 3 (execution reverted).
 //!
 //! docs/examples.md ("Every method on the dev chain") must hold at least 40 curl examples, and
-//! every method of the method table (the method names quoted in rpc/eth/src/methods.rs) and every
-//! filter method must have one, so that an edit cannot empty the check by accident and a new
+//! every eth_, net_, web3_, debug_ and rollup_ method of the method table
+//! (`quarry_gateway::served_methods`) must have one but the three a curl cannot show (a
+//! WebSocket's eth_subscribe and eth_unsubscribe, and eth_sendRawTransactionSync), so that an edit cannot empty the check by accident and a new
 //! method cannot go unshown. Every command that `quarry --help` lists has a section headed
 //! ``## `quarry COMMAND ...` `` in docs/commands.md, and every command but the four named above
 //! has a command example that is run. Every field of `quarry serve`'s config
-//! (rpc/gateway/src/config.rs and rpc/gateway/src/weights.rs) is named in docs/configuration.md.
+//! (rpc/gateway/src/config.rs and rpc/gateway/src/limits/weights.rs) is named in docs/configuration.md.
 //! Every link from one page to another names a page of the book and, after `#`, a heading of
 //! that page.
 
@@ -381,37 +382,25 @@ fn check(
     }
 }
 
-/// The method names quoted in rpc/eth/src/methods.rs (the method table), and the filter and
-/// transaction methods the gateway answers itself.
+/// The methods of the method table (`quarry_gateway::served_methods`) that a curl example on
+/// the dev chain can show.
 fn served_methods() -> Vec<String> {
-    let table = Path::new(env!("CARGO_MANIFEST_DIR")).join("rpc/eth/src/methods.rs");
-    let text = std::fs::read_to_string(table).unwrap();
-    let mut methods: Vec<String> = text
-        .split('"')
-        .skip(1)
-        .step_by(2)
-        .filter(|quoted| {
-            let (prefix, name) = quoted.split_once('_').unwrap_or_default();
+    // Shown elsewhere than by a curl example: a WebSocket's subscriptions, and the sending
+    // that waits for a transactions upstream's receipt.
+    const NOT_BY_CURL: [&str; 3] = [
+        "eth_subscribe",
+        "eth_unsubscribe",
+        "eth_sendRawTransactionSync",
+    ];
+    quarry_gateway::served_methods()
+        .into_iter()
+        .filter(|method| {
+            let (prefix, _) = method.split_once('_').unwrap_or_default();
             ["eth", "net", "web3", "debug", "rollup"].contains(&prefix)
-                && !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_alphanumeric())
+                && !NOT_BY_CURL.contains(method)
         })
-        .map(str::to_string)
-        .collect();
-    methods.extend(
-        [
-            "eth_newFilter",
-            "eth_newBlockFilter",
-            "eth_getFilterChanges",
-            "eth_getFilterLogs",
-            "eth_uninstallFilter",
-            "eth_sendRawTransaction",
-        ]
-        .map(String::from),
-    );
-    methods.sort();
-    methods.dedup();
-    methods
+        .map(String::from)
+        .collect()
 }
 
 #[test]
@@ -437,14 +426,14 @@ fn every_served_method_has_an_example() {
 }
 
 /// Every field of `quarry serve`'s config (rpc/gateway/src/config.rs and its `[weights]` in
-/// rpc/gateway/src/weights.rs) is named on the book's configuration page.
+/// rpc/gateway/src/limits/weights.rs) is named on the book's configuration page.
 #[test]
 fn every_config_key_is_documented() {
     let documented = page("docs/configuration.md").text;
     let gateway = root().join("rpc/gateway/src");
     let mut missing = Vec::new();
     let mut fields = 0;
-    for file in ["config.rs", "weights.rs"] {
+    for file in ["config.rs", "limits/weights.rs"] {
         let source = std::fs::read_to_string(gateway.join(file)).unwrap();
         let source = source.split("#[cfg(test)]").next().unwrap_or_default();
         for line in source.lines() {

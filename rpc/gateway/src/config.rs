@@ -2,7 +2,7 @@
 //! the API keys and their plans' limits, request limits, partner forwarding, and optionally
 //! the blocks that `safe` and `finalized` name.
 
-pub use crate::weights::WeightsConfig;
+pub use crate::limits::weights::WeightsConfig;
 use serde::Deserialize;
 use std::{
     collections::HashSet,
@@ -345,7 +345,7 @@ const fn default_max_connections() -> u32 {
 fn is_upstream_url(url: &str, ws: bool) -> bool {
     url.starts_with("http://")
         || url.starts_with("https://")
-        || (ws && crate::remotes::is_ws_url(url))
+        || (ws && crate::call::remotes::is_ws_url(url))
 }
 const fn default_transactions_timeout_ms() -> u64 {
     10_000
@@ -446,10 +446,10 @@ impl Config {
                 }
             }
         }
-        crate::cors::CorsOrigins::parse(&config.cors_origins)
+        crate::access::cors::CorsOrigins::parse(&config.cors_origins)
             .map_err(|e| format!("cors_origins: {e}"))?;
         for (i, network) in config.networks.iter().enumerate() {
-            crate::cors::CorsOrigins::parse(&network.cors_origins)
+            crate::access::cors::CorsOrigins::parse(&network.cors_origins)
                 .map_err(|e| format!("networks[{i}].cors_origins: {e}"))?;
         }
         for (field, url) in [

@@ -3,10 +3,10 @@
 
 use crate::{
     Config, Networks,
-    caller::{Caller, Network},
-    keys::KeyGrant,
+    access::caller::{Caller, Network},
+    access::keys::KeyGrant,
+    call::table::{Context, Table},
     service::Service,
-    table::{Context, Table},
 };
 use jsonrpsee::types::{Id, Request};
 use quarry_eth::{Node, params::FromArg};
@@ -18,7 +18,7 @@ use std::sync::Arc;
 pub fn logs_filter(value: &Value) {
     if quarry_eth::log_filter::Filter::from_arg(value).is_ok() {
         let params = serde_json::value::to_raw_value(&[value]).ok();
-        let weights = crate::weights::Weights::new(&Default::default());
+        let weights = crate::limits::weights::Weights::new(&Default::default());
         let _ = weights.of_call("eth_getLogs", None, params.as_deref(), u64::MAX / 2);
     }
 }
@@ -35,7 +35,9 @@ pub fn call_object(value: &Value) {
 
 /// The JSON-RPC envelope of an HTTP body or WebSocket message, and the rewriting of an answer.
 pub fn envelope(body: &[u8], answer: &str) {
-    if let crate::envelope::BodyPlan::Rewrite(rewrite) = crate::envelope::inspect(body, 100) {
+    if let crate::call::envelope::BodyPlan::Rewrite(rewrite) =
+        crate::call::envelope::inspect(body, 100)
+    {
         let _ = rewrite.finish(answer);
     }
 }
@@ -65,17 +67,18 @@ impl Harness {
             partner_url: None,
             transactions_url: None,
             peers: Vec::new(),
-            cors: crate::cors::CorsOrigins::Any,
+            cors: crate::access::cors::CorsOrigins::Any,
             db,
         };
         let service = Arc::new(Service::new(&config, vec![network]).map_err(|e| e.to_string())?);
-        let pools = crate::pool::Pools::new(&config).map_err(|e| e.to_string())?;
+        let pools = crate::limits::pool::Pools::new(&config).map_err(|e| e.to_string())?;
         let context = Context {
             service,
             networks: Networks(vec![Arc::new(node)]),
             pools,
         };
-        let table = Table::new(context, config.max_response_bytes).map_err(|e| e.to_string())?;
+        let table = Table::new(crate::rows(), context, config.max_response_bytes)
+            .map_err(|e| e.to_string())?;
         let grant = KeyGrant {
             id: "fuzz".into(),
             hash: Default::default(),

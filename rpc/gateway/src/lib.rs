@@ -4,49 +4,29 @@
 //! metrics, config, readiness, filters and subscriptions, and partner forwarding. The answers
 //! themselves come from quarry-eth's method table.
 
-pub mod allowlists;
-mod answer;
-mod call_layer;
-mod caller;
-mod compression;
+// The rooms a request walks down through, and its answer back up: the transports (HTTP and
+// WebSocket connections, compression), access (the gate: network by Host, API key, CORS), the
+// method call (a body's calls, the call layer that admits each against the key's allowlists,
+// weighs it against its limits and routes it, and the method table) with the limits it
+// consults (weights, rate limits, the pools heavy jobs run on), and subscriptions (what
+// outlives a call). Beside them, what the whole service shares: its config, state, networks,
+// metrics and readiness.
+mod access;
+mod call;
 mod config;
-mod connections;
-pub mod cors;
-mod envelope;
-mod filters;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzz;
-mod gate;
-mod gzip;
-mod heap_buffer;
-mod heavy;
-mod http;
-mod http_reply;
-pub mod key_jwts;
-pub mod key_secrets;
-pub mod keys;
 mod limits;
 mod metrics;
-mod named_addresses;
 mod networks;
-mod notifications;
-mod pool;
 mod ready;
-mod remotes;
-mod reply;
 mod service;
-mod service_methods;
-mod shared_limits;
-mod sub_kind;
 mod subscriptions;
-mod table;
-mod transactions;
-mod verdict;
-mod weights;
-mod ws;
+mod transport;
 
-pub use caller::Networks;
+pub use access::caller::Networks;
+pub use access::{allowlists, cors, key_jwts, key_secrets, keys};
 pub use config::{ApiKey, Config, ConfigError, NetworkConfig, Plan};
 
 use jsonrpsee::server::ServerHandle;
@@ -77,6 +57,27 @@ pub struct RunningServer {
     pub networks: Vec<String>,
 }
 
+/// Every method quarry serves, one row each: the service's own (subscriptions, filters,
+/// transactions) and quarry-eth's table.
+fn rows() -> Vec<call::table::Row> {
+    let mut rows = subscriptions::methods::subscriptions();
+    rows.extend(subscriptions::methods::filters());
+    rows.extend(call::transactions::transactions());
+    rows.extend(
+        quarry_eth::methods()
+            .into_iter()
+            .map(call::table::from_node),
+    );
+    rows
+}
+
+/// The names of every method quarry serves, sorted.
+pub fn served_methods() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = rows().iter().map(|row| row.name).collect();
+    names.sort_unstable();
+    names
+}
+
 /// Starts the server on `config.listen` (port 0 picks a free port) and returns at once. It
 /// serves the config's networks, or `default_db` on any host when the config declares none.
 pub async fn start(
@@ -88,24 +89,32 @@ pub async fn start(
     let networks = opened.into_iter().map(|(network, _)| network).collect();
     let service = Arc::new(service::Service::new(config, networks).map_err(ServeError::Open)?);
     service.watch();
-    let pools = pool::Pools::new(config).map_err(|e| ServeError::ReadPool(e.to_string()))?;
+    let pools =
+        limits::pool::Pools::new(config).map_err(|e| ServeError::ReadPool(e.to_string()))?;
     let poll = std::time::Duration::from_millis(config.new_block_poll_ms.max(1));
     for (network, node) in nodes.iter().enumerate() {
-        let sink = Arc::new(notifications::NetworkEvents::new(service.clone(), network));
+        let sink = Arc::new(subscriptions::notifications::NetworkEvents::new(
+            service.clone(),
+            network,
+        ));
         quarry_eth::watch(node.clone(), network, sink, poll)
             .map_err(|e| ServeError::Open(format!("cannot start the new-block watchers: {e}")))?;
     }
-    let context = table::Context {
+    let context = call::table::Context {
         service: service.clone(),
         networks: Networks(nodes),
         pools,
     };
-    let table = table::Table::new(context, config.max_response_bytes)?;
+    let table = call::table::Table::new(rows(), context, config.max_response_bytes)?;
     // HTTP and WebSockets are quarry's own transports (see `http` and `ws`), both answering
     // through the same call layer over the method table.
-    let rpc = call_layer::Calls::new(service.clone(), table);
-    let websockets = Arc::new(ws::WsTransport::new(config, service.clone(), rpc.clone()));
-    let gate = gate::Gate::new(service.clone(), rpc, answer::BodyLimits::of(config));
+    let rpc = call::layer::Calls::new(service.clone(), table);
+    let websockets = Arc::new(transport::ws::WsTransport::new(
+        config,
+        service.clone(),
+        rpc.clone(),
+    ));
+    let gate = access::gate::Gate::new(service.clone(), rpc, call::body::BodyLimits::of(config));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind {
@@ -116,14 +125,14 @@ pub async fn start(
         addr: config.listen,
         source,
     })?;
-    let transport = Arc::new(http::HttpTransport::new(
+    let transport = Arc::new(transport::http::HttpTransport::new(
         gate,
         websockets,
         config.max_request_bytes,
         config.max_connections,
     ));
     let (stop, handle) = jsonrpsee::server::stop_channel();
-    tokio::spawn(http::serve(listener, transport, stop));
+    tokio::spawn(transport::http::serve(listener, transport, stop));
     Ok(RunningServer {
         local_addr,
         handle,

@@ -5,7 +5,7 @@
 //! each network's lag behind the best head known (`/ready`); Redis' answers, failures and
 //! latency, and what the limiter did while Redis was unreachable.
 
-use crate::allowlists::Rule;
+use crate::access::allowlists::Rule;
 use std::{
     collections::HashMap,
     fmt::Write,

@@ -4,9 +4,9 @@
 
 use crate::{
     ServeError,
-    caller::Network,
+    access::caller::Network,
+    access::cors::CorsOrigins,
     config::{Config, NetworkConfig},
-    cors::CorsOrigins,
 };
 use quarry_eth::{BlockMarks, LogsConfig, Node, NodeConfig};
 use quarry_storage::Database;

@@ -3,16 +3,16 @@
 //! that keeps keys and network status fresh.
 
 use crate::{
-    caller::Network,
+    access::caller::Network,
+    access::keys::{KeyError, KeyRing, KeySource},
     config::{Config, Plans},
-    connections::{Connection, Connections},
-    filters::Filters,
-    keys::{KeyError, KeyRing, KeySource},
-    limits::Limiter,
+    limits::local::Limiter,
+    limits::weights::Weights,
     metrics::{Metrics, Store},
-    sub_kind::{SubId, SubKind, new_id},
-    subscriptions::Hub,
-    weights::Weights,
+    subscriptions::connections::{Connection, Connections},
+    subscriptions::filters::Filters,
+    subscriptions::hub::Hub,
+    subscriptions::kind::{SubId, SubKind, new_id},
 };
 use quarry_eth::RpcError;
 use std::{
@@ -36,7 +36,7 @@ pub struct Service {
     pub forward_timeout: Duration,
     pub transactions_timeout: Duration,
     /// The clients of the partners, peers and transactions upstreams, kept between calls.
-    pub remotes: crate::remotes::Remotes,
+    pub remotes: crate::call::remotes::Remotes,
     pub max_response_bytes: u32,
     /// Per network: its subscriptions.
     pub hubs: Vec<Hub>,

@@ -9,15 +9,15 @@
 //! key).
 
 use crate::{
-    allowlists::{Holder, KeyAllowlists, NotAllowed, Rule},
-    caller::Caller,
-    key_jwts::TokenGrant,
+    access::allowlists::{Holder, KeyAllowlists, NotAllowed, Rule},
+    access::caller::Caller,
+    access::key_jwts::TokenGrant,
+    call::reply::Reply,
+    call::table::{Row, Table},
+    call::transactions,
+    limits::verdict::Refusal,
     metrics::Outcome,
-    reply::Reply,
     service::Service,
-    table::{Row, Table},
-    transactions,
-    verdict::Refusal,
 };
 use jsonrpsee::{
     BatchResponseBuilder, MethodResponse,

@@ -7,10 +7,10 @@
 //! `transactions_timeout_ms`; transactions are counted by outcome.
 
 use crate::{
-    caller::Caller,
-    reply::Reply,
+    access::caller::Caller,
+    call::reply::Reply,
+    call::table::{Call, Context, MethodFn, Row},
     service::Service,
-    table::{Call, Context, MethodFn, Row},
 };
 use alloy_primitives::Bytes;
 use jsonrpsee::{Extensions, types::ErrorObjectOwned};

@@ -3,8 +3,8 @@
 //! connections' writer tasks only send.
 
 use crate::{
-    connections::Connection,
-    sub_kind::{SubId, SubKind},
+    subscriptions::connections::Connection,
+    subscriptions::kind::{SubId, SubKind},
 };
 use quarry_eth::{
     Result, RpcError, Syncing,

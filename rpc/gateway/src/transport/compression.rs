@@ -4,7 +4,7 @@
 //! (`Transfer-Encoding: chunked`), so that besides the answer itself one chunk of compressed
 //! bytes is in memory; a small one is compressed whole and sent with its length.
 
-use crate::{gzip::GzipEncoder, heap_buffer::HeapBuffer};
+use crate::{transport::gzip::GzipEncoder, transport::heap_buffer::HeapBuffer};
 use bytes::Bytes;
 use std::io::Write;
 use tokio::{io::AsyncWriteExt, net::TcpStream};

@@ -11,10 +11,10 @@
 //! third more CPU per request than this loop does (bench/serve.sh), and every request pays it.
 
 use crate::{
-    compression::{self, COMPRESS_FROM, ContentEncoding},
-    gate::{Gate, Route},
-    http_reply::HttpReply,
-    ws::WsTransport,
+    access::gate::{Gate, Route},
+    transport::compression::{self, COMPRESS_FROM, ContentEncoding},
+    transport::http_reply::HttpReply,
+    transport::ws::WsTransport,
 };
 use bytes::{Buf, Bytes, BytesMut};
 use jsonrpsee::server::{ConnectionGuard, HttpRequest, StopHandle, http::response};
@@ -224,7 +224,7 @@ impl HttpTransport {
         mut stream: TcpStream,
         buf: BytesMut,
         head: Head,
-        caller: crate::caller::Caller,
+        caller: crate::access::caller::Caller,
     ) {
         let accept = match self.websockets.handshake(&head.request) {
             Ok(accepted) => accepted,

@@ -9,10 +9,10 @@
 //! filters that match them, so a filter costs a pointer per entry.
 
 use crate::{
+    access::keys::KeyGrant,
     config::Config,
-    keys::KeyGrant,
     metrics::Metrics,
-    sub_kind::{SubId, new_id},
+    subscriptions::kind::{SubId, new_id},
 };
 use alloy_primitives::B256;
 use quarry_eth::{

@@ -12,13 +12,13 @@
 //! reader stops reading while that many are running, so they are bounded too.
 
 use crate::{
-    answer::{self, BodyLimits},
-    call_layer::Calls,
-    caller::Caller,
+    access::caller::Caller,
+    call::body::{self, BodyLimits},
+    call::layer::Calls,
     config::Config,
-    connections::{Connection, SendLimits, write},
-    notifications,
     service::Service,
+    subscriptions::connections::{Connection, SendLimits, write},
+    subscriptions::notifications,
 };
 use futures_util::StreamExt;
 use jsonrpsee::server::HttpRequest;
@@ -155,7 +155,7 @@ impl WsTransport {
         let mut extensions = jsonrpsee::Extensions::new();
         extensions.insert(conn.caller.clone());
         extensions.insert(conn.clone());
-        let answer = answer::answer(&self.rpc, self.bodies, text.as_bytes(), extensions).await;
+        let answer = body::answer(&self.rpc, self.bodies, text.as_bytes(), extensions).await;
         // jsonrpsee answers a notification it did not run with `null`: no answer.
         (!answer.text.is_empty() && answer.text != "null").then_some(answer.text)
     }

@@ -4,8 +4,8 @@
 //! subscriptions, and the registry of every open connection (for revocation).
 
 use crate::{
-    caller::Caller,
-    sub_kind::{SubId, SubKind},
+    access::caller::Caller,
+    subscriptions::kind::{SubId, SubKind},
 };
 use futures_util::SinkExt;
 use std::{

@@ -7,12 +7,11 @@
 
 use crate::{
     ServeError,
-    caller::Networks,
-    heavy,
-    pool::{Pools, ReadPool},
-    reply::Reply,
+    access::caller::Networks,
+    call::reply::Reply,
+    limits::heavy,
+    limits::pool::{Pools, ReadPool},
     service::Service,
-    service_methods, transactions,
 };
 use jsonrpsee::{
     Extensions,
@@ -68,15 +67,6 @@ where
     })
 }
 
-/// Every method quarry serves: quarry-eth's table and the service's own.
-pub fn rows() -> Vec<Row> {
-    let mut rows = service_methods::subscriptions();
-    rows.extend(service_methods::filters());
-    rows.extend(transactions::transactions());
-    rows.extend(quarry_eth::methods().into_iter().map(from_node));
-    rows
-}
-
 /// The served methods by name, and what they answer with.
 pub struct Table {
     rows: HashMap<&'static str, Row>,
@@ -85,10 +75,14 @@ pub struct Table {
 }
 
 impl Table {
-    /// Every row of `rows()`, answering over `context`.
-    pub fn new(context: Context, max_response_bytes: u32) -> Result<Self, ServeError> {
+    /// `rows` by name (each method once), answering over `context`.
+    pub fn new(
+        rows: Vec<Row>,
+        context: Context,
+        max_response_bytes: u32,
+    ) -> Result<Self, ServeError> {
         let mut table = HashMap::new();
-        for row in rows() {
+        for row in rows {
             if let Some(twice) = table.insert(row.name, row) {
                 return Err(ServeError::Register(twice.name.to_string()));
             }
@@ -144,7 +138,7 @@ impl Table {
 }
 
 /// A quarry-eth method as a row: its answer runs where its cost class says.
-fn from_node(spec: MethodSpec<Answer>) -> Row {
+pub fn from_node(spec: MethodSpec<Answer>) -> Row {
     let MethodSpec {
         name,
         params,
@@ -259,13 +253,12 @@ async fn snapshot(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use quarry_eth::AddressParams;
     use std::collections::HashSet;
 
     #[test]
     fn every_method_is_one_row() {
-        let rows = rows();
+        let rows = crate::rows();
         let mut names = HashSet::new();
         for row in &rows {
             assert!(names.insert(row.name), "{} declared twice", row.name);
@@ -277,7 +270,7 @@ mod tests {
 
     #[test]
     fn the_spec_says_which_methods_a_partner_may_answer() {
-        let mut forwardable: Vec<&str> = rows()
+        let mut forwardable: Vec<&str> = crate::rows()
             .iter()
             .filter(|row| row.forwardable)
             .map(|row| row.name)
@@ -291,7 +284,7 @@ mod tests {
                 "eth_getUncleByBlockHashAndIndex"
             ]
         );
-        let mut txpool: Vec<&str> = rows()
+        let mut txpool: Vec<&str> = crate::rows()
             .iter()
             .filter(|row| row.txpool_reads.is_some())
             .map(|row| row.name)
@@ -306,7 +299,7 @@ mod tests {
     #[test]
     fn methods_that_take_addresses_say_where() {
         let of = |name: &str| {
-            rows()
+            crate::rows()
                 .into_iter()
                 .find(|row| row.name == name)
                 .map(|r| r.addresses)

@@ -4,8 +4,8 @@
 //! method's timeout error, unrun, when they wait longer than the method's time limit.
 
 use crate::{
-    caller::Caller,
-    pool::{ReadPool, Ticket},
+    access::caller::Caller,
+    limits::pool::{ReadPool, Ticket},
 };
 use quarry_eth::{Limit, Node, Result, RpcError, Snapshot};
 use serde_json::value::RawValue;

@@ -6,9 +6,9 @@
 
 use crate::{
     config::{Config, LimitsFallback, PlanLimits},
+    limits::shared::SharedLimits,
+    limits::verdict::{Refusal, Verdict},
     metrics::RedisStats,
-    shared_limits::SharedLimits,
-    verdict::{Refusal, Verdict},
 };
 use std::{
     collections::HashMap,

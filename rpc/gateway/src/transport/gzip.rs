@@ -9,7 +9,7 @@
 //! zlib's interface takes the allocator as two functions, so the choice is made here, not by
 //! which features of a shared crate happen to be on.
 
-use crate::heap_buffer::HeapBuffer;
+use crate::transport::heap_buffer::HeapBuffer;
 use libz_rs_sys as z;
 use std::{ffi::c_int, io, ptr};
 

@@ -4,8 +4,8 @@
 //! call) goes through jsonrpsee's own handling of a body, so errors keep jsonrpsee's shape.
 
 use crate::{
-    call_layer::{Calls, RateLimited, RefusedByAllowlist},
-    envelope::{self, BodyPlan},
+    call::envelope::{self, BodyPlan},
+    call::layer::{Calls, RateLimited, RefusedByAllowlist},
 };
 use http_body_util::BodyExt;
 use jsonrpsee::{

@@ -7,7 +7,7 @@
 //! its hash until the key's public keys change, so a client resending it costs an expiry check,
 //! not a signature check. A token never reaches a log, a metric or an error message.
 
-use crate::allowlists::KeyAllowlists;
+use crate::access::allowlists::KeyAllowlists;
 use alloy_primitives::{B256, keccak256};
 use base64::Engine;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};

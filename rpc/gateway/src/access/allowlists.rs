@@ -4,8 +4,8 @@
 //! ORed; at most `MAX_ENTRIES` per type. A refusal names the rule that failed.
 
 use crate::{
-    cors::{OriginIndex, OriginPattern},
-    named_addresses::{Named, named_addresses},
+    access::cors::{OriginIndex, OriginPattern},
+    access::named_addresses::{Named, named_addresses},
 };
 use aho_corasick::AhoCorasick;
 use alloy_primitives::Address;
@@ -327,7 +327,7 @@ mod tests {
 
     /// Where the method table's row of `method` says its parameters name addresses.
     fn kind(method: &str) -> AddressParams {
-        crate::table::rows()
+        crate::rows()
             .into_iter()
             .find(|row| row.name == method)
             .map_or(AddressParams::NoAddress, |row| row.addresses)

@@ -4,10 +4,10 @@
 //! against, re-read when the store changes.
 
 use crate::{
-    allowlists::KeyAllowlists,
+    access::allowlists::KeyAllowlists,
+    access::key_jwts::{JwtKeys, JwtPublicKey, MAX_JWT_KEYS, TokenGrant},
+    access::key_secrets::constant_time_eq,
     config::{ApiKey, Plan},
-    key_jwts::{JwtKeys, JwtPublicKey, MAX_JWT_KEYS, TokenGrant},
-    key_secrets::constant_time_eq,
 };
 use alloy_primitives::{B256, keccak256};
 use serde::{Deserialize, Serialize};
@@ -115,7 +115,7 @@ pub struct JwtChange {
 impl JwtChange {
     fn apply(self, record: &mut KeyRecord) -> Result<(), KeyError> {
         for (name, _) in &self.add {
-            crate::key_jwts::check_name(name).map_err(|e| KeyError::Jwt(e.to_string()))?;
+            crate::access::key_jwts::check_name(name).map_err(|e| KeyError::Jwt(e.to_string()))?;
         }
         for name in &self.remove {
             if record.jwt_keys.remove(name).is_none() {
@@ -369,7 +369,7 @@ impl KeySource {
         require: Option<bool>,
     ) -> Result<(KeyRecord, Option<String>), KeyError> {
         let drawn = if renew {
-            Some(crate::key_secrets::new_secret().map_err(KeyError::Random)?)
+            Some(crate::access::key_secrets::new_secret().map_err(KeyError::Random)?)
         } else {
             None
         };

@@ -3,11 +3,11 @@
 //! subscriptions), and geth's polling filters (eth_newFilter and the rest).
 
 use crate::{
-    caller::Caller,
-    connections::Connection,
-    filters::FilterKind,
-    sub_kind::SubKind,
-    table::{Call, Context, Row, answer},
+    access::caller::Caller,
+    call::table::{Call, Context, Row, answer},
+    subscriptions::connections::Connection,
+    subscriptions::filters::FilterKind,
+    subscriptions::kind::SubKind,
 };
 use jsonrpsee::types::ErrorObjectOwned;
 use quarry_eth::{
@@ -186,7 +186,7 @@ async fn filter_logs(
     let (key, limit) = (caller.grant.id.clone(), quarry_eth::Limit::Logs);
     let method = "eth_getFilterLogs";
     let pool = &context.pools.read;
-    let answer = crate::heavy::run(pool, key, limit, node, method, move |node, tx| {
+    let answer = crate::limits::heavy::run(pool, key, limit, node, method, move |node, tx| {
         quarry_eth::to_raw(method, &node.logs(tx, &filter)?)
     })
     .await?;

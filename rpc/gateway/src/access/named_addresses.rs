@@ -197,7 +197,7 @@ mod tests {
 
     /// Where the method table's row of `method` says its parameters name addresses.
     fn kind(method: &str) -> AddressParams {
-        crate::table::rows()
+        crate::rows()
             .into_iter()
             .find(|row| row.name == method)
             .map(|row| row.addresses)

@@ -2,7 +2,7 @@
 //! `Caller` the gate attaches to each request, and the nodes the methods answer from, found by
 //! the caller's network.
 
-use crate::{cors::CorsOrigins, key_jwts::TokenGrant, keys::KeyGrant};
+use crate::{access::cors::CorsOrigins, access::key_jwts::TokenGrant, access::keys::KeyGrant};
 use jsonrpsee::{Extensions, types::ErrorObjectOwned};
 use quarry_eth::{Node, RpcError};
 use quarry_storage::Database;

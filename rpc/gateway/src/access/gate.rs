@@ -10,15 +10,15 @@
 //! quarry's own transport (`ws`).
 
 use crate::{
-    allowlists::{Holder, NotAllowed, Rule},
-    answer::{self, BodyLimits},
-    call_layer::Calls,
-    caller::{Caller, ClientHeaders},
-    http_reply::HttpReply,
-    key_jwts::{TokenCheck, TokenGrant, check_token},
-    key_secrets::{SecretCheck, check_secret},
-    keys::KeyGrant,
+    access::allowlists::{Holder, NotAllowed, Rule},
+    access::caller::{Caller, ClientHeaders},
+    access::key_jwts::{TokenCheck, TokenGrant, check_token},
+    access::key_secrets::{SecretCheck, check_secret},
+    access::keys::KeyGrant,
+    call::body::{self, BodyLimits},
+    call::layer::Calls,
     service::Service,
+    transport::http_reply::HttpReply,
 };
 use jsonrpsee::server::{
     HttpBody, HttpRequest, HttpResponse,
@@ -222,7 +222,7 @@ impl Gate {
     pub async fn json_rpc(&self, body: &[u8], caller: Caller) -> HttpReply {
         let mut extensions = jsonrpsee::Extensions::new();
         extensions.insert(caller);
-        let answer = answer::answer(&self.rpc, self.limits, body, extensions).await;
+        let answer = body::answer(&self.rpc, self.limits, body, extensions).await;
         let mut reply = HttpReply::json(answer.status, answer.text.into());
         if answer.not_allowed {
             reply.status = http::StatusCode::FORBIDDEN;

@@ -4,10 +4,10 @@
 //! slow or over their quota closed once the block's notifications are queued.
 
 use crate::{
-    connections::{Connection, Refused},
     service::Service,
-    sub_kind::{SubId, SubKind},
-    subscriptions::{syncing_json, to_json},
+    subscriptions::connections::{Connection, Refused},
+    subscriptions::hub::{syncing_json, to_json},
+    subscriptions::kind::{SubId, SubKind},
 };
 use quarry_eth::{
     Syncing,

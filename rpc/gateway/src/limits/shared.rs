@@ -13,8 +13,8 @@
 
 use crate::{
     config::PlanLimits,
+    limits::verdict::{Refusal, Verdict},
     metrics::{RedisStats, Store},
-    verdict::{Refusal, Verdict},
 };
 use redis::aio::ConnectionManager;
 use std::{
