@@ -35,7 +35,6 @@ macro_rules! tables {
         }
 
         /// Each table's place in `Table::ALL`.
-        #[allow(clippy::enum_variant_names)]
         enum Place { $( $order, )* }
 
         impl Table {
