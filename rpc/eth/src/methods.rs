@@ -209,6 +209,22 @@ impl<A> MethodSpec<A> {
     }
 }
 
+impl<A> MethodSpec<A> {
+    /// The same method, answering with what `answer` makes of its answer.
+    pub fn with_answer<B>(self, answer: impl FnOnce(A) -> B) -> MethodSpec<B> {
+        MethodSpec {
+            name: self.name,
+            params: self.params,
+            required: self.required,
+            addresses: self.addresses,
+            weight: self.weight,
+            forwardable: self.forwardable,
+            txpool_reads: self.txpool_reads,
+            answer: answer(self.answer),
+        }
+    }
+}
+
 impl MethodSpec<Answer> {
     /// Where and how it is answered.
     pub fn cost(&self) -> Cost {
@@ -516,13 +532,6 @@ fn transactions() -> Vec<MethodSpec> {
         )
         .names(AddressParams::NoAddress),
         snapshot(
-            "debug_getRawTransaction",
-            &["transactionHash"],
-            1,
-            |node, tx, args| node.raw_transaction(tx, args.required(0)?),
-        )
-        .names(AddressParams::NoAddress),
-        snapshot(
             "eth_getTransactionBySenderAndNonce",
             &["sender", "nonce"],
             2,
@@ -531,13 +540,6 @@ fn transactions() -> Vec<MethodSpec> {
             },
         )
         .names(AddressParams::Address(0)),
-        snapshot(
-            "eth_getRawTransactionByHash",
-            &["transactionHash"],
-            1,
-            |node, tx, args| node.raw_transaction(tx, args.required(0)?),
-        )
-        .names(AddressParams::NoAddress),
         heavy(
             "eth_getLogs",
             &["filter"],
@@ -548,12 +550,30 @@ fn transactions() -> Vec<MethodSpec> {
         .names(AddressParams::LogFilter(0))
         .weighs(5),
     ]);
+    // geth's debug_ name and the eth_ name of the same answer.
+    for name in ["debug_getRawTransaction", "eth_getRawTransactionByHash"] {
+        let raw = snapshot(name, &["transactionHash"], 1, |node, tx, args| {
+            node.raw_transaction(tx, args.required(0)?)
+        });
+        specs.push(raw.names(AddressParams::NoAddress));
+    }
     specs
+}
+
+/// A method that reads one account (its first parameter) at a block (default latest).
+fn account<R, F>(name: &'static str, read: F) -> MethodSpec
+where
+    R: Serialize,
+    F: Fn(&Node, &Snapshot, Address, BlockId) -> Result<R> + Send + Sync + 'static,
+{
+    let answer = snapshot(name, &["address", "block"], 1, move |node, tx, args| {
+        read(node, tx, args.required(0)?, block_or_latest(args, 1)?)
+    });
+    answer.names(AddressParams::Address(0))
 }
 
 /// Accounts, storage and proofs.
 fn state() -> Vec<MethodSpec> {
-    const ACCOUNT: &[&str] = &["address", "block"];
     vec![
         cached(
             "eth_getStorageAt",
@@ -577,27 +597,12 @@ fn state() -> Vec<MethodSpec> {
             },
         )
         .names(AddressParams::StorageRequests),
-        snapshot("eth_getBalance", ACCOUNT, 1, |node, tx, args| {
-            node.balance(tx, args.required(0)?, block_or_latest(args, 1)?)
-        })
-        .names(AddressParams::Address(0)),
-        snapshot("eth_getCode", ACCOUNT, 1, |node, tx, args| {
-            node.code(tx, args.required(0)?, block_or_latest(args, 1)?)
-        })
-        .names(AddressParams::Address(0)),
-        snapshot("eth_getTransactionCount", ACCOUNT, 1, |node, tx, args| {
-            node.transaction_count(tx, args.required(0)?, block_or_latest(args, 1)?)
-        })
-        .names(AddressParams::Address(0))
-        .reads_txpool(TxpoolRead::PendingNonce),
-        snapshot("eth_getAccount", ACCOUNT, 1, |node, tx, args| {
-            node.account(tx, args.required(0)?, block_or_latest(args, 1)?)
-        })
-        .names(AddressParams::Address(0)),
-        snapshot("eth_getAccountInfo", ACCOUNT, 1, |node, tx, args| {
-            node.account_info(tx, args.required(0)?, block_or_latest(args, 1)?)
-        })
-        .names(AddressParams::Address(0)),
+        account("eth_getBalance", Node::balance),
+        account("eth_getCode", Node::code),
+        account("eth_getTransactionCount", Node::transaction_count)
+            .reads_txpool(TxpoolRead::PendingNonce),
+        account("eth_getAccount", Node::account),
+        account("eth_getAccountInfo", Node::account_info),
         // Proofs at older blocks cost what changed since; they take fair turns like calls.
         heavy(
             "eth_getProof",

@@ -100,17 +100,7 @@ impl Node {
         tx: &Snapshot,
         at: BlockAt,
     ) -> Result<Option<Vec<LocalizedTransactionTrace>>> {
-        let Some(block) = self.block_for_trace(tx, at)? else {
-            return Ok(None);
-        };
-        if block.header.number == 0 {
-            return Ok(Some(Vec::new()));
-        }
-        let deadline = tx.deadline(self.call_timeout);
-        Ok(Some(
-            self.replay(tx, &block, None, deadline)?
-                .localized_traces()?,
-        ))
+        self.replayed_block(tx, at, |replay| Ok(replay.localized_traces()?))
     }
 
     /// trace_replayTransaction: the stored transaction's `types` of trace.
@@ -144,16 +134,25 @@ impl Node {
         at: BlockAt,
         types: &TraceTypes,
     ) -> Result<Option<Vec<TraceResultsWithTransactionHash>>> {
+        self.replayed_block(tx, at, |replay| Ok(replay.replayed(types)?))
+    }
+
+    /// What `answer` makes of block `at`'s every transaction replayed: `None` for a block that
+    /// is not stored, and nothing (the genesis has no transactions or rewards) for block 0.
+    fn replayed_block<R: Default>(
+        &self,
+        tx: &Snapshot,
+        at: BlockAt,
+        answer: impl FnOnce(BlockReplay<'_>) -> Result<R>,
+    ) -> Result<Option<R>> {
         let Some(block) = self.block_for_trace(tx, at)? else {
             return Ok(None);
         };
         if block.header.number == 0 {
-            return Ok(Some(Vec::new()));
+            return Ok(Some(R::default()));
         }
         let deadline = tx.deadline(self.call_timeout);
-        Ok(Some(
-            self.replay(tx, &block, None, deadline)?.replayed(types)?,
-        ))
+        answer(self.replay(tx, &block, None, deadline)?).map(Some)
     }
 
     /// trace_call: `call` as eth_call runs it at block `at`, traced.

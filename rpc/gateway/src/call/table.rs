@@ -139,35 +139,18 @@ impl Table {
 
 /// A quarry-eth method as a row: its answer runs where its cost class says.
 pub fn from_node(spec: MethodSpec<Answer>) -> Row {
-    let MethodSpec {
-        name,
-        params,
-        required,
-        addresses,
-        weight,
-        forwardable,
-        txpool_reads,
-        answer,
-    } = spec;
-    let answer: Arc<MethodFn> = match answer {
-        Answer::Constant(answer) => Arc::new(move |_, call| {
-            let answered = answer(&call.args).map_err(ErrorObjectOwned::from);
-            Box::pin(std::future::ready(answered))
-        }),
-        Answer::Node(cost, handler) => Arc::new(move |context, call| {
-            Box::pin(on_node(name, cost, handler.clone(), context, call))
-        }),
-    };
-    MethodSpec {
-        name,
-        params,
-        required,
-        addresses,
-        weight,
-        forwardable,
-        txpool_reads,
-        answer,
-    }
+    let name = spec.name;
+    spec.with_answer(|answer| -> Arc<MethodFn> {
+        match answer {
+            Answer::Constant(answer) => Arc::new(move |_, call| {
+                let answered = answer(&call.args).map_err(ErrorObjectOwned::from);
+                Box::pin(std::future::ready(answered))
+            }),
+            Answer::Node(cost, handler) => Arc::new(move |context, call| {
+                Box::pin(on_node(name, cost, handler.clone(), context, call))
+            }),
+        }
+    })
 }
 
 /// A node's method answered where `cost` says.

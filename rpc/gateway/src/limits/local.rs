@@ -158,6 +158,27 @@ struct Usage {
     today: u64,
 }
 
+impl Usage {
+    /// Key `id`'s usage in `keys`, its day's count started anew on a new day (`unix` seconds).
+    fn of<'a>(
+        keys: &'a mut HashMap<Arc<str>, Usage>,
+        id: &Arc<str>,
+        now: Instant,
+        unix: u64,
+    ) -> &'a mut Usage {
+        let usage = keys.entry(id.clone()).or_insert(Usage {
+            next_at: now,
+            day: unix / DAY,
+            today: 0,
+        });
+        if usage.day != unix / DAY {
+            usage.day = unix / DAY;
+            usage.today = 0;
+        }
+        usage
+    }
+}
+
 /// The usage of every key seen since the server started.
 #[derive(Debug, Default)]
 pub struct RateLimiter {
@@ -214,15 +235,7 @@ impl RateLimiter {
         unix: u64,
     ) -> Result<(), Refusal> {
         let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
-        let usage = keys.entry(id.clone()).or_insert(Usage {
-            next_at: now,
-            day: unix / DAY,
-            today: 0,
-        });
-        if usage.day != unix / DAY {
-            usage.day = unix / DAY;
-            usage.today = 0;
-        }
+        let usage = Usage::of(&mut keys, id, now, unix);
         usage.today = usage.today.saturating_add(count);
         if let Some(rate) = limits.requests_per_second.filter(|&r| r > 0) {
             // The debt is capped at a second: calls resume at most a second after a flood.
@@ -253,15 +266,7 @@ impl RateLimiter {
         unix: u64,
     ) -> Result<(), Refusal> {
         let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
-        let usage = keys.entry(id.clone()).or_insert(Usage {
-            next_at: now,
-            day: unix / DAY,
-            today: 0,
-        });
-        if usage.day != unix / DAY {
-            usage.day = unix / DAY;
-            usage.today = 0;
-        }
+        let usage = Usage::of(&mut keys, id, now, unix);
         if let Some(allowed) = limits.requests_per_day
             && usage.today.saturating_add(u64::from(weight)) > allowed
         {

@@ -5,6 +5,7 @@
 use crate::{
     access::caller::Caller,
     call::table::{Call, Context, Row, answer},
+    service::Service,
     subscriptions::connections::Connection,
     subscriptions::filters::FilterKind,
     subscriptions::kind::SubKind,
@@ -113,44 +114,32 @@ pub fn filters() -> Vec<Row> {
             }),
         )
         .names(AddressParams::NoAddress),
-        Unclassed::new(
-            "eth_getFilterChanges",
-            &["filterId"],
-            1,
-            answer(|context, call| async move {
-                let caller = caller(&call)?;
-                let id: String = call.args.required(0)?;
-                let service = &context.service;
-                Answered::Ok((service.filters).changes(
-                    caller.network,
-                    &caller.grant.id,
-                    &id,
-                    &service.metrics,
-                )?)
-            }),
-        )
-        .names(AddressParams::NoAddress),
-        Unclassed::new(
-            "eth_uninstallFilter",
-            &["filterId"],
-            1,
-            answer(|context, call| async move {
-                let caller = caller(&call)?;
-                let id: String = call.args.required(0)?;
-                let service = &context.service;
-                Answered::Ok((service.filters).uninstall(
-                    caller.network,
-                    &caller.grant.id,
-                    &id,
-                    &service.metrics,
-                )?)
-            }),
-        )
-        .names(AddressParams::NoAddress),
+        by_id("eth_getFilterChanges", |service, caller, id| {
+            let key = &caller.grant.id;
+            (service.filters).changes(caller.network, key, id, &service.metrics)
+        }),
+        by_id("eth_uninstallFilter", |service, caller, id| {
+            let key = &caller.grant.id;
+            (service.filters).uninstall(caller.network, key, id, &service.metrics)
+        }),
         Unclassed::new("eth_getFilterLogs", &["filterId"], 1, answer(filter_logs))
             .names(AddressParams::NoAddress)
             .weighs(5),
     ]
+}
+
+/// A method on one of the caller's filters, named by its id.
+fn by_id<R, F>(name: &'static str, on: F) -> Row
+where
+    R: serde::Serialize,
+    F: Fn(&Service, &Caller, &str) -> Result<R> + Copy + Send + Sync + 'static,
+{
+    let answer = answer(move |context, call| async move {
+        let caller = caller(&call)?;
+        let id: String = call.args.required(0)?;
+        Answered::Ok(on(&context.service, &caller, &id)?)
+    });
+    Unclassed::new(name, &["filterId"], 1, answer).names(AddressParams::NoAddress)
 }
 
 async fn new_filter(context: Arc<Context>, call: Call) -> Answered<String> {
