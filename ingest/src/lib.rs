@@ -336,6 +336,18 @@ impl OpenBatch {
 }
 
 impl Importer {
+    /// Block `number` (`hash`, at `offset` of input `name`) does not connect to the stored
+    /// chain.
+    fn gap(&self, name: &str, offset: u64, number: u64, hash: B256) -> Error {
+        Error::Gap {
+            path: name.to_string(),
+            offset,
+            number,
+            hash,
+            head: self.head.number,
+        }
+    }
+
     /// Imports every block of one file. Blocks already stored are skipped; the first block that
     /// fails ends the import with an error, after every block before it has been committed.
     pub fn import_file(&mut self, path: &Path, progress: &mut Progress) -> Result<ImportStats> {
@@ -760,13 +772,7 @@ impl Importer {
             };
             let tx = &open.tx;
             if number != self.head.number + 1 {
-                return Ok(Some(Error::Gap {
-                    path: name.to_string(),
-                    offset,
-                    number,
-                    hash: block.hash,
-                    head: self.head.number,
-                }));
+                return Ok(Some(self.gap(name, offset, number, block.hash)));
             }
             if self.range.is_none() && open.replaced.is_none() {
                 self.range = self.open_range(tx, number)?;

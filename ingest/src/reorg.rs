@@ -89,13 +89,7 @@ impl Importer {
         };
         let ancestor = number - 1;
         if tx.canonical_hash(ancestor)? != Some(block.header.parent_hash) {
-            return Ok(Some(Error::Gap {
-                path: name.to_string(),
-                offset,
-                number,
-                hash: block.hash,
-                head: self.head.number,
-            }));
+            return Ok(Some(self.gap(name, offset, number, block.hash)));
         }
         let depth = self.head.number - ancestor;
         if depth > max_depth {

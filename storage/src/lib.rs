@@ -300,9 +300,10 @@ impl Database {
         TailWarmer::start(self.env.clone(), &self.data_file, self.page_size)
     }
 
-    pub fn reader(&self) -> Result<ReadTx> {
-        Ok(StorageTx {
-            tx: self.env.begin_ro_sync()?,
+    /// MDBX's transaction `tx` with this database's tables, nothing staged yet.
+    fn storage_tx<K: TransactionKind>(&self, tx: Tx<K>) -> StorageTx<K> {
+        StorageTx {
+            tx,
             dbs: self.dbs.clone(),
             scanned: self.scanned.clone(),
             dictionaries: self.dictionaries.clone(),
@@ -314,7 +315,11 @@ impl Database {
             staged: Default::default(),
             staged_nodes: Default::default(),
             staged_lists: Default::default(),
-        })
+        }
+    }
+
+    pub fn reader(&self) -> Result<ReadTx> {
+        Ok(self.storage_tx(self.env.begin_ro_sync()?))
     }
 
     /// The id of the newest committed transaction, from any process. It reads MDBX's meta pages,
@@ -375,20 +380,7 @@ impl Database {
 
     /// Begins the write transaction; blocks while another writer (in any process) holds it.
     pub fn writer(&self) -> Result<WriteTx> {
-        Ok(StorageTx {
-            tx: self.env.begin_rw_sync()?,
-            dbs: self.dbs.clone(),
-            scanned: self.scanned.clone(),
-            dictionaries: self.dictionaries.clone(),
-            node_window: Default::default(),
-            fine_from: Default::default(),
-            state_history_from: Default::default(),
-            state_kept_from: Default::default(),
-            recorded_nodes: Default::default(),
-            staged: Default::default(),
-            staged_nodes: Default::default(),
-            staged_lists: Default::default(),
-        })
+        Ok(self.storage_tx(self.env.begin_rw_sync()?))
     }
 }
 

@@ -848,6 +848,15 @@ fn parity_traces() -> Vec<MethodSpec> {
     ]
 }
 
+/// A method without parameters that reads a snapshot (the head, fees, sync status).
+fn chain_fact<R, F>(name: &'static str, read: F) -> MethodSpec
+where
+    R: Serialize,
+    F: Fn(&Node, &Snapshot) -> Result<R> + Send + Sync + 'static,
+{
+    snapshot(name, &[], 0, move |node, tx, _| read(node, tx)).names(AddressParams::NoAddress)
+}
+
 /// Chain facts, fees and sync status.
 fn chain() -> Vec<MethodSpec> {
     const FEES: &[&str] = &["blockCount", "newestBlock", "rewardPercentiles"];
@@ -865,36 +874,21 @@ fn chain() -> Vec<MethodSpec> {
             node.fee_history(tx, count, args.required(1)?, &percentiles)
         })
         .names(AddressParams::NoAddress),
-        snapshot("eth_maxPriorityFeePerGas", &[], 0, |node, tx, _| {
-            node.suggest_tip(tx)
-        })
-        .names(AddressParams::NoAddress),
-        snapshot("eth_gasPrice", &[], 0, |node, tx, _| node.gas_price(tx))
-            .names(AddressParams::NoAddress),
-        snapshot("eth_blobBaseFee", &[], 0, |node, tx, _| {
-            node.blob_base_fee(tx)
-        })
-        .names(AddressParams::NoAddress),
-        snapshot("eth_baseFee", &[], 0, |node, tx, _| node.next_base_fee(tx))
-            .names(AddressParams::NoAddress),
-        snapshot("eth_syncing", &[], 0, |node, tx, _| node.syncing(tx))
-            .names(AddressParams::NoAddress),
-        snapshot("eth_config", &[], 0, |node, tx, _| node.eth_config(tx))
-            .names(AddressParams::NoAddress),
-        snapshot("eth_capabilities", &[], 0, |node, tx, _| {
-            node.capabilities(tx)
-        })
-        .names(AddressParams::NoAddress),
-        snapshot("rollup_getInfo", &[], 0, |node, tx, _| node.rollup_info(tx))
-            .names(AddressParams::NoAddress),
+        chain_fact("eth_maxPriorityFeePerGas", Node::suggest_tip),
+        chain_fact("eth_gasPrice", Node::gas_price),
+        chain_fact("eth_blobBaseFee", Node::blob_base_fee),
+        chain_fact("eth_baseFee", Node::next_base_fee),
+        chain_fact("eth_syncing", Node::syncing),
+        chain_fact("eth_config", Node::eth_config),
+        chain_fact("eth_capabilities", Node::capabilities),
+        chain_fact("rollup_getInfo", Node::rollup_info),
         // The chain id is fixed for the database.
         inline("eth_chainId", |node| node.chain_id()).names(AddressParams::NoAddress),
         inline("net_version", |node| {
             Ok(node.chain_id()?.to::<u64>().to_string())
         })
         .names(AddressParams::NoAddress),
-        snapshot("net_peerCount", &[], 0, |node, tx, _| node.peer_count(tx))
-            .names(AddressParams::NoAddress),
+        chain_fact("net_peerCount", Node::peer_count),
         constant("net_listening", &[], 0, |_| Ok(true)).names(AddressParams::NoAddress),
         // A query node holds no keys.
         constant("eth_accounts", &[], 0, |_| Ok(Vec::<Address>::new()))
