@@ -30,7 +30,7 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub enum Route {
     /// Answered here, whatever the body: operations, refusals, wrong methods.
-    BodyAnswer(HttpResponse),
+    Answered(HttpResponse),
     /// An admitted WebSocket upgrade, for `ws`.
     WebSocket(Caller),
     /// An admitted JSON-RPC body, for `json_rpc`.
@@ -192,10 +192,10 @@ impl Gate {
     /// Where `request` goes, from its head alone.
     pub fn route(&self, request: &HttpRequest<()>) -> Route {
         if let Some(response) = self.operations(request.uri().path()) {
-            return Route::BodyAnswer(response);
+            return Route::Answered(response);
         }
         if request.method() == http::Method::OPTIONS && request.uri().path().starts_with("/v3/") {
-            return Route::BodyAnswer(self.preflight(request));
+            return Route::Answered(self.preflight(request));
         }
         match self.admit(request) {
             // An admitted WebSocket is quarry's own (see `ws`).
@@ -210,10 +210,10 @@ impl Gate {
             }
             // jsonrpsee's answers to the wrong method or content type.
             Ok(_) if request.method() == http::Method::POST => {
-                Route::BodyAnswer(response::unsupported_content_type())
+                Route::Answered(response::unsupported_content_type())
             }
-            Ok(_) => Route::BodyAnswer(response::method_not_allowed()),
-            Err(refusal) => Route::BodyAnswer(refusal.response(&self.service)),
+            Ok(_) => Route::Answered(response::method_not_allowed()),
+            Err(refusal) => Route::Answered(refusal.response(&self.service)),
         }
     }
 

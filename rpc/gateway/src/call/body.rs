@@ -17,7 +17,7 @@ use jsonrpsee::{
 
 /// What a body is answered with.
 #[derive(Debug)]
-pub struct BodyAnswer {
+pub struct BodyReply {
     /// 200, or jsonrpsee's status for a body it cannot read (400) or one too large (413).
     pub status: http::StatusCode,
     /// The JSON answer; empty when there is nothing to answer (only notifications).
@@ -52,11 +52,11 @@ pub async fn answer(
     limits: BodyLimits,
     body: &[u8],
     extensions: Extensions,
-) -> BodyAnswer {
+) -> BodyReply {
     if let Some(mut request) = envelope::call(body) {
         request.extensions = extensions;
         let (text, extensions) = rpc.call(request).await.into_parts();
-        return BodyAnswer {
+        return BodyReply {
             status: http::StatusCode::OK,
             text,
             rate_limited: extensions.get::<RateLimited>().cloned(),
@@ -64,7 +64,7 @@ pub async fn answer(
         };
     }
     match envelope::inspect(body, limits.max_batch_requests as usize) {
-        BodyPlan::BodyAnswer(text) => BodyAnswer {
+        BodyPlan::Answered(text) => BodyReply {
             status: http::StatusCode::OK,
             text,
             rate_limited: None,
@@ -75,7 +75,7 @@ pub async fn answer(
         BodyPlan::Unchanged => Box::pin(run(rpc, limits, body, extensions)).await,
         BodyPlan::Rewrite(rewrite) => {
             let answer = Box::pin(run(rpc, limits, rewrite.body.as_bytes(), extensions)).await;
-            BodyAnswer {
+            BodyReply {
                 text: rewrite.finish(&answer.text),
                 ..answer
             }
@@ -83,7 +83,7 @@ pub async fn answer(
     }
 }
 
-async fn run(rpc: &Calls, limits: BodyLimits, body: &[u8], extensions: Extensions) -> BodyAnswer {
+async fn run(rpc: &Calls, limits: BodyLimits, body: &[u8], extensions: Extensions) -> BodyReply {
     let mut request = HttpRequest::new(HttpBody::from(body.to_vec()));
     *request.method_mut() = http::Method::POST;
     request.headers_mut().insert(
@@ -105,7 +105,7 @@ async fn run(rpc: &Calls, limits: BodyLimits, body: &[u8], extensions: Extension
         Ok(collected) => String::from_utf8_lossy(&collected.to_bytes()).into_owned(),
         Err(_) => String::new(),
     };
-    BodyAnswer {
+    BodyReply {
         status,
         text,
         rate_limited,

@@ -29,8 +29,8 @@ pub const INVALID_REQUEST: &str =
 pub enum BodyPlan {
     /// jsonrpsee reads it as geth does: pass it on as it is.
     Unchanged,
-    /// BodyAnswer with this body (empty: nothing to answer) without running anything.
-    BodyAnswer(String),
+    /// Answered with this body (empty: nothing to answer) without running anything.
+    Answered(String),
     /// Pass this body on instead, and `finish` jsonrpsee's answer.
     Rewrite(Rewrite),
 }
@@ -176,8 +176,8 @@ fn single(body: &[u8]) -> BodyPlan {
     };
     match kind(&envelope) {
         Kind::Keep => BodyPlan::Unchanged,
-        Kind::Notification => BodyPlan::BodyAnswer(String::new()),
-        Kind::Invalid => BodyPlan::BodyAnswer(INVALID_REQUEST.to_string()),
+        Kind::Notification => BodyPlan::Answered(String::new()),
+        Kind::Invalid => BodyPlan::Answered(INVALID_REQUEST.to_string()),
         Kind::OddId => {
             let Ok(text) = std::str::from_utf8(body) else {
                 return BodyPlan::Unchanged;
@@ -234,7 +234,7 @@ fn batch(body: &[u8], max_batch: usize) -> BodyPlan {
         slots.push(true);
     }
     if forwarded.is_empty() {
-        return BodyPlan::BodyAnswer(if slots.is_empty() {
+        return BodyPlan::Answered(if slots.is_empty() {
             String::new()
         } else {
             format!("[{}]", vec![INVALID_REQUEST; slots.len()].join(","))
@@ -322,7 +322,7 @@ mod tests {
 
     #[test]
     fn notifications_get_nothing_and_object_ids_are_invalid() {
-        let answer = |s: &str| BodyPlan::BodyAnswer(s.to_string());
+        let answer = |s: &str| BodyPlan::Answered(s.to_string());
         assert_eq!(
             plan(r#" {"jsonrpc":"2.0","method":"eth_chainId"}"#),
             answer("")

@@ -279,7 +279,7 @@ impl Calls {
     }
 
     /// The answer of an admitted call: from the network's transactions upstream for what only
-    /// a pool knows, else the table's, else (for a method the spec lets a partner answer, when
+    /// a transaction pool knows, else the table's, else (for a method the spec lets a partner answer, when
     /// this node could not) the partner's.
     async fn route(
         &self,
@@ -297,29 +297,31 @@ impl Calls {
             .clone()
             .filter(|_| caller.grant.plan.may_forward() && forwardable);
         let txpool_read = row.and_then(|row| row.txpool_reads);
-        let pool = service.networks[network]
+        let txpool = service.networks[network]
             .transactions_url
             .clone()
             .filter(|_| txpool_read.is_some());
         let params = partner
             .as_ref()
-            .or(pool.as_ref())
+            .or(txpool.as_ref())
             .and_then(|_| request.params.as_ref().map(|p| p.clone().into_owned()));
-        if let Some(url) = &pool
+        if let Some(url) = &txpool
             && txpool_read == Some(TxpoolRead::PendingNonce)
             && transactions::asks_pending(params.as_deref())
         {
             // Boxed, as the partner's ask below: these futures are kilobytes, and every call's
             // future (moved as each layer takes it) would otherwise be as large.
-            let reply = Box::pin(transactions::pool_reply(service, id, url, method, params)).await;
+            let reply =
+                Box::pin(transactions::txpool_reply(service, id, url, method, params)).await;
             return (reply, Outcome::Forwarded);
         }
         let response = self.table.answer(row, request).await;
-        if let Some(url) = &pool
+        if let Some(url) = &txpool
             && txpool_read == Some(TxpoolRead::Unstored)
             && response.json().ends_with(r#""result":null}"#)
         {
-            let reply = Box::pin(transactions::pool_reply(service, id, url, method, params)).await;
+            let reply =
+                Box::pin(transactions::txpool_reply(service, id, url, method, params)).await;
             return (reply, Outcome::Forwarded);
         }
         let syncing = service.metrics.status[network]

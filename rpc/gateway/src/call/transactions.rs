@@ -30,7 +30,7 @@ const SYNC_MAX_WAIT: Duration = Duration::from_secs(60);
 
 type Answer = Result<Box<RawValue>, ErrorObjectOwned>;
 
-/// Whether `params` ask at the `pending` block (their second), which only a pool knows.
+/// Whether `params` ask at the `pending` block (their second), which only a transaction pool knows.
 pub fn asks_pending(params: Option<&RawValue>) -> bool {
     params
         .and_then(|p| serde_json::from_str::<Vec<serde_json::Value>>(p.get()).ok())
@@ -38,7 +38,7 @@ pub fn asks_pending(params: Option<&RawValue>) -> bool {
 }
 
 /// The upstream's answer to one call, as the reply to `id`; quarry's error when it gave none.
-pub async fn pool_reply(
+pub async fn txpool_reply(
     service: &Service,
     id: jsonrpsee::types::Id<'_>,
     url: &str,
@@ -53,7 +53,7 @@ pub async fn pool_reply(
     }
 }
 
-/// The methods that send transactions or read the upstream's pool.
+/// The methods that send transactions or read the upstream's transaction pool.
 pub fn transactions() -> Vec<Row> {
     let send_row = |method: &'static str, params: &'static [&'static str]| {
         let send: Arc<MethodFn> = Arc::new(move |context: Arc<Context>, call: Call| {
@@ -63,7 +63,7 @@ pub fn transactions() -> Vec<Row> {
             .names(AddressParams::RawTransactionTo(0))
             .weighs(10)
     };
-    let pool_row = |method: &'static str| {
+    let txpool_row = |method: &'static str| {
         let ask: Arc<MethodFn> = Arc::new(move |context: Arc<Context>, call: Call| {
             Box::pin(async move {
                 let service = &context.service;
@@ -80,8 +80,8 @@ pub fn transactions() -> Vec<Row> {
     vec![
         send_row("eth_sendRawTransaction", &["transaction"]),
         send_row("eth_sendRawTransactionSync", &["transaction", "timeout"]),
-        pool_row("txpool_status"),
-        pool_row("txpool_content"),
+        txpool_row("txpool_status"),
+        txpool_row("txpool_content"),
     ]
 }
 

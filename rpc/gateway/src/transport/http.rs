@@ -184,7 +184,7 @@ impl HttpTransport {
                     // large gets jsonrpsee's 413.
                     let reply = match (route, error) {
                         (_, RequestError::Gone) => None,
-                        (Route::BodyAnswer(response), RequestError::BodyTooLarge) => {
+                        (Route::Answered(response), RequestError::BodyTooLarge) => {
                             Some(HttpReply::from_response(response).await)
                         }
                         (_, error) => error_reply(error, self.max_request_bytes).await,
@@ -196,7 +196,7 @@ impl HttpTransport {
                 }
             };
             let reply = match route {
-                Route::BodyAnswer(response) => HttpReply::from_response(response).await,
+                Route::Answered(response) => HttpReply::from_response(response).await,
                 Route::JsonRpc(caller) => self.gate.json_rpc(&body, caller).await,
                 Route::WebSocket(_) => return,
             };
