@@ -12,7 +12,7 @@ use std::{
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::{Mutex, OnceLock},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 pub const QUARRY: &str = env!("CARGO_BIN_EXE_quarry");
@@ -45,10 +45,16 @@ pub fn ingested(folder: &Path) -> PathBuf {
     if datadir.exists() {
         std::fs::remove_dir_all(&datadir).unwrap();
     }
-    let (genesis, chain) = (folder.join("genesis.json"), folder.join("chain.rlp"));
-    run_quarry(ingest_args(&datadir, &genesis, &[&chain]));
+    ingest_folder(&datadir, folder);
     done.insert(folder.to_path_buf(), datadir.clone());
     datadir
+}
+
+/// Ingests into `datadir` the chain of `folder` (a fixture's or `quarry devchain`'s): its
+/// genesis.json and chain.rlp.
+pub fn ingest_folder(datadir: &Path, folder: &Path) {
+    let (genesis, chain) = (folder.join("genesis.json"), folder.join("chain.rlp"));
+    run_quarry(ingest_args(datadir, &genesis, &[&chain]));
 }
 
 /// Runs `quarry` with `args`, which must succeed: its stdout and stderr.
@@ -178,6 +184,62 @@ pub fn metrics_text(server: &Server) -> String {
     response.body_mut().read_to_string().unwrap()
 }
 
+/// The value of `server`'s `/metrics` line that is `series` (labels included) and a value.
+pub fn metric_value(server: &Server, series: &str) -> Option<f64> {
+    metrics_text(server)
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// As `metric_value`, failing when `server` has no such line.
+pub fn metric(server: &Server, series: &str) -> f64 {
+    metric_value(server, series).unwrap_or_else(|| panic!("no {series} in the metrics"))
+}
+
+/// Polls `check` every 50 ms for up to `limit`, failing after it; returns how long it took to
+/// hold.
+pub fn within(limit: Duration, mut check: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < limit, "not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    start.elapsed()
+}
+
+/// The arguments of `quarry keys --store <store>` with `args`.
+pub fn keys_args<'a>(store: &'a Path, args: &[&'a str]) -> Vec<&'a OsStr> {
+    let mut all: Vec<&OsStr> = vec!["keys".as_ref(), "--store".as_ref(), store.as_os_str()];
+    all.extend(args.iter().map(|a| OsStr::new(*a)));
+    all
+}
+
+/// Runs `quarry keys --store <store>` with `args`, which must succeed: its stdout and stderr.
+pub fn keys_cli<'a>(store: &'a Path, args: &[&'a str]) -> (String, String) {
+    run_quarry(keys_args(store, args))
+}
+
+/// Adds a key on the custom plan with the further `args` (allowlists, JWT keys) to `store`:
+/// (key, id).
+pub fn add_custom_key(store: &Path, args: &[&str]) -> (String, String) {
+    let mut all = vec!["add", "--plan", "custom"];
+    all.extend_from_slice(args);
+    let (key, said) = keys_cli(store, &all);
+    let id = said.split_whitespace().nth(1).unwrap().to_string();
+    (key.trim().to_string(), id)
+}
+
+/// Spawns `command` with its stdout piped: the process and the first line it printed (`quarry
+/// serve`'s `listening on ...`).
+pub fn spawn_first_line(command: &mut Command) -> (Child, String) {
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (child, line)
+}
+
 /// A `quarry serve` process, killed when dropped.
 pub struct Server {
     child: Child,
@@ -229,17 +291,7 @@ impl Server {
         } else {
             Stdio::null()
         };
-        let mut child = command
-            .arg("--config")
-            .arg(&config)
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let (child, line) = spawn_first_line(command.arg("--config").arg(&config).stderr(stderr));
         let addr = line
             .strip_prefix("listening on http://")
             .and_then(|rest| rest.split('/').next())
@@ -438,18 +490,20 @@ impl WsClient {
                     None => WsEvent::Closed(1005, String::new()),
                 }),
                 Ok(_) => continue,
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    None
-                }
+                Err(e) if read_timed_out(&e) => None,
                 Err(_) => Some(WsEvent::Dropped),
             };
         }
     }
+}
+
+/// Whether a WebSocket read failed only because its read timeout passed: nothing came.
+pub fn read_timed_out(error: &tungstenite::Error) -> bool {
+    matches!(
+        error,
+        tungstenite::Error::Io(e)
+            if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+    )
 }
 
 /// One `.io` case: the requests (`>>`) and the expected responses (`<<`), in file order.
@@ -676,6 +730,29 @@ pub fn assert_account_is_proved(account: &Value, proof: &Value, what: &str) {
 /// `n` as a JSON-RPC quantity (`0x`-prefixed hex).
 pub fn hex_quantity(n: u64) -> String {
     format!("{n:#x}")
+}
+
+/// Runs `node <script>` in tests/clients (which needs `npm ci` there first) with `args`, which
+/// must succeed: its stdout.
+pub fn node_client(script: &str, args: &[&str]) -> String {
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    assert!(
+        clients.join("node_modules/ethers").exists(),
+        "run `npm ci` in tests/clients first (.ci/run does)"
+    );
+    let output = Command::new("node")
+        .current_dir(&clients)
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
 }
 
 /// Foundry's `tool` (anvil, cast) from the npm package tests/clients installs, or `None` (with
