@@ -169,19 +169,10 @@ fn load(url: &str) -> Value {
 }
 
 fn origin_refusals(server: &Server) -> f64 {
-    let text = ureq::get(format!("http://{}/metrics", server.addr))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
-    text.lines()
-        .find_map(|line| {
-            line.strip_prefix("quarry_key_refusals_total{network=\"default\",rule=\"origin\"} ")?
-                .parse()
-                .ok()
-        })
-        .unwrap()
+    support::metric(
+        server,
+        "quarry_key_refusals_total{network=\"default\",rule=\"origin\"}",
+    )
 }
 
 #[test]

@@ -13,12 +13,14 @@ use base64::Engine;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use std::{
-    ffi::OsStr,
     path::{Path, PathBuf},
     process::Command,
-    time::{Duration, Instant},
+    time::Duration,
 };
-use support::{Server, WsClient, ingested, quarry_fails, redis_server, run_quarry};
+use support::{
+    Server, WsClient, add_custom_key, ingested, keys_args, keys_cli, metric, quarry_fails,
+    redis_server, within,
+};
 
 fn devnet() -> PathBuf {
     ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"))
@@ -105,28 +107,13 @@ fn call(server: &Server, key: &str, token: Option<&str>, method: &str) -> Answer
     )
 }
 
-fn keys_cli<'a>(store: &'a Path, args: &[&'a str]) -> Vec<&'a OsStr> {
-    let mut all: Vec<&OsStr> = vec!["keys".as_ref(), "--store".as_ref(), store.as_os_str()];
-    all.extend(args.iter().map(|a| OsStr::new(*a)));
-    all
-}
-
 /// Adds a key allowing `methods`: (key, id).
 fn add_key(store: &Path, methods: &[&str]) -> (String, String) {
-    let mut args = vec!["add", "--plan", "custom"];
-    for method in methods {
-        args.extend(["--allow-method", method]);
-    }
-    let (key, said) = run_quarry(keys_cli(store, &args));
-    let id = said.split_whitespace().nth(1).unwrap().to_string();
-    (key.trim().to_string(), id)
-}
-
-fn metric(server: &Server, series: &str) -> f64 {
-    let text = exchange(&server.addr, "GET", "/metrics", &[], "").body;
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no {series} in the metrics"))
+    let args: Vec<&str> = methods
+        .iter()
+        .flat_map(|method| ["--allow-method", method])
+        .collect();
+    add_custom_key(store, &args)
 }
 
 /// Asserts a 401 whose message is `invalid JWT: <reason>`.
@@ -149,6 +136,18 @@ struct Setup {
     required: String,
 }
 
+impl Setup {
+    /// A valid RS256 token for the key, expiring at `exp`, with the key's id as its audience.
+    fn rs256(&self, exp: u64) -> String {
+        sign(
+            Algorithm::RS256,
+            &self.rsa,
+            "rsa",
+            json!({"exp": exp, "aud": self.id}),
+        )
+    }
+}
+
 fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let (rsa, rsa_public) = key_pair(dir.path(), "rsa", true);
@@ -158,17 +157,17 @@ fn setup() -> Setup {
     let (key, id) = add_key(&store, &["eth_blockNumber", "eth_chainId", "net_version"]);
     let rsa_arg = format!("rsa={}", rsa_public.display());
     let ec_arg = format!("ec={}", ec_public.display());
-    run_quarry(keys_cli(
+    keys_cli(
         &store,
         &["update", &id, "--jwt-key", &rsa_arg, "--jwt-key", &ec_arg],
-    ));
+    );
     let (_, other_id) = add_key(&store, &[]);
     // A key cannot require a JWT before it has a public key, nor take a private key; a new
     // key refused for either is not added.
-    let refused = quarry_fails(keys_cli(&store, &["update", &other_id, "--require-jwt"]));
+    let refused = quarry_fails(keys_args(&store, &["update", &other_id, "--require-jwt"]));
     assert!(refused.contains("needs a public key"), "{refused}");
     let private_arg = format!("app={}", dir.path().join("ec.pem").display());
-    let refused = quarry_fails(keys_cli(
+    let refused = quarry_fails(keys_args(
         &store,
         &["update", &other_id, "--jwt-key", &private_arg],
     ));
@@ -177,14 +176,14 @@ fn setup() -> Setup {
         &["add", "--plan", "custom", "--require-jwt"][..],
         &["add", "--plan", "custom", "--jwt-key", &private_arg],
     ] {
-        let refused = quarry_fails(keys_cli(&store, args));
+        let refused = quarry_fails(keys_args(&store, args));
         assert!(
             refused.contains("needs a public key") || refused.contains("this is a private key"),
             "{refused}"
         );
     }
     // A key made with its public key and the requirement at once.
-    let (required, said) = run_quarry(keys_cli(
+    let (required, said) = keys_cli(
         &store,
         &[
             "add",
@@ -194,9 +193,9 @@ fn setup() -> Setup {
             &ec_arg,
             "--require-jwt",
         ],
-    ));
+    );
     let required = required.trim().to_string();
-    let (list, _) = run_quarry(keys_cli(&store, &["list"]));
+    let (list, _) = keys_cli(&store, &["list"]);
     assert_eq!(
         list.lines().count(),
         4,
@@ -248,12 +247,7 @@ fn tokens_are_verified_and_refusals_say_why_but_never_show_them() {
     let s = setup();
     let server = serve(&s);
     let exp = now() + 600;
-    let rs256 = sign(
-        Algorithm::RS256,
-        &s.rsa,
-        "rsa",
-        json!({"exp": exp, "aud": s.id}),
-    );
+    let rs256 = s.rs256(exp);
     let es256 = sign(Algorithm::ES256, &s.ec, "ec", json!({"exp": exp}));
     for valid in [&rs256, &es256] {
         let answer = call(&server, &s.key, Some(valid), "eth_chainId");
@@ -353,12 +347,7 @@ fn a_token_narrows_the_key_and_its_public_key_removed_cuts_it_off() {
     let s = setup();
     let server = serve(&s);
     let exp = now() + 600;
-    let rs256 = sign(
-        Algorithm::RS256,
-        &s.rsa,
-        "rsa",
-        json!({"exp": exp, "aud": s.id}),
-    );
+    let rs256 = s.rs256(exp);
     let forged = sign(Algorithm::ES256, &s.other_ec, "ec", json!({"exp": exp}));
     // A token's allowlists narrow the key's: a method the key allows, the token does not.
     let narrow = sign(
@@ -402,18 +391,10 @@ fn a_token_narrows_the_key_and_its_public_key_removed_cuts_it_off() {
     );
 
     // Removing a public key reaches the server within a second or two.
-    run_quarry(keys_cli(
-        &s.store,
-        &["update", &s.id, "--remove-jwt-key", "rsa"],
-    ));
-    let start = Instant::now();
-    while call(&server, &s.key, Some(&rs256), "eth_chainId").status == 200 {
-        assert!(
-            start.elapsed() < Duration::from_secs(3),
-            "the removal did not apply"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    keys_cli(&s.store, &["update", &s.id, "--remove-jwt-key", "rsa"]);
+    within(Duration::from_secs(3), || {
+        call(&server, &s.key, Some(&rs256), "eth_chainId").status != 200
+    });
     assert_invalid(
         &call(&server, &s.key, Some(&rs256), "eth_chainId"),
         "unknown kid \"rsa\": this key's public keys are ec",
@@ -454,20 +435,15 @@ fn public_keys_in_a_redis_key_store_reach_the_server() {
     let (ec, ec_public) = key_pair(dir.path(), "ec", false);
     let (key, id) = add_key(store, &[]);
     let ec_arg = format!("ec={}", ec_public.display());
-    run_quarry(keys_cli(store, &["update", &id, "--jwt-key", &ec_arg]));
+    keys_cli(store, &["update", &id, "--jwt-key", &ec_arg]);
     let server = Server::start(&devnet(), &format!("keys_store = \"{url}\""));
     let token = sign(Algorithm::ES256, &ec, "ec", json!({"exp": now() + 600}));
     assert_eq!(call(&server, &key, Some(&token), "eth_chainId").status, 200);
     assert_eq!(call(&server, &key, None, "eth_chainId").status, 200);
-    run_quarry(keys_cli(store, &["update", &id, "--require-jwt"]));
-    let start = Instant::now();
-    while call(&server, &key, None, "eth_chainId").status == 200 {
-        assert!(
-            start.elapsed() < Duration::from_secs(3),
-            "--require-jwt did not apply"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    keys_cli(store, &["update", &id, "--require-jwt"]);
+    within(Duration::from_secs(3), || {
+        call(&server, &key, None, "eth_chainId").status != 200
+    });
     assert_eq!(call(&server, &key, None, "eth_chainId").status, 401);
     assert_eq!(call(&server, &key, Some(&token), "eth_chainId").status, 200);
 }

@@ -11,9 +11,12 @@ mod support;
 use serde_json::{Value, json};
 use std::{
     path::{Path, PathBuf},
-    time::{Duration, Instant},
+    time::Duration,
 };
-use support::{KEY, Server, WsClient, ingested, redis_server, run_quarry};
+use support::{
+    KEY, Server, WsClient, add_custom_key as add_key, ingested, keys_cli, metric, redis_server,
+    within,
+};
 
 const A: &str = "0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const B: &str = "0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
@@ -44,27 +47,6 @@ fn call(
         headers,
         &call_body(method, params),
     )
-}
-
-fn keys_cli(store: &Path, args: &[&str]) -> (String, String) {
-    let command = ["keys".as_ref(), "--store".as_ref(), store.as_os_str()];
-    run_quarry(command.into_iter().chain(args.iter().map(|a| a.as_ref())))
-}
-
-/// Adds a key with `args`: (key, id).
-fn add_key(store: &Path, args: &[&str]) -> (String, String) {
-    let mut all = vec!["add", "--plan", "custom"];
-    all.extend_from_slice(args);
-    let (key, said) = keys_cli(store, &all);
-    let id = said.split_whitespace().nth(1).unwrap().to_string();
-    (key.trim().to_string(), id)
-}
-
-fn metric(server: &Server, series: &str) -> f64 {
-    let text = exchange(&server.addr, "GET", "/metrics", &[], "").body;
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no {series} in the metrics"))
 }
 
 /// Asserts a refusal by `rule` with `message`: HTTP 403 and the JSON-RPC error naming it.
@@ -442,16 +424,6 @@ fn mixed_batch_and_metrics(server: &Server, contract_key: &str) {
     );
 }
 
-/// Polls `check` every 50 ms for up to `limit`; returns how long it took to hold.
-fn within(limit: Duration, mut check: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !check() {
-        assert!(start.elapsed() < limit, "not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    start.elapsed()
-}
-
 #[test]
 fn a_key_change_reaches_an_open_websocket() {
     let dir = tempfile::tempdir().unwrap();
@@ -642,16 +614,8 @@ fn allowlists_in_a_redis_key_store_reach_the_server() {
         return;
     };
     let url = redis.url();
-    let cli = |args: &[&str]| {
-        let mut all = vec!["keys", "--store", &url];
-        all.extend_from_slice(args);
-        run_quarry(all.into_iter().map(AsRef::as_ref))
-    };
-    let (key, said) = cli(&["add", "--plan", "custom", "--allow-contract", A]);
-    let (key, id) = (
-        key.trim().to_string(),
-        said.split_whitespace().nth(1).unwrap().to_string(),
-    );
+    let store = Path::new(&url);
+    let (key, id) = add_key(store, &["--allow-contract", A]);
     let server = Server::start(&devnet(), &format!("keys_store = \"{url}\""));
     let balance = |address: &str| {
         call(
@@ -664,7 +628,7 @@ fn allowlists_in_a_redis_key_store_reach_the_server() {
     };
     assert_eq!(balance(A).status, 200);
     assert_eq!(balance(C).json()["error"]["data"]["rule"], "contract");
-    cli(&["update", &id, "--allow-contract", C]);
+    keys_cli(store, &["update", &id, "--allow-contract", C]);
     within(Duration::from_secs(3), || balance(C).status == 200);
     assert_eq!(balance(A).status, 403);
 }

@@ -13,7 +13,7 @@ use std::{
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
-use support::{KEY, Server, fixtures, ingested, partial_datadir, run_quarry};
+use support::{KEY, Server, fixtures, ingested, keys_cli, metric_value, partial_datadir, within};
 
 fn devnet() -> PathBuf {
     ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"))
@@ -67,17 +67,6 @@ fn ws_call(client: &mut support::WsClient, method: &str, params: Value) -> Value
     client.exchange(
         &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string(),
     )
-}
-
-fn metrics(server: &Server) -> String {
-    raw_http(&server.addr, "GET", "localhost", "/metrics", "").2
-}
-
-/// The value of the metrics line that starts with `series` (labels included).
-fn metric(server: &Server, series: &str) -> Option<f64> {
-    metrics(server)
-        .lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
 fn rpc_compat_chain_id() -> u64 {
@@ -186,21 +175,6 @@ networks = ["dev"]
         ws_call(&mut compat_ws, "eth_chainId", json!([]))["result"],
         compat_id
     );
-}
-
-fn keys_cli(store: &Path, args: &[&str]) -> (String, String) {
-    let command = ["keys".as_ref(), "--store".as_ref(), store.as_os_str()];
-    run_quarry(command.into_iter().chain(args.iter().map(|a| a.as_ref())))
-}
-
-/// Polls `check` every 50 ms for up to `limit`; returns how long it took to hold.
-fn within(limit: Duration, mut check: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !check() {
-        assert!(start.elapsed() < limit, "not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    start.elapsed()
 }
 
 #[test]
@@ -340,7 +314,7 @@ fn forwarding_follows_plan_method_cause_and_partner() {
     }
     for network in ["up", "down", "slow"] {
         within(Duration::from_secs(5), || {
-            metric(
+            metric_value(
                 &primary,
                 &format!("quarry_syncing{{network=\"{network}\"}}"),
             ) == Some(1.0)
@@ -432,12 +406,12 @@ fn forwarding_follows_plan_method_cause_and_partner() {
         let up = format!(
             "quarry_forwards_total{{network=\"up\",method=\"{method}\",result=\"answered\"}}"
         );
-        assert_eq!(metric(&primary, &up), Some(2.0), "{up}");
+        assert_eq!(metric_value(&primary, &up), Some(2.0), "{up}");
         for network in ["down", "slow"] {
             let failed = format!(
                 "quarry_forwards_total{{network=\"{network}\",method=\"{method}\",result=\"failed\"}}"
             );
-            assert_eq!(metric(&primary, &failed), Some(2.0), "{failed}");
+            assert_eq!(metric_value(&primary, &failed), Some(2.0), "{failed}");
         }
     }
 }
@@ -609,7 +583,7 @@ plan = "growth"
     assert_eq!(over_ws["error"]["message"], daily);
 
     assert!(
-        metric(
+        metric_value(
             &server,
             r#"quarry_rate_limited_total{network="default",reason="rate"}"#
         )
@@ -617,7 +591,7 @@ plan = "growth"
             >= 20.0
     );
     assert_eq!(
-        metric(
+        metric_value(
             &server,
             r#"quarry_rate_limited_total{network="default",reason="daily"}"#
         ),
