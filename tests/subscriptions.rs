@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 use std::{
     collections::{HashMap, VecDeque},
     net::TcpStream,
-    path::Path,
+    path::{Path, PathBuf},
     time::{Duration, Instant},
 };
-use support::{Block, KEY, Server, decode_blocks, encode_blocks, ingest_args, run_quarry};
+use support::{Block, KEY, Server, decode_blocks, encode_blocks, ingest_args, run_quarry, within};
 use tungstenite::{Message, WebSocket, stream::MaybeTlsStream};
 
 /// A JSON-RPC client over one WebSocket that keeps the notifications it reads while waiting
@@ -80,14 +80,7 @@ impl Client {
                 Ok(Message::Text(text)) => return Some(serde_json::from_str(&text).unwrap()),
                 Ok(Message::Close(frame)) => panic!("the server closed the connection: {frame:?}"),
                 Ok(_) => continue,
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return None;
-                }
+                Err(e) if support::read_timed_out(&e) => return None,
                 Err(e) => panic!("reading the WebSocket: {e}"),
             }
         }
@@ -142,6 +135,30 @@ impl Client {
 
 type Chains = support::ForkedChains;
 
+/// The devnet chain, and a temporary folder holding `prefix.rlp`: its first ten blocks.
+struct Devnet {
+    folder: PathBuf,
+    blocks: Vec<Block>,
+    dir: tempfile::TempDir,
+    prefix: PathBuf,
+}
+
+impl Devnet {
+    fn with_prefix() -> Self {
+        let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
+        let blocks = decode_blocks(&std::fs::read(folder.join("chain.rlp")).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("prefix.rlp");
+        std::fs::write(&prefix, encode_blocks(blocks.iter().take(10))).unwrap();
+        Self {
+            folder,
+            blocks,
+            dir,
+            prefix,
+        }
+    }
+}
+
 fn hashes(blocks: &[Block], numbers: std::ops::RangeInclusive<u64>) -> Vec<Value> {
     numbers
         .map(|n| json!(blocks[n as usize - 1].header.hash_slow()))
@@ -150,6 +167,11 @@ fn hashes(blocks: &[Block], numbers: std::ops::RangeInclusive<u64>) -> Vec<Value
 
 fn quantity(value: &Value) -> u64 {
     u64::from_str_radix(value.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+/// The numbers of `heads`, newHeads notifications.
+fn head_numbers(heads: &[Value]) -> Vec<u64> {
+    heads.iter().map(|h| quantity(&h["number"])).collect()
 }
 
 fn logs(server: &Server, from: u64, to: u64, extra: Value) -> Vec<Value> {
@@ -211,8 +233,7 @@ fn subscriptions_and_filters_follow_other_processes_through_a_reorg() {
             && got.get(&all).map_or(0, Vec::len) == new_logs.len()
             && got.get(&of_token).map_or(0, Vec::len) == token_logs.len()
     });
-    let numbers: Vec<u64> = got[&heads].iter().map(|h| quantity(&h["number"])).collect();
-    assert_eq!(numbers, (21..=40).collect::<Vec<_>>());
+    assert_eq!(head_numbers(&got[&heads]), (21..=40).collect::<Vec<_>>());
     let head_hashes: Vec<Value> = got[&heads].iter().map(|h| h["hash"].clone()).collect();
     assert_eq!(head_hashes, hashes(&chains.main, 21..=40));
     // geth's header shape: every field, null where the block has none, no transactions.
@@ -422,14 +443,8 @@ fn bad_input_and_limits_are_clear_errors() {
 
 /// The value of the first `/metrics` line starting with `series`.
 fn metric(server: &Server, series: &str) -> Option<f64> {
-    let url = format!("http://{}/metrics", server.addr);
-    let text = ureq::get(&url)
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
-    text.lines()
+    support::metrics_text(server)
+        .lines()
         .find(|line| line.starts_with(series))
         .and_then(|line| line.rsplit(' ').next())
         .and_then(|value| value.parse().ok())
@@ -441,11 +456,12 @@ fn metric(server: &Server, series: &str) -> Option<f64> {
 /// the same server gets every head and log, in order.
 #[test]
 fn a_subscriber_that_never_reads_is_dropped_and_others_keep_up() {
-    let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
-    let blocks = decode_blocks(&std::fs::read(devnet.join("chain.rlp")).unwrap());
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = dir.path().join("prefix.rlp");
-    std::fs::write(&prefix, encode_blocks(blocks.iter().take(10))).unwrap();
+    let Devnet {
+        folder: devnet,
+        blocks,
+        dir,
+        prefix,
+    } = Devnet::with_prefix();
     let datadir = dir.path().join("data");
     let genesis = devnet.join("genesis.json");
     run_quarry(ingest_args(&datadir, &genesis, &[&prefix]));
@@ -480,18 +496,13 @@ fn a_subscriber_that_never_reads_is_dropped_and_others_keep_up() {
         got.get(&heads).map_or(0, Vec::len) == (last - 10) as usize
             && got.get(&all).map_or(0, Vec::len) == expected_logs.len()
     });
-    let numbers: Vec<u64> = got[&heads].iter().map(|h| quantity(&h["number"])).collect();
-    assert_eq!(numbers, (11..=last).collect::<Vec<_>>());
+    assert_eq!(head_numbers(&got[&heads]), (11..=last).collect::<Vec<_>>());
     assert_eq!(got[&all], expected_logs);
 
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while metric(&server, "quarry_slow_consumers_total{") != Some(1.0) {
-        assert!(
-            Instant::now() < deadline,
-            "the slow subscriber was not dropped"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // The slow subscriber is dropped.
+    within(Duration::from_secs(10), || {
+        metric(&server, "quarry_slow_consumers_total{") == Some(1.0)
+    });
     let grown = server.anon_rss().saturating_sub(before);
     assert!(grown < 40 << 20, "the server grew by {} MB", grown >> 20);
     assert_eq!(
@@ -529,11 +540,12 @@ fn a_subscriber_that_never_reads_is_dropped_and_others_keep_up() {
 /// another network's datadir are not sent to it.
 #[test]
 fn subscriptions_belong_to_the_network_of_their_host() {
-    let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
-    let blocks = decode_blocks(&std::fs::read(devnet.join("chain.rlp")).unwrap());
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = dir.path().join("prefix.rlp");
-    std::fs::write(&prefix, encode_blocks(blocks.iter().take(10))).unwrap();
+    let Devnet {
+        folder: devnet,
+        blocks,
+        dir,
+        prefix,
+    } = Devnet::with_prefix();
     let genesis = devnet.join("genesis.json");
     let (first, second) = (dir.path().join("first"), dir.path().join("second"));
     for datadir in [&first, &second] {
@@ -555,26 +567,20 @@ fn subscriptions_belong_to_the_network_of_their_host() {
     let first_heads = on_first.subscribe(json!(["newHeads"]));
     let second_heads = on_second.subscribe(json!(["newHeads"]));
 
-    let twenty = dir.path().join("twenty.rlp");
-    std::fs::write(&twenty, encode_blocks(blocks.iter().take(20))).unwrap();
-    run_quarry(ingest_args(&second, &genesis, &[&twenty]));
-    let got = on_second.collect(|got| got.get(&second_heads).map_or(0, Vec::len) == 10);
-    let numbers: Vec<u64> = got[&second_heads]
-        .iter()
-        .map(|h| quantity(&h["number"]))
-        .collect();
-    assert_eq!(numbers, (11..=20).collect::<Vec<_>>());
+    // Another process grows `datadir` to `last`: the numbers of the heads `client` is sent.
+    let grow = |datadir: &Path, last: usize, client: &mut Client, heads: &str| {
+        let file = dir.path().join(format!("first{last}.rlp"));
+        std::fs::write(&file, encode_blocks(blocks.iter().take(last))).unwrap();
+        run_quarry(ingest_args(datadir, &genesis, &[&file]));
+        let got = client.collect(|got| got.get(heads).map_or(0, Vec::len) == last - 10);
+        head_numbers(&got[heads])
+    };
+    assert_eq!(
+        grow(&second, 20, &mut on_second, &second_heads),
+        (11..=20).collect::<Vec<_>>()
+    );
     assert_eq!(on_first.drain(Duration::from_millis(300)), Vec::new());
-
-    let twelve = dir.path().join("twelve.rlp");
-    std::fs::write(&twelve, encode_blocks(blocks.iter().take(12))).unwrap();
-    run_quarry(ingest_args(&first, &genesis, &[&twelve]));
-    let got = on_first.collect(|got| got.get(&first_heads).map_or(0, Vec::len) == 2);
-    let numbers: Vec<u64> = got[&first_heads]
-        .iter()
-        .map(|h| quantity(&h["number"]))
-        .collect();
-    assert_eq!(numbers, vec![11, 12]);
+    assert_eq!(grow(&first, 12, &mut on_first, &first_heads), vec![11, 12]);
     assert_eq!(on_second.drain(Duration::from_millis(300)), Vec::new());
 }
 
@@ -582,11 +588,12 @@ fn subscriptions_belong_to_the_network_of_their_host() {
 /// has its connection closed with the reason, and its calls are refused too.
 #[test]
 fn notifications_use_up_the_plan_s_daily_quota() {
-    let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
-    let blocks = decode_blocks(&std::fs::read(devnet.join("chain.rlp")).unwrap());
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = dir.path().join("prefix.rlp");
-    std::fs::write(&prefix, encode_blocks(blocks.iter().take(10))).unwrap();
+    let Devnet {
+        folder: devnet,
+        dir,
+        prefix,
+        ..
+    } = Devnet::with_prefix();
     let genesis = devnet.join("genesis.json");
     let datadir = dir.path().join("data");
     run_quarry(ingest_args(&datadir, &genesis, &[&prefix]));
