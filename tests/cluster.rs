@@ -9,7 +9,7 @@ mod support;
 
 use serde_json::{Value, json};
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::{Read, Write},
     net::{TcpListener, TcpStream},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -201,22 +201,17 @@ impl Replica {
     }
 
     fn restart(&mut self) {
-        let mut child = Command::new(QUARRY)
-            .arg("serve")
-            .arg("--datadir")
-            .arg(&self.datadir)
-            .arg("--config")
-            .arg(&self.config)
-            .arg("--listen")
-            .arg(self.addr())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let (child, line) = support::spawn_first_line(
+            Command::new(QUARRY)
+                .arg("serve")
+                .arg("--datadir")
+                .arg(&self.datadir)
+                .arg("--config")
+                .arg(&self.config)
+                .arg("--listen")
+                .arg(self.addr())
+                .stderr(Stdio::null()),
+        );
         assert!(line.starts_with("listening on"), "quarry serve: {line:?}");
         self.child = Some(child);
     }
