@@ -93,15 +93,9 @@ for conns in $CONNECTIONS; do
   done
 done
 
-python3 - "$work/results" "$steps" <<'PY'
+python3 -B - "$work/results" "$steps" <<'PY'
 import sys, statistics
-def micros(text):
-    for unit, scale in (("us", 1), ("ms", 1e3), ("s", 1e6)):
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * scale
-    raise ValueError(text)
-def show(us):
-    return f"{us:.0f}us" if us < 1000 else f"{us / 1000:.2f}ms"
+from bench.wrk_latency import micros, show
 steps = int(sys.argv[2])
 # name|conns|rps|p50|p99|round|paired
 rows = [l.rstrip("\n").split("|") for l in open(sys.argv[1])]
