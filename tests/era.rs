@@ -18,7 +18,7 @@ use std::{
     path::{Path, PathBuf},
     sync::OnceLock,
 };
-use support::{Server, quarry_fails, run_quarry, stored_head};
+use support::{Server, ingest_args, quarry_fails, run_quarry, stored_head};
 
 const ERA0_NAME: &str = "mainnet-00000-5ec1ffb8.era1";
 const BLOCK_8191: B256 =
@@ -51,20 +51,27 @@ fn os(text: &str) -> &OsStr {
     OsStr::new(text)
 }
 
+/// The arguments of `quarry ingest` of `files` into `datadir`, which knows its chain.
+fn ingest_into<'a>(datadir: &'a Path, files: &[&'a Path]) -> Vec<&'a OsStr> {
+    let mut args = vec![os("ingest"), os("--datadir"), datadir.as_os_str()];
+    args.extend(files.iter().map(|file| file.as_os_str()));
+    args
+}
+
+/// The arguments of `quarry ingest --chain <chain>` of `files` into `datadir`.
+fn ingest_chain<'a>(chain: &'a str, datadir: &'a Path, files: &[&'a Path]) -> Vec<&'a OsStr> {
+    let mut args = vec![os("ingest"), os("--chain"), os(chain)];
+    args.extend(ingest_into(datadir, files).into_iter().skip(1));
+    args
+}
+
 /// A datadir holding mainnet's era 0, imported once per test binary run.
 fn mainnet_era0() -> &'static Path {
     static DATADIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     let (_, datadir) = DATADIR.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let datadir = dir.path().join("mainnet");
-        let (stdout, _) = quarry(&[
-            os("ingest"),
-            os("--chain"),
-            os("mainnet"),
-            os("--datadir"),
-            datadir.as_os_str(),
-            era0().as_os_str(),
-        ]);
+        let (stdout, _) = quarry(&ingest_mainnet(&datadir, &era0()));
         assert_mainnet_head(&stdout);
         (dir, datadir)
     });
@@ -215,14 +222,7 @@ fn every_network_writes_its_published_genesis_and_the_datadir_remembers_it() {
     ];
     for (network, hash) in published {
         let datadir = dir.path().join(network);
-        let args = [
-            os("ingest"),
-            os("--chain"),
-            os(network),
-            os("--datadir"),
-            datadir.as_os_str(),
-        ];
-        let (stdout, _) = quarry(&args);
+        let (stdout, _) = quarry(&ingest_chain(network, &datadir, &[]));
         assert!(
             stdout.contains(&format!("head: block 0 ({hash})")),
             "{network}: {stdout}"
@@ -230,27 +230,15 @@ fn every_network_writes_its_published_genesis_and_the_datadir_remembers_it() {
     }
     let sepolia = dir.path().join("sepolia");
     // Later commands need no --chain; another network's is refused.
-    let (stdout, _) = quarry(&[os("ingest"), os("--datadir"), sepolia.as_os_str()]);
+    let (stdout, _) = quarry(&ingest_into(&sepolia, &[]));
     assert!(stdout.contains("head: block 0 (0x25a5cc10"), "{stdout}");
-    let err = fails(&[
-        os("ingest"),
-        os("--chain"),
-        os("mainnet"),
-        os("--datadir"),
-        sepolia.as_os_str(),
-    ]);
+    let err = fails(&ingest_chain("mainnet", &sepolia, &[]));
     assert!(err.contains("holds sepolia, not mainnet"), "{err}");
     let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet/genesis.json");
-    let err = fails(&[
-        os("ingest"),
-        os("--genesis"),
-        devnet.as_os_str(),
-        os("--datadir"),
-        sepolia.as_os_str(),
-    ]);
+    let err = fails(&ingest_args(&sepolia, &devnet, &[]));
     assert!(err.contains("different chain"), "{err}");
     let empty = dir.path().join("empty");
-    let err = fails(&[os("ingest"), os("--datadir"), empty.as_os_str()]);
+    let err = fails(&ingest_into(&empty, &[]));
     assert!(
         err.contains("holds no chain yet") && err.contains("--chain"),
         "{err}"
@@ -260,13 +248,7 @@ fn every_network_writes_its_published_genesis_and_the_datadir_remembers_it() {
         "a refused ingest created {}",
         empty.display()
     );
-    let err = fails(&[
-        os("ingest"),
-        os("--chain"),
-        os("goerli"),
-        os("--datadir"),
-        empty.as_os_str(),
-    ]);
+    let err = fails(&ingest_chain("goerli", &empty, &[]));
     assert!(err.contains("goerli"), "{err}");
 
     let server = Server::start(&sepolia, "");
@@ -303,14 +285,7 @@ fn export_then_import_gives_identical_records() {
 
     // The folder imports again, checked against its checksums.txt.
     let datadir = dir.path().join("again");
-    let (stdout, _) = quarry(&[
-        os("ingest"),
-        os("--chain"),
-        os("mainnet"),
-        os("--datadir"),
-        datadir.as_os_str(),
-        out.as_os_str(),
-    ]);
+    let (stdout, _) = quarry(&ingest_mainnet(&datadir, &out));
     assert_mainnet_head(&stdout);
 
     let err = fails(&[
@@ -344,12 +319,8 @@ fn damaged_copy(dir: &Path, name: &str, record: usize, at: usize) -> PathBuf {
     path
 }
 
-fn ingest_mainnet(datadir: &Path, file: &Path) -> Vec<OsString> {
-    let mut args: Vec<OsString> = ["ingest", "--chain", "mainnet", "--datadir"]
-        .map(OsString::from)
-        .to_vec();
-    args.extend([datadir.into(), file.into()]);
-    args
+fn ingest_mainnet<'a>(datadir: &'a Path, file: &'a Path) -> Vec<&'a OsStr> {
+    ingest_chain("mainnet", datadir, &[file])
 }
 
 #[test]
@@ -387,7 +358,7 @@ fn a_damaged_file_under_its_published_name_fails_its_checksum_first() {
     let list = dir.path().join("list.txt");
     std::fs::write(&list, format!("{}  renamed.era1\n", "00".repeat(32))).unwrap();
     let mut args = ingest_mainnet(&datadir, &renamed);
-    args.extend(["--era-checksums".into(), list.into_os_string()]);
+    args.extend([os("--era-checksums"), list.as_os_str()]);
     let err = fails(&args);
     assert!(
         err.contains("renamed.era1") && err.contains("list.txt"),
@@ -463,14 +434,7 @@ fn truncated_foreign_and_unreadable_files_are_refused_by_name() {
 
     // Mainnet's history into a Sepolia datadir.
     let sepolia = dir.path().join("sepolia");
-    let err = fails(&[
-        os("ingest"),
-        os("--chain"),
-        os("sepolia"),
-        os("--datadir"),
-        sepolia.as_os_str(),
-        era0().as_os_str(),
-    ]);
+    let err = fails(&ingest_chain("sepolia", &sepolia, &[&era0()]));
     assert!(
         err.contains(ERA0_NAME) && err.contains("another network") && err.contains("sepolia"),
         "{err}"
@@ -488,14 +452,11 @@ fn era1_holds_only_pre_merge_blocks() {
     let dir = tempfile::tempdir().unwrap();
     let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
     let datadir = dir.path().join("devnet");
-    quarry(&[
-        os("ingest"),
-        os("--genesis"),
-        devnet.join("genesis.json").as_os_str(),
-        os("--datadir"),
-        datadir.as_os_str(),
-        devnet.join("chain.rlp").as_os_str(),
-    ]);
+    quarry(&ingest_args(
+        &datadir,
+        &devnet.join("genesis.json"),
+        &[&devnet.join("chain.rlp")],
+    ));
     let out = dir.path().join("out");
     let (stdout, _) = quarry(&[
         os("export-era"),
@@ -521,14 +482,7 @@ fn era1_holds_only_pre_merge_blocks() {
 
     // The pre-merge part, with its transactions and receipts, imports again.
     let again = dir.path().join("again");
-    let (stdout, _) = quarry(&[
-        os("ingest"),
-        os("--genesis"),
-        devnet.join("genesis.json").as_os_str(),
-        os("--datadir"),
-        again.as_os_str(),
-        out.as_os_str(),
-    ]);
+    let (stdout, _) = quarry(&ingest_args(&again, &devnet.join("genesis.json"), &[&out]));
     assert!(stdout.contains("head: block 11 "), "{stdout}");
 }
 
@@ -581,14 +535,11 @@ fn a_post_merge_chain_exports_as_ere_and_imports_again_with_identical_records() 
     let devnet = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
     let genesis = devnet.join("genesis.json");
     let datadir = dir.path().join("devnet");
-    let (stdout, _) = quarry(&[
-        os("ingest"),
-        os("--genesis"),
-        genesis.as_os_str(),
-        os("--datadir"),
-        datadir.as_os_str(),
-        devnet.join("chain.rlp").as_os_str(),
-    ]);
+    let (stdout, _) = quarry(&ingest_args(
+        &datadir,
+        &genesis,
+        &[&devnet.join("chain.rlp")],
+    ));
     let head = stdout.lines().last().unwrap().to_string();
     let out = dir.path().join("ere");
     let stdout = export(&datadir, &out, "ere");
@@ -611,14 +562,7 @@ fn a_post_merge_chain_exports_as_ere_and_imports_again_with_identical_records() 
     assert_eq!(kinds.last(), Some(&0x3267));
 
     let again = dir.path().join("again");
-    let (stdout, _) = quarry(&[
-        os("ingest"),
-        os("--genesis"),
-        genesis.as_os_str(),
-        os("--datadir"),
-        again.as_os_str(),
-        out.as_os_str(),
-    ]);
+    let (stdout, _) = quarry(&ingest_args(&again, &genesis, &[&out]));
     assert_eq!(stdout.lines().last().unwrap(), head);
     let out2 = dir.path().join("ere2");
     export(&again, &out2, "ere");
@@ -809,14 +753,11 @@ fn pow_chain() -> &'static (tempfile::TempDir, PathBuf, String) {
             &["--forks", "pow", "--blocks", "8200", "--txs-per-block", "2"],
         );
         let datadir = dir.path().join("datadir");
-        let (stdout, _) = quarry(&[
-            os("ingest"),
-            os("--genesis"),
-            chain.join("genesis.json").as_os_str(),
-            os("--datadir"),
-            datadir.as_os_str(),
-            chain.join("chain.rlp").as_os_str(),
-        ]);
+        let (stdout, _) = quarry(&ingest_args(
+            &datadir,
+            &chain.join("genesis.json"),
+            &[&chain.join("chain.rlp")],
+        ));
         let head = stdout.lines().last().unwrap().to_string();
         assert!(head.starts_with("head: block 8200 "), "{head}");
         (dir, datadir, head)
@@ -845,15 +786,7 @@ fn a_transaction_heavy_pre_merge_chain_round_trips_through_era1_and_ere() {
 
         // Era 1 before era 0: the message names the expected and the found block.
         let fresh = dir.path().join(format!("{format}-fresh"));
-        let err = fails(&[
-            os("ingest"),
-            os("--genesis"),
-            genesis.as_os_str(),
-            os("--datadir"),
-            fresh.as_os_str(),
-            files[1].as_os_str(),
-            files[0].as_os_str(),
-        ]);
+        let err = fails(&ingest_args(&fresh, &genesis, &[&files[1], &files[0]]));
         assert!(
             err.contains("expected block 1 next") && err.contains("starts at block 8192"),
             "{err}"
@@ -861,12 +794,7 @@ fn a_transaction_heavy_pre_merge_chain_round_trips_through_era1_and_ere() {
         assert_eq!(stored_head(&fresh).0, 0);
 
         // The folder, in order, checked against its checksums.txt: the same chain again.
-        let (stdout, _) = quarry(&[
-            os("ingest"),
-            os("--datadir"),
-            fresh.as_os_str(),
-            out.as_os_str(),
-        ]);
+        let (stdout, _) = quarry(&ingest_into(&fresh, &[&out]));
         assert_eq!(stdout.lines().last().unwrap(), head);
         let again = dir.path().join(format!("{format}-again"));
         export(&fresh, &again, format);
@@ -889,14 +817,11 @@ fn a_folder_whose_checksums_txt_disagrees_is_refused_before_any_block() {
     lines[0] = format!("0x{}", "11".repeat(32));
     std::fs::write(&list, lines.join("\n")).unwrap();
     let fresh = dir.path().join("fresh");
-    let err = fails(&[
-        os("ingest"),
-        os("--genesis"),
-        chain_dir.path().join("chain/genesis.json").as_os_str(),
-        os("--datadir"),
-        fresh.as_os_str(),
-        out.as_os_str(),
-    ]);
+    let err = fails(&ingest_args(
+        &fresh,
+        &chain_dir.path().join("chain/genesis.json"),
+        &[&out],
+    ));
     assert!(
         err.contains("checksums.txt") && err.contains(&"11".repeat(32)),
         "{err}"
@@ -920,25 +845,16 @@ fn a_datadir_filled_from_era_files_goes_on_with_rlp_or_follow() {
     let genesis = chain_dir.path().join("chain/genesis.json");
     let from_era = |name: &str| {
         let target = dir.path().join(name);
-        quarry(&[
-            os("ingest"),
-            os("--genesis"),
-            genesis.as_os_str(),
-            os("--datadir"),
-            target.as_os_str(),
-            era0.as_os_str(),
-        ]);
+        quarry(&ingest_args(&target, &genesis, &[&era0]));
         assert_eq!(stored_head(&target).0, 8191);
         target
     };
 
     let rlp = from_era("rlp");
-    let (stdout, _) = quarry(&[
-        os("ingest"),
-        os("--datadir"),
-        rlp.as_os_str(),
-        chain_dir.path().join("chain/chain.rlp").as_os_str(),
-    ]);
+    let (stdout, _) = quarry(&ingest_into(
+        &rlp,
+        &[&chain_dir.path().join("chain/chain.rlp")],
+    ));
     assert_eq!(stdout.lines().last().unwrap(), head);
 
     let followed = from_era("follow");
