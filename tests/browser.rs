@@ -19,7 +19,7 @@ use std::{
     sync::{Arc, Condvar, Mutex},
     time::{Duration, Instant},
 };
-use support::{KEY, Server, ingested, run_quarry};
+use support::{KEY, Server, add_custom_key, ingested};
 
 /// The browser: Debian's package installs it as `chromium`.
 const CHROMIUM: &str = "chromium";
@@ -185,19 +185,7 @@ fn a_page_on_another_origin_calls_quarry_from_a_real_browser() {
     }
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("keys.json");
-    let (locked, _) = run_quarry(
-        [
-            "keys",
-            "--store",
-            store.to_str().unwrap(),
-            "add",
-            "--plan",
-            "custom",
-            "--allow-origin",
-            "https://other.example",
-        ]
-        .map(AsRef::as_ref),
-    );
+    let (locked, _) = add_custom_key(&store, &["--allow-origin", "https://other.example"]);
     let devnet = ingested(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet"));
     let server = Server::start(
         &devnet,
