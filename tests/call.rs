@@ -405,24 +405,16 @@ fn a_call_at_an_old_block_sees_the_old_state() {
 #[test]
 fn ethers_surfaces_reverts() {
     let server = server("");
-    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
-    assert!(
-        clients.join("node_modules/ethers").exists(),
-        "run `npm ci` in tests/clients first (.ci/run does)"
-    );
-    let output = std::process::Command::new("node")
-        .current_dir(&clients)
-        .arg("ethers-reverts.mjs")
-        .arg(server.http_url(support::KEY))
-        .arg("1337")
-        .args([address(2), address(3), address(7), address(13)])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = support::node_client(
+        "ethers-reverts.mjs",
+        &[
+            &server.http_url(support::KEY),
+            "1337",
+            &address(2),
+            &address(3),
+            &address(7),
+            &address(13),
+        ],
     );
     assert_eq!(
         stdout.lines().filter(|l| l.starts_with("ok: ")).count(),

@@ -252,22 +252,6 @@ fn moved_precompiles_start_cold_and_a_maximal_nonce_fails_first() {
 #[test]
 fn ethers_sends_eth_simulate_v1() {
     let server = Server::start(&ingested(&devnet()), "");
-    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
-    assert!(
-        clients.join("node_modules/ethers").exists(),
-        "run `npm ci` in tests/clients first (.ci/run does)"
-    );
-    let output = std::process::Command::new("node")
-        .current_dir(&clients)
-        .arg("ethers-simulate.mjs")
-        .arg(server.http_url(support::KEY))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = support::node_client("ethers-simulate.mjs", &[&server.http_url(support::KEY)]);
     assert!(stdout.contains("ok: simulated 2 blocks"), "{stdout}");
 }

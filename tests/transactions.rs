@@ -15,7 +15,6 @@ use alloy_signer_local::PrivateKeySigner;
 use serde_json::{Value, json};
 use std::{
     path::Path,
-    process::Command,
     time::{Duration, Instant},
 };
 use support::{Anvil, Server, ingested};
@@ -269,7 +268,6 @@ fn dev_key() -> PrivateKeySigner {
 #[test]
 fn ethers_and_viem_send_through_quarry_with_their_own_wallet_apis() {
     let Some(anvil) = start_anvil() else { return };
-    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
     let key = dev_key();
     let funded = anvil.call(
         "anvil_setBalance",
@@ -277,18 +275,13 @@ fn ethers_and_viem_send_through_quarry_with_their_own_wallet_apis() {
     );
     assert!(funded.get("error").is_none(), "{funded}");
     let server = dev_server(&format!("transactions_url = \"{}\"", anvil.url));
-    let output = Command::new("node")
-        .arg(clients.join("wallets-send.mjs"))
-        .arg(server.http_url(support::KEY))
-        .arg(hex::encode_prefixed(key.to_bytes()))
-        .arg(CHAIN_ID.to_string())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = support::node_client(
+        "wallets-send.mjs",
+        &[
+            &server.http_url(support::KEY),
+            &hex::encode_prefixed(key.to_bytes()),
+            &CHAIN_ID.to_string(),
+        ],
     );
     let sent: Vec<Value> = stdout
         .lines()
