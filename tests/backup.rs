@@ -147,11 +147,7 @@ fn a_killed_backup_changes_nothing_and_leaves_no_datadir() {
     let chain = dir.path().join("chain");
     devchain(&chain, &["--blocks", "300"]);
     let source = dir.path().join("source");
-    run_quarry(ingest_args(
-        &source,
-        &chain.join("genesis.json"),
-        &[&chain.join("chain.rlp")],
-    ));
+    support::ingest_folder(&source, &chain);
     let before = table_digests(&source, &[]);
     let mut caught = 0;
     for attempt in 0..5 {

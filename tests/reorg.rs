@@ -17,8 +17,8 @@ use std::{
     sync::OnceLock,
 };
 use support::{
-    Block, Server, decode_blocks, devchain, encode_blocks, ingest_args, ingested, quarry_fails,
-    run_quarry, stored_head, table_digests,
+    Block, Server, decode_blocks, devchain, encode_blocks, ingest_args, ingest_folder, ingested,
+    quarry_fails, run_quarry, stored_head, table_digests,
 };
 use tempfile::TempDir;
 
@@ -112,11 +112,7 @@ fn stored_datadir() -> (TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let datadir = dir.path().join("data");
     let c = chains();
-    run_quarry(ingest_args(
-        &datadir,
-        &c.genesis,
-        &[&c.stored.join("chain.rlp")],
-    ));
+    ingest_folder(&datadir, &c.stored);
     assert_eq!(stored_head(&datadir), (STORED, hash(&c.stored, STORED)));
     (dir, datadir)
 }
@@ -623,11 +619,7 @@ fn a_reorg_across_decoding_batches_is_undone_or_taken_whole() {
     );
     let genesis = stored.join("genesis.json");
     let datadir = dir.path().join("data");
-    run_quarry(ingest_args(
-        &datadir,
-        &genesis,
-        &[&stored.join("chain.rlp")],
-    ));
+    ingest_folder(&datadir, &stored);
     let head = (STORED, hash(&stored, STORED));
     assert_eq!(stored_head(&datadir), head);
     let before = table_digests(&datadir, &[Table::Meta]);
@@ -713,11 +705,7 @@ fn quarry_unwind_equals_a_shorter_ingest_and_the_blocks_come_back() {
         &table_digests(&shorter, &UNWIND_KEEPS),
         "after quarry unwind",
     );
-    run_quarry(ingest_args(
-        &datadir,
-        &c.genesis,
-        &[&c.stored.join("chain.rlp")],
-    ));
+    ingest_folder(&datadir, &c.stored);
     assert_tables_equal(
         &table_digests(&datadir, &UNWIND_KEEPS),
         &original,

@@ -21,8 +21,8 @@ use std::{
     path::Path,
 };
 use support::{
-    decode_blocks, devchain, encode_blocks, ingest_args, ingested, quarry_fails, run_quarry,
-    stored_head, table_digests,
+    decode_blocks, devchain, encode_blocks, ingest_args, ingest_folder, ingested, quarry_fails,
+    run_quarry, stored_head, table_digests,
 };
 
 /// The accounts and the slots one block changed.
@@ -211,11 +211,7 @@ fn deep_reorganisations_and_unwinds_keep_the_lists_equal_to_the_changesets() {
     devchain(&branch, &[&fork[..], &common].concat());
     let genesis = stored.join("genesis.json");
     let datadir = dir.path().join("data");
-    run_quarry(ingest_args(
-        &datadir,
-        &genesis,
-        &[&stored.join("chain.rlp")],
-    ));
+    ingest_folder(&datadir, &stored);
     // Blocks taken one by one record every storage root.
     assert_eq!(check(&datadir, 200, 400, "stored chain"), 0);
 
