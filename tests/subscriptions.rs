@@ -135,9 +135,11 @@ impl Client {
 
 type Chains = support::ForkedChains;
 
-/// The devnet chain, and a temporary folder holding `prefix.rlp`: its first ten blocks.
+/// The devnet chain (its genesis, its whole chain.rlp and its blocks), and a temporary folder
+/// holding `prefix.rlp`: its first ten blocks.
 struct Devnet {
-    folder: PathBuf,
+    genesis: PathBuf,
+    chain: PathBuf,
     blocks: Vec<Block>,
     dir: tempfile::TempDir,
     prefix: PathBuf,
@@ -146,16 +148,23 @@ struct Devnet {
 impl Devnet {
     fn with_prefix() -> Self {
         let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/devnet");
-        let blocks = decode_blocks(&std::fs::read(folder.join("chain.rlp")).unwrap());
+        let chain = folder.join("chain.rlp");
+        let blocks = decode_blocks(&std::fs::read(&chain).unwrap());
         let dir = tempfile::tempdir().unwrap();
         let prefix = dir.path().join("prefix.rlp");
         std::fs::write(&prefix, encode_blocks(blocks.iter().take(10))).unwrap();
         Self {
-            folder,
+            genesis: folder.join("genesis.json"),
+            chain,
             blocks,
             dir,
             prefix,
         }
+    }
+
+    /// Another process's `quarry ingest` of `file` into `datadir`.
+    fn ingest(&self, datadir: &Path, file: &Path) {
+        run_quarry(ingest_args(datadir, &self.genesis, &[file]));
     }
 }
 
@@ -456,15 +465,9 @@ fn metric(server: &Server, series: &str) -> Option<f64> {
 /// the same server gets every head and log, in order.
 #[test]
 fn a_subscriber_that_never_reads_is_dropped_and_others_keep_up() {
-    let Devnet {
-        folder: devnet,
-        blocks,
-        dir,
-        prefix,
-    } = Devnet::with_prefix();
-    let datadir = dir.path().join("data");
-    let genesis = devnet.join("genesis.json");
-    run_quarry(ingest_args(&datadir, &genesis, &[&prefix]));
+    let devnet = Devnet::with_prefix();
+    let datadir = devnet.dir.path().join("data");
+    devnet.ingest(&datadir, &devnet.prefix);
     // Room for what the fast client is sent at once when the rest of the chain is committed in
     // one transaction (every head and log: more than 256 messages, of about 800 bytes each),
     // and far less than the slow client's 200 subscriptions bring.
@@ -487,9 +490,8 @@ fn a_subscriber_that_never_reads_is_dropped_and_others_keep_up() {
     );
     let before = server.anon_rss();
 
-    let chain = devnet.join("chain.rlp");
-    run_quarry(ingest_args(&datadir, &genesis, &[&chain]));
-    let last = blocks.len() as u64;
+    devnet.ingest(&datadir, &devnet.chain);
+    let last = devnet.blocks.len() as u64;
     let expected_logs = logs(&server, 11, last, json!({}));
     assert!(expected_logs.len() > 300, "{}", expected_logs.len());
     let got = fast.collect(|got| {
@@ -540,16 +542,11 @@ fn a_subscriber_that_never_reads_is_dropped_and_others_keep_up() {
 /// another network's datadir are not sent to it.
 #[test]
 fn subscriptions_belong_to_the_network_of_their_host() {
-    let Devnet {
-        folder: devnet,
-        blocks,
-        dir,
-        prefix,
-    } = Devnet::with_prefix();
-    let genesis = devnet.join("genesis.json");
-    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    let devnet = Devnet::with_prefix();
+    let dir = devnet.dir.path();
+    let (first, second) = (dir.join("first"), dir.join("second"));
     for datadir in [&first, &second] {
-        run_quarry(ingest_args(datadir, &genesis, &[&prefix]));
+        devnet.ingest(datadir, &devnet.prefix);
     }
     let network = |name: &str, datadir: &Path| {
         format!(
@@ -569,9 +566,9 @@ fn subscriptions_belong_to_the_network_of_their_host() {
 
     // Another process grows `datadir` to `last`: the numbers of the heads `client` is sent.
     let grow = |datadir: &Path, last: usize, client: &mut Client, heads: &str| {
-        let file = dir.path().join(format!("first{last}.rlp"));
-        std::fs::write(&file, encode_blocks(blocks.iter().take(last))).unwrap();
-        run_quarry(ingest_args(datadir, &genesis, &[&file]));
+        let file = dir.join(format!("first{last}.rlp"));
+        std::fs::write(&file, encode_blocks(devnet.blocks.iter().take(last))).unwrap();
+        devnet.ingest(datadir, &file);
         let got = client.collect(|got| got.get(heads).map_or(0, Vec::len) == last - 10);
         head_numbers(&got[heads])
     };
@@ -588,15 +585,9 @@ fn subscriptions_belong_to_the_network_of_their_host() {
 /// has its connection closed with the reason, and its calls are refused too.
 #[test]
 fn notifications_use_up_the_plan_s_daily_quota() {
-    let Devnet {
-        folder: devnet,
-        dir,
-        prefix,
-        ..
-    } = Devnet::with_prefix();
-    let genesis = devnet.join("genesis.json");
-    let datadir = dir.path().join("data");
-    run_quarry(ingest_args(&datadir, &genesis, &[&prefix]));
+    let devnet = Devnet::with_prefix();
+    let datadir = devnet.dir.path().join("data");
+    devnet.ingest(&datadir, &devnet.prefix);
     let server = Server::start(
         &datadir,
         "[plans.free]\nrequests_per_day = 30\n[[keys]]\nkey = \"free-key\"\nplan = \"free\"\n",
@@ -608,11 +599,7 @@ fn notifications_use_up_the_plan_s_daily_quota() {
     socket
         .send(Message::Text(subscribe.to_string().into()))
         .unwrap();
-    run_quarry(ingest_args(
-        &datadir,
-        &genesis,
-        &[&devnet.join("chain.rlp")],
-    ));
+    devnet.ingest(&datadir, &devnet.chain);
     let mut notifications = 0;
     let reason = loop {
         match socket.read().unwrap() {
