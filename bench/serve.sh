@@ -224,6 +224,21 @@ for peer in [p for p in ("reth", "before") if p in servers]:
                 continue  # a method the peer does not have
             other, quarry = summary[(peer, name, c)], summary[("quarry", name, c)]
             print(f"      {name:<42} {other[0]:>13.0f} {other[1]:>5.0f}% {other[2]:>6.1f}us {quarry[0]:>13.0f} {quarry[1]:>5.0f}% {quarry[2]:>6.1f}us {quarry[0] / other[0]:>13.3f}x")
+        # The same ratios round by round (each round's runs were next to each other): their
+        # spread says how far the machine's drift lets the medians above be trusted.
+        print(f"\nc={c}: per-round quarry/{peer}, min-max over the rounds: requests/s, CPU per request")
+        for name in ["web3_clientVersion (ceiling)"] + names:
+            rps_ratios, cpu_ratios = [], []
+            for round_ in sorted({r[5] for r in rows}, key=int):
+                def run(server):
+                    return next((r for r in rows if r[8] == server and r[0] == name and r[1] == c and r[5] == round_
+                                 and (not is_ceiling(r) or r[6] == names[0])), None)
+                mine, theirs = run("quarry"), run(peer)
+                if mine and theirs and float(theirs[2]) > 0 and float(theirs[9]) > 0:
+                    rps_ratios.append(float(mine[2]) / float(theirs[2]))
+                    cpu_ratios.append(float(mine[9]) / float(theirs[9]))
+            if rps_ratios:
+                print(f"      {name:<42} {min(rps_ratios):.3f}-{max(rps_ratios):.3f}x  {min(cpu_ratios):.3f}-{max(cpu_ratios):.3f}x")
 rounds = len({r[5] for r in rows})
 print(f"\nmedians of {rounds} rounds; each share pairs a method's run with its server's ceiling run just before it;")
 print("CPU/req: the server process's CPU time (user + system, every thread) per answered request")
