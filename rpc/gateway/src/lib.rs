@@ -71,6 +71,12 @@ fn rows() -> Vec<call::table::Row> {
     rows
 }
 
+/// The row of served method `method`, for tests that read what it declares.
+#[cfg(test)]
+fn row(method: &str) -> Option<call::table::Row> {
+    rows().into_iter().find(|row| row.name == method)
+}
+
 /// The names of every method quarry serves, sorted.
 pub fn served_methods() -> Vec<&'static str> {
     let mut names: Vec<&'static str> = rows().iter().map(|row| row.name).collect();

@@ -327,10 +327,7 @@ mod tests {
 
     /// Where the method table's row of `method` says its parameters name addresses.
     fn kind(method: &str) -> AddressParams {
-        crate::rows()
-            .into_iter()
-            .find(|row| row.name == method)
-            .map_or(AddressParams::NoAddress, |row| row.addresses)
+        crate::row(method).map_or(AddressParams::NoAddress, |row| row.addresses)
     }
 
     fn call(lists: &KeyAllowlists, method: &str, params: serde_json::Value) -> Option<Rule> {

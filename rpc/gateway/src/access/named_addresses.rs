@@ -197,11 +197,7 @@ mod tests {
 
     /// Where the method table's row of `method` says its parameters name addresses.
     fn kind(method: &str) -> AddressParams {
-        crate::rows()
-            .into_iter()
-            .find(|row| row.name == method)
-            .map(|row| row.addresses)
-            .unwrap()
+        crate::row(method).map(|row| row.addresses).unwrap()
     }
 
     fn named(method: &str, params: Value) -> Named {

@@ -50,6 +50,16 @@ pub struct Call {
     pub extensions: Extensions,
 }
 
+/// A method's answer from an async function whose result comes already serialized (logs, an
+/// upstream's answer): sent as it is.
+pub fn serialized<F, Fut>(answer: F) -> Arc<MethodFn>
+where
+    F: Fn(Arc<Context>, Call) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = MethodResult> + Send + 'static,
+{
+    Arc::new(move |context, call| Box::pin(answer(context, call)))
+}
+
 /// A method's answer from an async function whose result is serialized here.
 pub fn answer<F, Fut, R>(answer: F) -> Arc<MethodFn>
 where
@@ -57,13 +67,13 @@ where
     Fut: Future<Output = Result<R, ErrorObjectOwned>> + Send + 'static,
     R: Serialize,
 {
-    Arc::new(move |context, call| {
+    serialized(move |context, call| {
         let answered = answer(context, call);
-        Box::pin(async move {
+        async move {
             let result = answered.await?;
             Ok(serde_json::value::to_raw_value(&result)
                 .map_err(|e| RpcError::Internal(format!("cannot serialize the answer: {e}")))?)
-        })
+        }
     })
 }
 
@@ -281,12 +291,7 @@ mod tests {
 
     #[test]
     fn methods_that_take_addresses_say_where() {
-        let of = |name: &str| {
-            crate::rows()
-                .into_iter()
-                .find(|row| row.name == name)
-                .map(|r| r.addresses)
-        };
+        let of = |name: &str| crate::row(name).map(|row| row.addresses);
         assert_eq!(of("eth_getBalance"), Some(AddressParams::Address(0)));
         assert_eq!(of("eth_call"), Some(AddressParams::CallTo(0)));
         assert_eq!(of("eth_newFilter"), Some(AddressParams::LogFilter(0)));

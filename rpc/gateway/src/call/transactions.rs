@@ -9,7 +9,7 @@
 use crate::{
     access::caller::Caller,
     call::reply::Reply,
-    call::table::{Call, Context, MethodFn, Row},
+    call::table::{Call, Context, Row, serialized},
     service::Service,
 };
 use alloy_primitives::Bytes;
@@ -56,24 +56,22 @@ pub async fn txpool_reply(
 /// The methods that send transactions or read the upstream's transaction pool.
 pub fn transactions() -> Vec<Row> {
     let send_row = |method: &'static str, params: &'static [&'static str]| {
-        let send: Arc<MethodFn> = Arc::new(move |context: Arc<Context>, call: Call| {
-            Box::pin(async move { send(&context, call, method).await })
+        let send = serialized(move |context: Arc<Context>, call: Call| async move {
+            send(&context, call, method).await
         });
         Unclassed::new(method, params, 1, send)
             .names(AddressParams::RawTransactionTo(0))
             .weighs(10)
     };
     let txpool_row = |method: &'static str| {
-        let ask: Arc<MethodFn> = Arc::new(move |context: Arc<Context>, call: Call| {
-            Box::pin(async move {
-                let service = &context.service;
-                let network = network_of(&call.extensions)?;
-                let Some(url) = service.networks[network].transactions_url.clone() else {
-                    return Err(RpcError::NoTransactionPool(method).into());
-                };
-                let timeout = service.transactions_timeout;
-                forward(service, url, method, None, timeout).await?
-            })
+        let ask = serialized(move |context: Arc<Context>, call: Call| async move {
+            let service = &context.service;
+            let network = network_of(&call.extensions)?;
+            let Some(url) = service.networks[network].transactions_url.clone() else {
+                return Err(RpcError::NoTransactionPool(method).into());
+            };
+            let timeout = service.transactions_timeout;
+            forward(service, url, method, None, timeout).await?
         });
         Unclassed::new(method, &[], 0, ask).names(AddressParams::NoAddress)
     };

@@ -4,7 +4,7 @@
 
 use crate::{
     access::caller::Caller,
-    call::table::{Call, Context, Row, answer},
+    call::table::{Call, Context, Row, answer, serialized},
     service::Service,
     subscriptions::connections::Connection,
     subscriptions::filters::FilterKind,
@@ -15,6 +15,7 @@ use quarry_eth::{
     AddressParams, Result, RpcError, Unclassed,
     log_filter::{Filter, LogCriteria},
 };
+use serde_json::value::RawValue;
 use std::sync::Arc;
 
 type Answered<T> = std::result::Result<T, ErrorObjectOwned>;
@@ -120,21 +121,27 @@ pub fn filters() -> Vec<Row> {
         }),
         by_id("eth_uninstallFilter", |service, caller, id| {
             let key = &caller.grant.id;
-            (service.filters).uninstall(caller.network, key, id, &service.metrics)
+            let removed = (service.filters).uninstall(caller.network, key, id, &service.metrics)?;
+            quarry_eth::to_raw("eth_uninstallFilter", &removed)
         }),
-        Unclassed::new("eth_getFilterLogs", &["filterId"], 1, answer(filter_logs))
-            .names(AddressParams::NoAddress)
-            .weighs(5),
+        Unclassed::new(
+            "eth_getFilterLogs",
+            &["filterId"],
+            1,
+            serialized(filter_logs),
+        )
+        .names(AddressParams::NoAddress)
+        .weighs(5),
     ]
 }
 
-/// A method on one of the caller's filters, named by its id.
-fn by_id<R, F>(name: &'static str, on: F) -> Row
+/// A method on one of the caller's filters, named by its id, answering serialized (a filter's
+/// changes are kept as JSON).
+fn by_id<F>(name: &'static str, on: F) -> Row
 where
-    R: serde::Serialize,
-    F: Fn(&Service, &Caller, &str) -> Result<R> + Copy + Send + Sync + 'static,
+    F: Fn(&Service, &Caller, &str) -> Result<Box<RawValue>> + Copy + Send + Sync + 'static,
 {
-    let answer = answer(move |context, call| async move {
+    let answer = serialized(move |context, call| async move {
         let caller = caller(&call)?;
         let id: String = call.args.required(0)?;
         Answered::Ok(on(&context.service, &caller, &id)?)
